@@ -1,0 +1,105 @@
+# cython: language_level=3
+"""Inline SE(3) primitives for the treedyn kernels.
+
+Conventions (docs/CONVENTIONS.md): a rotation is 9 doubles, row-major; a
+position 3 doubles; a screw 6 doubles (angular first, (w, v)).  A pose (R, p)
+maps body coordinates to the parent: x_parent = R x_body + p.  Quaternions are
+scalar first (w, x, y, z).  No allocation, no Python objects: all functions are
+``nogil`` and write into caller-owned buffers (outputs must not alias inputs
+unless stated).
+"""
+from libc.math cimport sin, cos, sqrt, fabs
+
+cdef inline void rot_identity(double* R) noexcept nogil:
+    R[0] = 1.0; R[1] = 0.0; R[2] = 0.0
+    R[3] = 0.0; R[4] = 1.0; R[5] = 0.0
+    R[6] = 0.0; R[7] = 0.0; R[8] = 1.0
+
+cdef inline void rot_mul(const double* A, const double* B, double* C) noexcept nogil:
+    """C = A B (3x3, row-major)."""
+    cdef int r
+    for r in range(3):
+        C[3*r + 0] = A[3*r] * B[0] + A[3*r + 1] * B[3] + A[3*r + 2] * B[6]
+        C[3*r + 1] = A[3*r] * B[1] + A[3*r + 1] * B[4] + A[3*r + 2] * B[7]
+        C[3*r + 2] = A[3*r] * B[2] + A[3*r + 1] * B[5] + A[3*r + 2] * B[8]
+
+cdef inline void rot_vec(const double* R, const double* x, double* y) noexcept nogil:
+    """y = R x."""
+    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
+    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2]
+    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2]
+
+cdef inline void rotT_vec(const double* R, const double* x, double* y) noexcept nogil:
+    """y = R^T x."""
+    y[0] = R[0] * x[0] + R[3] * x[1] + R[6] * x[2]
+    y[1] = R[1] * x[0] + R[4] * x[1] + R[7] * x[2]
+    y[2] = R[2] * x[0] + R[5] * x[1] + R[8] * x[2]
+
+cdef inline void cross(const double* a, const double* b, double* c) noexcept nogil:
+    """c = a x b (c must not alias a or b)."""
+    c[0] = a[1] * b[2] - a[2] * b[1]
+    c[1] = a[2] * b[0] - a[0] * b[2]
+    c[2] = a[0] * b[1] - a[1] * b[0]
+
+cdef inline double dot3(const double* a, const double* b) noexcept nogil:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+cdef inline void pose_mul(const double* R1, const double* p1,
+                          const double* R2, const double* p2,
+                          double* R, double* p) noexcept nogil:
+    """(R, p) = (R1, p1)(R2, p2): R = R1 R2, p = R1 p2 + p1."""
+    rot_mul(R1, R2, R)
+    rot_vec(R1, p2, p)
+    p[0] += p1[0]; p[1] += p1[1]; p[2] += p1[2]
+
+cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept nogil:
+    """Rodrigues' formula for a unit axis e: R = I + sin t ê + (1 - cos t) ê²."""
+    cdef double s = sin(t), c = 1.0 - cos(t)
+    cdef double x = e[0], y = e[1], z = e[2]
+    R[0] = 1.0 - c * (y * y + z * z)
+    R[1] = -s * z + c * x * y
+    R[2] = s * y + c * x * z
+    R[3] = s * z + c * x * y
+    R[4] = 1.0 - c * (x * x + z * z)
+    R[5] = -s * x + c * y * z
+    R[6] = -s * y + c * x * z
+    R[7] = s * x + c * y * z
+    R[8] = 1.0 - c * (x * x + y * y)
+
+cdef inline void screw_exp(const double* X, double t, double* R, double* p) noexcept nogil:
+    """exp(X t) for a unit screw X = (e, v): |e| = 1 (revolute, helical) or e = 0
+    (prismatic, |v| = 1).  p = (I - R)(e x v) + e (e.v) t  (Müller 2018, eq. 9)."""
+    cdef double exv[3]
+    cdef double ev
+    if X[0] == 0.0 and X[1] == 0.0 and X[2] == 0.0:
+        rot_identity(R)
+        p[0] = X[3] * t; p[1] = X[4] * t; p[2] = X[5] * t
+        return
+    rot_axis_angle(X, t, R)
+    cross(X, &X[3], exv)
+    ev = dot3(X, &X[3]) * t
+    rot_vec(R, exv, p)
+    p[0] = exv[0] - p[0] + X[0] * ev
+    p[1] = exv[1] - p[1] + X[1] * ev
+    p[2] = exv[2] - p[2] + X[2] * ev
+
+cdef inline double quat_to_rot(const double* Q, double* R) noexcept nogil:
+    """Rotation of the quaternion Q = (w, x, y, z); returns |Q|^2.  Uses s = 2/|Q|^2,
+    so R is orthogonal for any non-zero Q (the norm itself is checked by the caller)."""
+    cdef double w = Q[0], x = Q[1], y = Q[2], z = Q[3]
+    cdef double n2 = w * w + x * x + y * y + z * z
+    cdef double s
+    if n2 == 0.0:
+        rot_identity(R)
+        return n2
+    s = 2.0 / n2
+    R[0] = 1.0 - s * (y * y + z * z)
+    R[1] = s * (x * y - w * z)
+    R[2] = s * (x * z + w * y)
+    R[3] = s * (x * y + w * z)
+    R[4] = 1.0 - s * (x * x + z * z)
+    R[5] = s * (y * z - w * x)
+    R[6] = s * (x * z - w * y)
+    R[7] = s * (y * z + w * x)
+    R[8] = 1.0 - s * (x * x + y * y)
+    return n2

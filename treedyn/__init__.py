@@ -1,0 +1,16 @@
+"""treedyn: robot and multibody dynamics with screw and Lie group theory.
+
+>>> import treedyn as td
+>>> model = td.load(td.robots.path("panda.urdf"))
+>>> poses = model.forward_kinematics(model.neutral())     # (n_bodies, 4, 4)
+"""
+from . import lie, robots
+from .errors import InputError, ModelError, RobotFileError, SingularModelError, TreedynError
+from .graph import JointGraph
+from .io import load, load_graph, save
+from .model import LoopClosure, Model
+
+__version__ = "0.1.0"
+
+__all__ = ["load", "load_graph", "save", "JointGraph", "Model", "LoopClosure", "lie", "robots",
+           "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]

@@ -1,0 +1,71 @@
+"""Robot file input/output: URDF (read) and the treedyn TOML format (read/write)."""
+from __future__ import annotations
+
+import os
+
+from ..errors import RobotFileError
+from .toml import read_toml, write_toml
+from .urdf import read_urdf
+
+__all__ = ["load", "load_graph", "save"]
+
+
+def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True):
+    """Read a robot file (``.urdf`` or ``.toml``) into an editable JointGraph."""
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    if free_group not in (None, "SE3", "SO3xR3"):
+        raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
+                             file=path)
+    if ext == ".urdf":
+        return read_urdf(path, floating_base=floating_base, free_group=free_group or "SE3",
+                         gravity=gravity, strict_inertia=strict_inertia)
+    if ext == ".toml":
+        if floating_base:
+            raise RobotFileError("floating_base=True is for URDF files; a TOML file declares "
+                                 "its free joints itself (type = \"free\")", file=path)
+        graph = read_toml(path, gravity=gravity, strict_inertia=strict_inertia)
+        if free_group is not None:
+            for _, _, data in graph.graph.edges(data=True):
+                if data["type"] == "free":
+                    data["group"] = free_group
+        return graph
+    raise RobotFileError(f"unknown robot file extension {ext!r} (expected .urdf or .toml)",
+                         file=path)
+
+
+def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True):
+    """Load a robot file and compile it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.urdf`` or ``.toml`` (treedyn format) file.
+    floating_base : bool
+        URDF only: attach the root link to the world by a free joint ``root_joint``.
+    free_group : {"SE3", "SO3xR3"}, optional
+        Group of free joints: ``"SE3"`` (velocity = body twist (ω, v)) or
+        ``"SO3xR3"`` (velocity = (ω body, ṙ world)).  Default: SE3 for URDF, the
+        file's own choice for TOML.
+    gravity : array_like (3,), optional
+        World-frame gravity in m/s², overriding the file's (default (0, 0, -9.81)).
+    strict_inertia : bool
+        Raise on a non-physical inertia (default).  ``False`` accepts it with a
+        warning: some published robot files (e.g. TIAGo's antenna links) contain
+        slightly non-positive-semidefinite inertias.
+
+    Returns
+    -------
+    treedyn.Model
+    """
+    return load_graph(path, floating_base, free_group, gravity, strict_inertia).compile()
+
+
+def save(model, path):
+    """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``."""
+    path = os.fspath(path)
+    if os.path.splitext(path)[1].lower() != ".toml":
+        raise RobotFileError("treedyn writes the TOML format only: use a .toml path", file=path)
+    graph = getattr(model, "graph", model)
+    write_toml(graph, path)
+    return path

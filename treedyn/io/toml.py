@@ -1,0 +1,221 @@
+"""Reader and writer of the treedyn TOML robot format (``docs/robot-format.md``).
+
+The format is POE-first: joint axes and points are given in one world
+construction frame at q = 0; bodies optionally carry a frame; joints marked
+``loop = true`` close kinematic loops.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+
+import numpy as np
+
+from .. import lie
+from ..errors import RobotFileError
+from ..graph import JointGraph
+
+__all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
+
+_BODY_KEYS = {"name", "mass", "com", "inertia", "frame"}
+_JOINT_KEYS = {"name", "type", "parent", "child", "axis", "point", "pitch", "axes", "x_axis",
+               "group", "loop", "armature", "limits"}
+_FRAME_KEYS = {"name", "body", "origin", "rpy", "rotation"}
+_MIMIC_KEYS = {"joint", "leader", "multiplier", "offset"}
+_TOP_KEYS = {"model", "body", "joint", "frame", "mimic"}
+
+
+def read_toml(path, gravity=None, strict_inertia=True):
+    """Read a treedyn TOML robot file into a :class:`~treedyn.graph.JointGraph`."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except OSError as exc:
+        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    except UnicodeDecodeError as exc:
+        raise RobotFileError(f"not UTF-8 text: {exc}", file=path) from None
+    return parse_toml_string(text, gravity=gravity, filename=path, strict_inertia=strict_inertia)
+
+
+def parse_toml_string(text, gravity=None, filename="<string>", strict_inertia=True):
+    """Like :func:`read_toml` for TOML text."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RobotFileError(f"malformed TOML: {exc}", file=filename) from None
+    return _build(doc, gravity, filename, strict_inertia)
+
+
+def _fail(msg, file, element, field=None):
+    raise RobotFileError(msg, file=file, element=element, field=field)
+
+
+def _check_keys(table, allowed, file, element):
+    if not isinstance(table, dict):
+        _fail("expected a table", file, element)
+    unknown = set(table) - allowed
+    if unknown:
+        _fail(f"unknown key(s) {sorted(unknown)} (allowed: {sorted(allowed)})", file, element,
+              sorted(unknown)[0])
+
+
+def _pose(table, file, element, field):
+    """4x4 pose from {origin, rpy | rotation}."""
+    _check_keys(table, {"origin", "rpy", "rotation"}, file, element)
+    T = np.eye(4)
+    src = (file, element)
+    try:
+        T[:3, 3] = np.array(table.get("origin", [0.0, 0.0, 0.0]), dtype=float)
+        if "rpy" in table and "rotation" in table:
+            _fail("give either 'rpy' or 'rotation', not both", file, element, field)
+        if "rpy" in table:
+            rpy = np.array(table["rpy"], dtype=float)
+            if rpy.shape != (3,):
+                raise ValueError
+            T[:3, :3] = lie.rpy_to_rot(rpy)
+        elif "rotation" in table:
+            T[:3, :3] = np.array(table["rotation"], dtype=float)
+    except (ValueError, TypeError):
+        _fail("origin needs 3 numbers, rpy 3 numbers, rotation a 3x3 array", *src, field)
+    if not np.all(np.isfinite(T)):
+        _fail("NaN or infinity", *src, field)
+    return T
+
+
+def _inertia(value, file, element):
+    if isinstance(value, dict):
+        _check_keys(value, {"ixx", "iyy", "izz", "ixy", "ixz", "iyz"}, file, element)
+        try:
+            v = {k: float(value.get(k, 0.0)) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+        except (TypeError, ValueError):
+            _fail("inertia entries must be numbers", file, element, "inertia")
+        return np.array([[v["ixx"], v["ixy"], v["ixz"]],
+                         [v["ixy"], v["iyy"], v["iyz"]],
+                         [v["ixz"], v["iyz"], v["izz"]]])
+    return value  # validated (shape, finiteness) by the graph
+
+
+def _build(doc, gravity, file, strict_inertia=True):
+    _check_keys(doc, _TOP_KEYS, file, "top level")
+    meta = doc.get("model", {})
+    _check_keys(meta, {"name", "gravity"}, file, "[model]")
+    name = str(meta.get("name", os.path.splitext(os.path.basename(file))[0]))
+    grav = gravity if gravity is not None else meta.get("gravity", (0.0, 0.0, -9.81))
+    try:
+        g = JointGraph(name, gravity=grav, strict_inertia=strict_inertia)
+    except RobotFileError:
+        raise
+    except ValueError as exc:
+        _fail(str(exc), file, "[model]", "gravity")
+    for k, b in enumerate(_array_of_tables(doc, "body", file)):
+        el = f'[[body]] "{b.get("name", f"#{k}")}"'
+        _check_keys(b, _BODY_KEYS, file, el)
+        if "name" not in b:
+            _fail("missing key", file, el, "name")
+        frame = _pose(b["frame"], file, el, "frame") if "frame" in b else None
+        g.add_body(b["name"], mass=b.get("mass", 0.0), com=b.get("com", (0.0, 0.0, 0.0)),
+                   inertia=_inertia(b.get("inertia"), file, el) if "inertia" in b else None,
+                   frame=frame, source=(file, el))
+    for k, j in enumerate(_array_of_tables(doc, "joint", file)):
+        el = f'[[joint]] "{j.get("name", f"#{k}")}"'
+        _check_keys(j, _JOINT_KEYS, file, el)
+        for key in ("name", "type", "parent", "child"):
+            if key not in j:
+                _fail("missing key", file, el, key)
+        if not isinstance(j.get("loop", False), bool):
+            _fail("must be true or false", file, el, "loop")
+        g.add_joint(j["name"], j["type"], j["parent"], j["child"], axis=j.get("axis"),
+                    point=j.get("point", (0.0, 0.0, 0.0)), pitch=j.get("pitch", 0.0),
+                    axes=j.get("axes"), x_axis=j.get("x_axis"), group=j.get("group", "SE3"),
+                    loop=j.get("loop", False), armature=j.get("armature", 0.0),
+                    limits=j.get("limits"), source=(file, el))
+    for k, fr in enumerate(_array_of_tables(doc, "frame", file)):
+        el = f'[[frame]] "{fr.get("name", f"#{k}")}"'
+        _check_keys(fr, _FRAME_KEYS, file, el)
+        for key in ("name", "body"):
+            if key not in fr:
+                _fail("missing key", file, el, key)
+        pose = _pose({k2: fr[k2] for k2 in ("origin", "rpy", "rotation") if k2 in fr},
+                     file, el, "origin")
+        g.add_frame(fr["name"], fr["body"], pose, source=(file, el))
+    for k, mm in enumerate(_array_of_tables(doc, "mimic", file)):
+        el = f'[[mimic]] #{k}'
+        _check_keys(mm, _MIMIC_KEYS, file, el)
+        for key in ("joint", "leader"):
+            if key not in mm:
+                _fail("missing key", file, el, key)
+        try:
+            mult, off = float(mm.get("multiplier", 1.0)), float(mm.get("offset", 0.0))
+        except (TypeError, ValueError):
+            _fail("multiplier and offset must be numbers", file, el, "multiplier")
+        g.add_mimic(mm["joint"], mm["leader"], mult, off, source=(file, el))
+    return g
+
+
+def _array_of_tables(doc, key, file):
+    val = doc.get(key, [])
+    if not isinstance(val, list) or not all(isinstance(v, dict) for v in val):
+        _fail(f"'{key}' must be an array of tables ([[{key}]])", file, key)
+    return val
+
+
+# ---------------------------------------------------------------------- writer
+def _floats(a):
+    return [float(x) for x in np.asarray(a, dtype=float).ravel()]
+
+
+def graph_to_dict(graph):
+    """The TOML document (nested dicts) describing ``graph`` exactly."""
+    doc = {"model": {"name": graph.name, "gravity": _floats(graph.gravity)}}
+    bodies = []
+    for name in graph.bodies:
+        nd = graph.body(name)
+        b = {"name": name, "mass": float(nd["mass"]), "com": _floats(nd["com"]),
+             "inertia": [_floats(r) for r in nd["inertia"]]}
+        if not np.array_equal(nd["frame"], np.eye(4)):
+            b["frame"] = {"origin": _floats(nd["frame"][:3, 3]),
+                          "rotation": [_floats(r) for r in nd["frame"][:3, :3]]}
+        bodies.append(b)
+    doc["body"] = bodies
+    joints = []
+    for j in graph.joints():
+        t = j["type"]
+        out = {"name": j["name"], "type": t, "parent": j["parent"], "child": j["child"]}
+        if j["axis"] is not None:
+            out["axis"] = _floats(j["axis"])
+        if t != "fixed" and t != "free":
+            out["point"] = _floats(j["point"])
+        if t == "helical":
+            out["pitch"] = float(j["pitch"])
+        if t == "universal":
+            out["axes"] = [_floats(a) for a in j["axes"]]
+        if t == "planar":
+            out["x_axis"] = _floats(j["x_axis"])
+        if t == "free":
+            out["group"] = j["group"]
+        if j["loop"]:
+            out["loop"] = True
+        if np.any(j["armature"] != 0):
+            out["armature"] = _floats(j["armature"])
+        lim = {k: float(v) for k, v in j["limits"].items() if np.isfinite(v)}
+        if lim:
+            out["limits"] = lim
+        joints.append(out)
+    doc["joint"] = joints
+    if graph.frames:
+        doc["frame"] = [{"name": n, "body": body, "origin": _floats(T[:3, 3]),
+                         "rotation": [_floats(r) for r in T[:3, :3]]}
+                        for n, (body, T) in graph.frames.items()]
+    if graph.mimic:
+        doc["mimic"] = [{k: m[k] for k in ("joint", "leader", "multiplier", "offset")}
+                        for m in graph.mimic]
+    return doc
+
+
+def write_toml(graph, path):
+    """Write ``graph`` to ``path`` in the treedyn TOML format (floats written exactly)."""
+    import tomli_w
+    with open(os.fspath(path), "wb") as f:
+        f.write(b"# treedyn robot file (docs/robot-format.md); written by treedyn.save\n")
+        tomli_w.dump(graph_to_dict(graph), f)

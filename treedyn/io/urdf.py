@@ -1,0 +1,277 @@
+"""URDF reader.
+
+Parses with ``defusedxml`` (entity expansion, DTDs and external references are
+refused), reads links and joints (direct children of ``<robot>``), ignores
+visual/collision geometry, transmissions and ``<gazebo>`` blocks, and builds a
+:class:`treedyn.graph.JointGraph` in the world construction frame at q = 0.
+
+URDF semantics used here (ROS URDF specification):
+
+* a joint's ``<origin>`` places the joint frame in the parent link frame; the
+  child link frame *is* the joint frame at q = 0; ``<axis>`` is given in the
+  joint frame (default (1, 0, 0));
+* ``rpy`` is roll-pitch-yaw about fixed axes: R = Rz(yaw) Ry(pitch) Rx(roll);
+* ``<inertial><origin>`` places the COM frame in the link frame; the inertia
+  tensor is about the COM in the axes of that frame (so it is rotated into the
+  link frame: Θ_link = R Θ Rᵀ);
+* a link without ``<inertial>`` is massless;
+* ``continuous`` joints have one coordinate, the angle; ``floating`` joints are
+  free joints; ``planar`` joints move in the plane normal to ``<axis>``.
+"""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring as _safe_fromstring
+
+from .. import lie
+from ..errors import ModelError, RobotFileError
+from ..graph import WORLD, JointGraph
+
+__all__ = ["read_urdf", "parse_urdf_string"]
+
+_URDF_TYPES = {
+    "revolute": "revolute",
+    "continuous": "continuous",
+    "prismatic": "prismatic",
+    "fixed": "fixed",
+    "floating": "free",
+    "planar": "planar",
+}
+
+
+def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True):
+    """Read a URDF file into a :class:`~treedyn.graph.JointGraph`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    floating_base : bool
+        Attach the root link to the world by a free joint named ``root_joint``
+        (otherwise the root link is fixed to the world).
+    free_group : {"SE3", "SO3xR3"}
+        Group of the added free joint and of ``floating`` joints in the file.
+    gravity : array_like (3,), optional
+        World-frame gravity (default (0, 0, -9.81) m/s²).
+    strict_inertia : bool
+        Raise on non-physical link inertias (default); ``False`` warns instead.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError as exc:
+        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    return parse_urdf_string(text, floating_base, free_group, gravity, filename=path,
+                             strict_inertia=strict_inertia)
+
+
+def parse_urdf_string(text, floating_base=False, free_group="SE3", gravity=None,
+                      filename="<string>", strict_inertia=True):
+    """Like :func:`read_urdf` for URDF text (str or bytes)."""
+    try:
+        root = _safe_fromstring(text, forbid_dtd=True)
+    except DefusedXmlException as exc:
+        raise RobotFileError(f"refused unsafe XML ({type(exc).__name__}: {exc})",
+                             file=filename, element="<robot>") from None
+    except ET.ParseError as exc:
+        raise RobotFileError(f"malformed XML: {exc}", file=filename) from None
+    if root.tag != "robot":
+        raise RobotFileError(f"root element is <{root.tag}>, expected <robot>",
+                             file=filename, element=f"<{root.tag}>")
+    if free_group not in ("SE3", "SO3xR3"):
+        raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
+                             file=filename)
+    return _Reader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
+
+
+class _Reader:
+    def __init__(self, filename):
+        self.file = filename
+
+    def fail(self, msg, element, field=None):
+        raise RobotFileError(msg, file=self.file, element=element, field=field)
+
+    def floats(self, elem, attr, n, where, default=None):
+        raw = elem.get(attr) if elem is not None else None
+        if raw is None:
+            if default is None:
+                self.fail(f"missing attribute '{attr}'", where, attr)
+            return np.array(default, dtype=float)
+        parts = raw.split()
+        if len(parts) != n:
+            self.fail(f"expected {n} numbers, got {raw!r}", where, attr)
+        try:
+            vals = np.array([float(p) for p in parts])
+        except ValueError:
+            self.fail(f"not a number in {raw!r}", where, attr)
+        if not np.all(np.isfinite(vals)):
+            self.fail(f"NaN or infinity in {raw!r}", where, attr)
+        return vals
+
+    def origin(self, elem, where):
+        o = elem.find("origin") if elem is not None else None
+        T = np.eye(4)
+        if o is None:
+            return T
+        T[:3, 3] = self.floats(o, "xyz", 3, where + "<origin>", (0, 0, 0))
+        T[:3, :3] = lie.rpy_to_rot(self.floats(o, "rpy", 3, where + "<origin>", (0, 0, 0)))
+        return T
+
+    def build(self, root, floating_base, free_group, gravity, strict_inertia):
+        name = root.get("name") or os.path.splitext(os.path.basename(self.file))[0]
+        links, joints = {}, {}
+        for el in root.findall("link"):
+            lname = el.get("name")
+            if not lname:
+                self.fail("link without a name", "<link>", "name")
+            if lname in links:
+                self.fail(f"duplicate link name '{lname}'", f'<link name="{lname}">', "name")
+            links[lname] = el
+        if not links:
+            self.fail("the robot has no links", "<robot>")
+        child_of = {}
+        for el in root.findall("joint"):
+            jname = el.get("name")
+            where = f'<joint name="{jname}">'
+            if not jname:
+                self.fail("joint without a name", "<joint>", "name")
+            if jname in joints:
+                self.fail(f"duplicate joint name '{jname}'", where, "name")
+            jtype = el.get("type")
+            if jtype not in _URDF_TYPES:
+                self.fail(f"unknown joint type {jtype!r} (URDF types: "
+                          f"{', '.join(_URDF_TYPES)})", where, "type")
+            ends = {}
+            for role in ("parent", "child"):
+                sub = el.find(role)
+                lk = sub.get("link") if sub is not None else None
+                if lk is None:
+                    self.fail(f"missing <{role} link=...>", where, role)
+                if lk not in links:
+                    self.fail(f"{role} link '{lk}' is not defined", where, role)
+                ends[role] = lk
+            if ends["child"] in child_of:
+                self.fail(f"link '{ends['child']}' is the child of two joints, "
+                          f"'{child_of[ends['child']]}' and '{jname}' (URDF describes trees "
+                          f"only; use the TOML format for closed loops)", where, "child")
+            if ends["parent"] == ends["child"]:
+                self.fail("parent and child are the same link", where, "child")
+            child_of[ends["child"]] = jname
+            joints[jname] = (el, jtype, ends["parent"], ends["child"])
+        roots = [lk for lk in links if lk not in child_of]
+        if len(roots) != 1:
+            if not roots:
+                self.fail("the joints form a cycle: no root link", "<robot>")
+            self.fail(f"the robot has {len(roots)} root links {roots}; a URDF tree has exactly "
+                      f"one", "<robot>")
+        base = roots[0]
+
+        # world poses of the link frames at q = 0, breadth-first from the root
+        children = {lk: [] for lk in links}
+        for jname, (_, _, par, chi) in joints.items():
+            children[par].append(jname)
+        frame = {base: np.eye(4)}
+        queue = [base]
+        seen = {base}
+        while queue:
+            lk = queue.pop(0)
+            for jname in children[lk]:
+                el, _, _, chi = joints[jname]
+                frame[chi] = frame[lk] @ self.origin(el, f'<joint name="{jname}">')
+                seen.add(chi)
+                queue.append(chi)
+        if len(seen) != len(links):
+            lost = sorted(set(links) - seen)
+            self.fail(f"links {lost} are not connected to the root '{base}' (cycle)", "<robot>")
+
+        g = JointGraph(name, gravity=(0.0, 0.0, -9.81) if gravity is None else gravity,
+                       strict_inertia=strict_inertia)
+        base_is_world = base == WORLD
+        if base_is_world and floating_base:
+            self.fail("the root link is named 'world': it cannot be given a floating base",
+                      f'<link name="{WORLD}">')
+        for lname, el in links.items():
+            if lname == WORLD:
+                if not base_is_world:
+                    self.fail("a link named 'world' must be the root link",
+                              f'<link name="{WORLD}">', "name")
+                continue
+            mass, com, inertia = self.inertial(el, f'<link name="{lname}">')
+            g.add_body(lname, mass=mass, com=com, inertia=inertia, frame=frame[lname],
+                       source=(self.file, f'<link name="{lname}">'))
+        if not base_is_world:
+            g.add_joint("root_joint", "free" if floating_base else "fixed", WORLD, base,
+                        group=free_group, source=(self.file, f'<link name="{base}">'))
+        for jname, (el, jtype, par, chi) in joints.items():
+            where = f'<joint name="{jname}">'
+            src = (self.file, where)
+            t = _URDF_TYPES[jtype]
+            axis_el = el.find("axis")
+            axis_local = self.floats(axis_el, "xyz", 3, where + "<axis>", (1.0, 0.0, 0.0))
+            if t in ("revolute", "continuous", "prismatic", "planar") and \
+                    np.linalg.norm(axis_local) < 1e-12:
+                self.fail("axis must be a non-zero vector", where + "<axis>", "xyz")
+            R, p = frame[chi][:3, :3], frame[chi][:3, 3]
+            limits = None
+            lim = el.find("limit")
+            if lim is not None and t in ("revolute", "prismatic"):
+                limits = {}
+                for key in ("lower", "upper", "effort", "velocity"):
+                    if lim.get(key) is not None:
+                        limits[key] = float(self.floats(lim, key, 1, where + "<limit>")[0])
+            kwargs = dict(point=p, source=src, limits=limits)
+            if t in ("revolute", "continuous", "prismatic", "planar"):
+                kwargs["axis"] = R @ axis_local
+            if t == "planar":
+                # in-plane first direction: the joint frame's x axis made normal to the axis
+                kwargs["x_axis"] = R @ _perpendicular(axis_local)
+            if t == "free":
+                kwargs["group"] = free_group
+            try:
+                g.add_joint(jname, t, par, chi, **kwargs)
+            except ModelError as exc:
+                self.fail(str(exc), where)
+            mim = el.find("mimic")
+            if mim is not None:
+                leader = mim.get("joint")
+                if leader is None:
+                    self.fail("missing attribute 'joint'", where + "<mimic>", "joint")
+                if leader not in joints:
+                    self.fail(f"mimicked joint '{leader}' is not defined", where + "<mimic>",
+                              "joint")
+                mult = self.floats(mim, "multiplier", 1, where + "<mimic>", (1.0,))[0]
+                off = self.floats(mim, "offset", 1, where + "<mimic>", (0.0,))[0]
+                g.add_mimic(jname, leader, mult, off, source=src)
+        return g
+
+    def inertial(self, el, where):
+        inl = el.find("inertial")
+        if inl is None:
+            return 0.0, np.zeros(3), np.zeros((3, 3))
+        where_i = where + "<inertial>"
+        T = self.origin(inl, where_i)
+        m_el = inl.find("mass")
+        if m_el is None:
+            self.fail("missing <mass>", where_i, "mass")
+        mass = float(self.floats(m_el, "value", 1, where_i + "<mass>")[0])
+        i_el = inl.find("inertia")
+        if i_el is None:
+            self.fail("missing <inertia>", where_i, "inertia")
+        v = {k: float(self.floats(i_el, k, 1, where_i + "<inertia>", (0.0,))[0])
+             for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        I_c = np.array([[v["ixx"], v["ixy"], v["ixz"]],
+                        [v["ixy"], v["iyy"], v["iyz"]],
+                        [v["ixz"], v["iyz"], v["izz"]]])
+        R = T[:3, :3]
+        return mass, T[:3, 3].copy(), R @ I_c @ R.T
+
+
+def _perpendicular(n):
+    n = n / np.linalg.norm(n)
+    trial = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = trial - n * (n @ trial)
+    return u / np.linalg.norm(u)
