@@ -1059,7 +1059,7 @@ def rpy_to_rot(rpy):
 
     Example
     -------
-    >>> np.round(rpy_to_rot([0, 0, np.pi / 2]), 12)
+    >>> np.round(rpy_to_rot([0, 0, np.pi / 2]), 12) + 0.0   # + 0.0 clears -0.
     array([[ 0., -1.,  0.],
            [ 1.,  0.,  0.],
            [ 0.,  0.,  1.]])
@@ -1081,9 +1081,10 @@ def rot_to_rpy(R):
     ``roll = atan2(R21, R22)``; then ``M = R Rx(roll)^T = Rz(yaw) Ry(pitch)``
     gives ``pitch = atan2(-M20, M22)`` and ``yaw = atan2(-M01, M11)``, all from
     O(1) entries, so that ``rpy_to_rot(rot_to_rpy(R)) == R`` to rounding even
-    at and near the gimbal lock ``pitch = +-pi/2``, where roll is set to 0
-    (only ``yaw -+ roll`` is defined there).  Ranges: roll, yaw in
-    ``[-pi, pi]``, pitch in ``[-pi/2, pi/2]``.
+    at and near the gimbal lock ``pitch = +-pi/2``, where only ``yaw -+ roll``
+    is defined: if ``R21 == R22 == 0`` exactly, roll is 0 and yaw takes the
+    whole angle.  Ranges: roll, yaw in ``[-pi, pi]``, pitch in
+    ``[-pi/2, pi/2]``.
 
     Parameters
     ----------

@@ -1,0 +1,231 @@
+"""Forward kinematics.
+
+Oracles: Pinocchio's frame placements on example-robot-data URDFs (read from the
+installed package); the spatial product of exponentials exp(Y₁q₁)⋯exp(Y_kq_k)A_i
+evaluated with ``scipy.linalg.expm`` (independent of the kernel's body-fixed
+recursion and its closed-form exponentials); geometric invariants of spherical
+and free joints.
+"""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import treedyn as td
+from treedyn.lie import hat6, quat_to_rot
+from conftest import TOL_EXACT, TOL_ORACLE, assert_close, erd_path, robot_file, to_pinocchio_q
+
+pin = pytest.importorskip("pinocchio")
+
+CASES = [("panda", False), ("panda", True), ("ur5", False), ("solo12", False), ("solo12", True),
+         ("talos_reduced", True), ("talos_full_v2", True), ("tiago", False), ("tiago", True)]
+
+
+def load_pair(name, floating):
+    path = erd_path(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # talos: mimics on fixed joints; tiago: antenna inertia
+        model = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
+    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(path))
+    return model, pmodel
+
+
+@pytest.mark.parametrize("name,floating", CASES)
+def test_link_placements_equal_pinocchio(name, floating):
+    model, pmodel = load_pair(name, floating)
+    pdata = pmodel.createData()
+    assert model.nv == pmodel.nv
+    rng = np.random.default_rng(7)
+    compared, err = 0, 0.0
+    for _ in range(10):
+        q = model.random_configuration(rng)
+        pin.framesForwardKinematics(pmodel, pdata, to_pinocchio_q(model, pmodel, q))
+        poses = model.frame_poses(q)
+        for k, fname in enumerate(model.frame_names):
+            if fname == "world" or not pmodel.existFrame(fname, pin.BODY):
+                continue
+            ref = pdata.oMf[pmodel.getFrameId(fname, pin.BODY)].homogeneous
+            err = max(err, assert_close(poses[k], ref, TOL_ORACLE, f"{name} link {fname}"))
+            compared += 1
+    # every link of the URDF (moving or merged) was compared
+    n_links = sum(1 for f in model.frame_names if f != "world")
+    assert compared == 10 * n_links
+    print(f"FK {name} floating={floating}: max error vs Pinocchio {err:.2e}")
+
+
+@pytest.mark.parametrize("name,floating", [("panda", False), ("talos_reduced", True)])
+def test_body_poses_are_link_frame_poses(name, floating):
+    model, _ = load_pair(name, floating)
+    q = model.random_configuration(1)
+    C = model.forward_kinematics(q)
+    assert C.shape == (model.nb, 4, 4)
+    for i, b in enumerate(model.body_names):
+        assert_close(C[i], model.frame_pose(q, b), TOL_EXACT, b)
+
+
+def spatial_poe(model, q):
+    """C_i = Π_{j on path} exp(Y_j q_j) · A_i for screw-chain joints (scipy expm)."""
+    out = []
+    for i in range(model.nb):
+        path, k = [], i
+        while k >= 0:
+            path.append(k)
+            k = model.parent[k]
+        C = np.eye(4)
+        for k in reversed(path):
+            for d in range(model.nvj[k]):
+                row = model.voff[k] + d
+                C = C @ scipy.linalg.expm(hat6(model.Y[row] * q[model.qoff[k] + d]))
+        out.append(C @ model.A[i])
+    return np.array(out)
+
+
+ALL_SCREW_TYPES = """
+[[body]]
+name = "a"
+mass = 1.0
+com = [0.1, 0.2, 0.3]
+inertia = { ixx = 0.1, iyy = 0.2, izz = 0.25 }
+frame = { origin = [0.3, -0.2, 0.5], rpy = [0.1, -0.4, 0.7] }
+[[body]]
+name = "b"
+mass = 1.0
+inertia = { ixx = 0.1, iyy = 0.1, izz = 0.1 }
+[[body]]
+name = "c"
+mass = 1.0
+inertia = { ixx = 0.1, iyy = 0.1, izz = 0.1 }
+frame = { origin = [1, 2, 3], rpy = [0.5, 0.2, -0.3] }
+[[body]]
+name = "d"
+mass = 1.0
+inertia = { ixx = 0.1, iyy = 0.1, izz = 0.1 }
+[[body]]
+name = "e"
+mass = 1.0
+inertia = { ixx = 0.1, iyy = 0.1, izz = 0.1 }
+frame = { origin = [0, 1, 0], rpy = [0, 0, 1] }
+[[body]]
+name = "f"
+mass = 1.0
+inertia = { ixx = 0.1, iyy = 0.1, izz = 0.1 }
+[[joint]]
+name = "j_rev"
+type = "revolute"
+parent = "world"
+child = "a"
+axis = [0.3, 0.4, 1.2]
+point = [0.5, -0.1, 0.2]
+[[joint]]
+name = "j_hel"
+type = "helical"
+parent = "a"
+child = "b"
+axis = [1, 1, 0]
+point = [0.2, 0.3, -0.4]
+pitch = 0.05
+[[joint]]
+name = "j_pri"
+type = "prismatic"
+parent = "b"
+child = "c"
+axis = [0.2, -1, 0.4]
+[[joint]]
+name = "j_uni"
+type = "universal"
+parent = "c"
+child = "d"
+axes = [[1, 0, 0], [0, 0.6, 0.8]]
+point = [0.4, 0.1, 0.9]
+[[joint]]
+name = "j_cyl"
+type = "cylindrical"
+parent = "d"
+child = "e"
+axis = [0, 1, 1]
+point = [-0.3, 0.2, 0.1]
+[[joint]]
+name = "j_pla"
+type = "planar"
+parent = "c"
+child = "f"
+axis = [0.1, 0.2, 1.0]
+point = [0.7, 0.0, 0.3]
+x_axis = [1, 0, 0]
+"""
+
+
+def test_screw_joints_equal_spatial_product_of_exponentials(tmp_path):
+    p = tmp_path / "screws.toml"
+    p.write_text(ALL_SCREW_TYPES)
+    model = td.load(p)
+    assert model.nq == model.nv == 1 + 1 + 1 + 2 + 2 + 3
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        q = rng.uniform(-3, 3, model.nq)
+        assert_close(model.forward_kinematics(q), spatial_poe(model, q), TOL_EXACT, "POE")
+
+
+def test_neutral_configuration_gives_reference_poses(tmp_path):
+    p = tmp_path / "screws.toml"
+    p.write_text(ALL_SCREW_TYPES)
+    model = td.load(p)
+    assert_close(model.forward_kinematics(model.neutral()), model.A, TOL_EXACT, "A")
+
+
+def test_spherical_joint_keeps_its_centre_and_rotates_by_the_quaternion():
+    model = td.load(robot_file("spherical_double_pendulum.toml"))
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        q = model.random_configuration(rng)
+        C = model.forward_kinematics(q)
+        for i, jt in enumerate(model.joint_types):
+            if jt != "spherical":
+                continue
+            par = model.parent[i]
+            Cp = np.eye(4) if par < 0 else C[par]
+            Ap = np.eye(4) if par < 0 else model.A[par]
+            centre_world0 = model.A[i] @ np.r_[model.center[i], 1.0]
+            # the centre is a point of both bodies
+            assert_close(Cp @ np.linalg.solve(Ap, centre_world0), C[i] @ np.r_[model.center[i], 1],
+                         TOL_EXACT, "centre")
+            # relative rotation = reference relative rotation times R(Q)
+            o = model.qoff[i]
+            Rrel = (np.linalg.inv(Cp) @ C[i])[:3, :3]
+            assert_close(Rrel, model.B[i][:3, :3] @ quat_to_rot(q[o:o + 4]), TOL_EXACT, "R")
+
+
+def test_free_joint_places_the_body():
+    model = td.load(robot_file("floating_bodies.toml"))
+    q = model.random_configuration(11)
+    C = model.forward_kinematics(q)
+    for i, jt in enumerate(model.joint_types):
+        if jt == "free" and model.parent[i] < 0:
+            o = model.qoff[i]
+            J = np.eye(4)
+            J[:3, :3], J[:3, 3] = quat_to_rot(q[o + 3:o + 7]), q[o:o + 3]
+            assert_close(C[i], model.A[i] @ J, TOL_EXACT, "free")
+
+
+def test_batch_equals_single_states():
+    model = td.load(robot_file("floating_bodies.toml"))
+    rng = np.random.default_rng(2)
+    Q = np.array([model.random_configuration(rng) for _ in range(64)])
+    batch = model.forward_kinematics(Q)
+    assert batch.shape == (64, model.nb, 4, 4)
+    for s in range(64):
+        np.testing.assert_array_equal(batch[s], model.forward_kinematics(Q[s]))
+    frames = model.frame_poses(Q)
+    assert frames.shape == (64, len(model.frame_names), 4, 4)
+    np.testing.assert_array_equal(frames[5], model.frame_poses(Q[5]))
+
+
+def test_pickled_model_computes_the_same():
+    model, _ = load_pair("panda", True)
+    clone = pickle.loads(pickle.dumps(model))
+    q = model.random_configuration(0)
+    np.testing.assert_array_equal(clone.forward_kinematics(q), model.forward_kinematics(q))
+    assert clone.body_names == model.body_names and clone.idx_q == model.idx_q
