@@ -8,7 +8,8 @@ points; ``treedyn.model.Model`` subclasses it.  Each algorithm lives in its own
 """
 import numpy as np
 cimport numpy as cnp
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
+cimport openmp
 from libc.math cimport isfinite
 
 from se3 cimport *
@@ -19,6 +20,16 @@ cnp.import_array()
 
 include "joints.pxi"
 include "fk.pxi"
+include "rnea_common.pxi"
+include "rnea_body.pxi"
+include "rnea_spatial.pxi"
+include "rnea_hybrid.pxi"
+
+ctypedef int (*rnea_fn)(ModelCore, const double*, const double*, const double*, const double*,
+                        const double*, int, double*, double*) noexcept nogil
+
+cdef dict _REPRESENTATIONS = {"body": 0, "spatial": 1, "hybrid": 2}
+cdef dict _WRENCH_FRAMES = {"world": 0, "body": 1, "hybrid": 2}
 
 
 cdef class ModelCore:
@@ -36,33 +47,49 @@ cdef class ModelCore:
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] quat_joint     # bodies whose joint carries a quaternion
 
-    def _init_core(self, int nq, int nv, parent, kind, qoff, voff, nqj, nvj,
-                   B, X, center):
-        """Set the kernel arrays (called once by the model compiler)."""
-        cdef int nb = parent.shape[0]
-        B = np.asarray(B, dtype=np.float64)
+    cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
+    cdef const double[::1] armature    # (nv,)
+    cdef const double[::1] grav        # (3,)
+    cdef double[::1] ws                # single-call workspace
+
+    def _init_core(self, dict arr):
+        """Set the kernel arrays from the compiler's dict (called once per model)."""
+        cdef int nb = arr["parent"].shape[0]
+        cdef int nv = int(arr["nvj"].sum())
+        B = np.asarray(arr["B"], dtype=np.float64).reshape(nb, 4, 4)
         Bref = np.empty((nb, 12))
         Bref[:, :9] = B[:, :3, :3].reshape(nb, 9)
         Bref[:, 9:] = B[:, :3, 3]
+        inert = np.zeros((nb, 22))
+        inert[:, 0] = arr["mass"]
+        inert[:, 1:4] = arr["com"]
+        inert[:, 4:13] = np.asarray(arr["inertia"]).reshape(nb, 9)
+        inert[:, 13:22] = np.asarray(arr["spatial_inertia"]).reshape(nb, 6, 6)[:, :3, :3].reshape(nb, 9)
         self.nb = nb
-        self.nq = nq
+        self.nq = int(arr["nqj"].sum())
         self.nv = nv
-        self.parent = np.ascontiguousarray(parent, dtype=np.int32)
-        self.kind = np.ascontiguousarray(kind, dtype=np.int32)
-        self.qoff = np.ascontiguousarray(qoff, dtype=np.int32)
-        self.voff = np.ascontiguousarray(voff, dtype=np.int32)
-        self.nqj = np.ascontiguousarray(nqj, dtype=np.int32)
-        self.nvj = np.ascontiguousarray(nvj, dtype=np.int32)
+        self.parent = np.ascontiguousarray(arr["parent"], dtype=np.int32)
+        self.kind = np.ascontiguousarray(arr["kind"], dtype=np.int32)
+        self.qoff = np.ascontiguousarray(arr["qoff"], dtype=np.int32)
+        self.voff = np.ascontiguousarray(arr["voff"], dtype=np.int32)
+        self.nqj = np.ascontiguousarray(arr["nqj"], dtype=np.int32)
+        self.nvj = np.ascontiguousarray(arr["nvj"], dtype=np.int32)
         self.Bref = Bref
         # keep one dummy row when nv == 0 so that &X[0, 0] stays a valid address
-        self.X = np.ascontiguousarray(X, dtype=np.float64).reshape(nv, 6) if nv > 0 else np.zeros((1, 6))
-        self.center = np.ascontiguousarray(center, dtype=np.float64).reshape(nb, 3)
+        self.X = np.ascontiguousarray(arr["X"], dtype=np.float64).reshape(nv, 6) if nv > 0 else np.zeros((1, 6))
+        self.center = np.ascontiguousarray(arr["center"], dtype=np.float64).reshape(nb, 3)
+        self.inert = inert
+        self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
+        self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
+        self.ws = np.zeros(rnea_ws_size(nb, nv))
 
     # ------------------------------------------------------------------ input checks
     cdef cnp.ndarray _states(self, object x, int width, str name):
         """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
         cdef cnp.ndarray arr
-        if isinstance(x, np.ndarray) and (<cnp.ndarray>x).dtype == np.float64:
+        cdef int nd
+        if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
             arr = <cnp.ndarray>x
         else:
             try:
@@ -71,14 +98,22 @@ cdef class ModelCore:
                 raise InputError(f"{name}: cannot be read as an array: {exc}") from None
             if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
                 raise InputError(f"{name}: expected real numbers, got dtype {arr.dtype}")
-            arr = arr.astype(np.float64)
-        if arr.ndim not in (1, 2) or arr.shape[arr.ndim - 1] != width:
+            arr = np.ascontiguousarray(arr, dtype=np.float64)
+        nd = cnp.PyArray_NDIM(arr)
+        if (nd != 1 and nd != 2) or cnp.PyArray_DIMS(arr)[nd - 1] != width:
             raise InputError(
                 f"{name}: expected shape ({width},) or (N, {width}), got {np.shape(arr)}")
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        if not _all_finite(<double*>cnp.PyArray_DATA(arr), arr.size):
+        if not _all_finite(<double*>cnp.PyArray_DATA(arr), cnp.PyArray_SIZE(arr)):
             raise InputError(f"{name}: contains NaN or infinity")
+        return arr
+
+    cdef cnp.ndarray _like(self, cnp.ndarray ref, object x, int width, str name):
+        """x checked like _states and with the same batch shape as ref."""
+        cdef cnp.ndarray arr = self._states(x, width, name)
+        cdef int nd = cnp.PyArray_NDIM(arr)
+        if nd != cnp.PyArray_NDIM(ref) or (nd == 2 and cnp.PyArray_DIMS(arr)[0] != cnp.PyArray_DIMS(ref)[0]):
+            raise InputError(f"{name}: shape {np.shape(arr)} does not match q's batch shape "
+                             f"{np.shape(ref)}")
         return arr
 
     cdef _raise_bad_quaternion(self, int body, int sample):
@@ -126,6 +161,127 @@ cdef class ModelCore:
             if errs[s]:
                 self._raise_bad_quaternion(errs[s] - 1, s)
         return out
+
+
+    # ------------------------------------------------------------------ dynamics
+    def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
+                         f_ext_frame="world"):
+        """Joint forces τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ f_ext by the O(n) recursive
+        Newton–Euler algorithm.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        v, a : array_like, shape (nv,) or (N, nv)
+            Velocities and accelerations (layout in docs/CONVENTIONS.md).
+        representation : {"body", "spatial", "hybrid"}
+            Which recursion computes τ (Müller 2018, eqs. 66-67, 70-71, 75-76).
+            All three give the same τ; they differ in the frames of the
+            intermediate twists and wrenches.
+        f_ext : array_like, shape (nb, 6) or (N, nb, 6), optional
+            External wrench (torque, force) acting on each body, in ``f_ext_frame``.
+        gravity : array_like, shape (3,), optional
+            World-frame gravity in m/s² (default: ``model.gravity``).
+        f_ext_frame : {"world", "body", "hybrid"}
+            "world": about the world origin, world axes; "body": about the body
+            origin, body axes; "hybrid": about the body origin, world axes.
+
+        Returns
+        -------
+        ndarray, shape (nv,) or (N, nv)
+            Joint forces/torques (N, N·m; free joints: the wrench in the
+            joint's velocity coordinates).
+        """
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef cnp.ndarray fa = None
+        cdef cnp.ndarray out
+        cdef rnea_fn fn
+        cdef int rep, fframe = 0, bad = 0
+        cdef const double* gp = &self.grav[0]
+        cdef double gbuf[3]
+        cdef const double* fp = NULL
+        cdef cnp.npy_intp dims[2]
+        if representation == "body":
+            fn = rnea_body_kernel
+        elif representation == "spatial":
+            fn = rnea_spatial_kernel
+        elif representation == "hybrid":
+            fn = rnea_hybrid_kernel
+        else:
+            raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
+                             f"got {representation!r}")
+        if gravity is not None:
+            garr = self._states(gravity, 3, "gravity")
+            if cnp.PyArray_NDIM(garr) != 1:
+                raise InputError("gravity: expected shape (3,)")
+            gbuf[0] = (<double*>cnp.PyArray_DATA(garr))[0]
+            gbuf[1] = (<double*>cnp.PyArray_DATA(garr))[1]
+            gbuf[2] = (<double*>cnp.PyArray_DATA(garr))[2]
+            gp = gbuf
+        if f_ext is not None:
+            if f_ext_frame not in _WRENCH_FRAMES:
+                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
+                                 f"got {f_ext_frame!r}")
+            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fa = self._wrenches(qa, f_ext)
+            fp = <double*>cnp.PyArray_DATA(fa)
+        if cnp.PyArray_NDIM(qa) == 1:
+            dims[0] = self.nv
+            out = cnp.PyArray_EMPTY(1, dims, cnp.NPY_DOUBLE, 0)
+            bad = fn(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va),
+                     <double*>cnp.PyArray_DATA(aa), gp, fp, fframe, &self.ws[0],
+                     <double*>cnp.PyArray_DATA(out))
+            if bad:
+                self._raise_bad_quaternion(bad - 1, -1)
+            return out
+        return self._rnea_batch(fn, qa, va, aa, gp, fp, fframe)
+
+    cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
+        cdef cnp.ndarray fa
+        try:
+            fa = np.ascontiguousarray(f_ext, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"f_ext: cannot be read as real numbers: {exc}") from None
+        cdef tuple want
+        if cnp.PyArray_NDIM(qa) == 1:
+            want = (self.nb, 6)
+        else:
+            want = (int(cnp.PyArray_DIMS(qa)[0]), self.nb, 6)
+        if np.shape(fa) != want:
+            raise InputError(f"f_ext: expected shape {want} (one wrench per body), "
+                             f"got {np.shape(fa)}")
+        if not _all_finite(<double*>cnp.PyArray_DATA(fa), cnp.PyArray_SIZE(fa)):
+            raise InputError("f_ext: contains NaN or infinity")
+        return fa
+
+    cdef cnp.ndarray _rnea_batch(self, rnea_fn fn, cnp.ndarray qa, cnp.ndarray va,
+                                 cnp.ndarray aa, const double* gp, const double* fp,
+                                 int fframe):
+        cdef Py_ssize_t N = cnp.PyArray_DIMS(qa)[0], s
+        cdef int nq = self.nq, nv = self.nv, nb = self.nb, nth = _num_threads()
+        cdef Py_ssize_t wsz = rnea_ws_size(nb, nv)
+        cdef cnp.ndarray out = np.empty((N, nv))
+        cdef double[:, ::1] work = np.empty((nth, wsz))
+        cdef int[::1] errs = np.zeros(N, dtype=np.int32)
+        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+        cdef double* vp = <double*>cnp.PyArray_DATA(va)
+        cdef double* ap = <double*>cnp.PyArray_DATA(aa)
+        cdef double* op = <double*>cnp.PyArray_DATA(out)
+        with nogil:
+            for s in prange(N, schedule="static", num_threads=nth):
+                errs[s] = fn(self, &qp[s * nq], &vp[s * nv], &ap[s * nv], gp,
+                             NULL if fp == NULL else &fp[s * 6 * nb], fframe,
+                             &work[threadid(), 0], &op[s * nv])
+        for s in range(N):
+            if errs[s]:
+                self._raise_bad_quaternion(errs[s] - 1, s)
+        return out
+
+
+cdef int _num_threads():
+    return max(1, openmp.omp_get_max_threads())
 
 
 cdef bint _all_finite(const double* x, Py_ssize_t n) noexcept nogil:

@@ -45,3 +45,91 @@ cdef inline int joint_transform(int kind, int nv, const double* X, const double*
     n2 = quat_to_rot(&q[3], R)
     p[0] = q[0]; p[1] = q[1]; p[2] = q[2]
     return 1 if fabs(sqrt(n2) - 1.0) > QUAT_NORM_TOL else 0
+
+
+cdef inline void _screw_chain_bias(int nv, const double* S, const double* qd,
+                                   double* cJ) noexcept nogil:
+    """cJ = Σ_{j<l} ad_{S_j q̇_j} S_l q̇_l for a chain of nv screws."""
+    cdef double later[6]
+    cdef double sj[6]
+    cdef double t[6]
+    cdef int j, n
+    for n in range(6):
+        later[n] = 0.0
+        cJ[n] = 0.0
+    for j in range(nv - 1, -1, -1):
+        for n in range(6):
+            sj[n] = S[6 * j + n] * qd[j]
+        twist_bracket(sj, later, t)
+        for n in range(6):
+            cJ[n] += t[n]
+            later[n] += sj[n]
+
+
+cdef inline int joint_calc(int kind, int nv, const double* X, const double* c,
+                           const double* q, const double* qd, double* R, double* p,
+                           double* S, double* cJ) noexcept nogil:
+    """Joint transform J(q) -> (R, p), body-fixed motion subspace S (nv columns of 6,
+    stored one after the other) with J⁻¹J̇ = S q̇, and cJ = Ṡ q̇.
+
+    Screw chains J = exp(X₁q₁)⋯exp(X_kq_k): S_j = Ad_{E_j⁻¹} X_j with
+    E_j = exp(X_{j+1}q_{j+1})⋯exp(X_kq_k), and Ṡq̇ = Σ_{j<l} ad_{S_j q̇_j} S_l q̇_l.
+    SO(3)×R³ free joint: S = diag(I, Rᵀ), Ṡq̇ = (0, −ω × Rᵀṙ).
+    Returns 1 if a quaternion is not unit, else 0.
+    """
+    cdef double Re[3][9]
+    cdef double pe[3][3]
+    cdef double ER[9]
+    cdef double Ep[3]
+    cdef double tR[9]
+    cdef double tp[3]
+    cdef double u[3]
+    cdef int j, n, bad
+    for n in range(6):
+        cJ[n] = 0.0
+    if kind == KIND_SCREWS:
+        if nv == 1:
+            screw_exp(X, q[0], R, p)
+            for n in range(6):
+                S[n] = X[n]
+            return 0
+        for j in range(nv):
+            screw_exp(&X[6 * j], q[j], Re[j], pe[j])
+        for n in range(6):
+            S[6 * (nv - 1) + n] = X[6 * (nv - 1) + n]
+        rot_identity(ER)
+        Ep[0] = 0.0; Ep[1] = 0.0; Ep[2] = 0.0
+        for j in range(nv - 2, -1, -1):
+            pose_mul(Re[j + 1], pe[j + 1], ER, Ep, tR, tp)
+            for n in range(9):
+                ER[n] = tR[n]
+            Ep[0] = tp[0]; Ep[1] = tp[1]; Ep[2] = tp[2]
+            twist_Ad_inv(ER, Ep, &X[6 * j], &S[6 * j])
+        pose_mul(Re[0], pe[0], ER, Ep, R, p)
+        if qd != NULL:
+            _screw_chain_bias(nv, S, qd, cJ)
+        return 0
+    if kind == KIND_SPHERICAL:
+        bad = joint_transform(kind, nv, X, c, q, R, p)
+        for n in range(18):
+            S[n] = X[n]
+        return bad
+    bad = joint_transform(kind, nv, X, c, q, R, p)
+    for n in range(36):
+        S[n] = 0.0
+    for j in range(3):
+        S[6 * j + j] = 1.0
+    if kind == KIND_FREE_SE3:
+        for j in range(3):
+            S[6 * (3 + j) + 3 + j] = 1.0
+        return bad
+    # SO(3) x R^3: translational columns are Rᵀ e_k (row k of R)
+    for j in range(3):
+        S[6 * (3 + j) + 3] = R[3 * j + 0]
+        S[6 * (3 + j) + 4] = R[3 * j + 1]
+        S[6 * (3 + j) + 5] = R[3 * j + 2]
+    if qd != NULL:
+        rotT_vec(R, &qd[3], u)
+        cross(qd, u, &cJ[3])
+        cJ[3] = -cJ[3]; cJ[4] = -cJ[4]; cJ[5] = -cJ[5]
+    return bad

@@ -103,3 +103,117 @@ cdef inline double quat_to_rot(const double* Q, double* R) noexcept nogil:
     R[7] = s * (y * z + w * x)
     R[8] = 1.0 - s * (x * x + y * y)
     return n2
+
+
+# ---------------------------------------------------------------- twists and wrenches
+cdef inline void twist_bracket(const double* x, const double* y, double* out) noexcept nogil:
+    """out = ad_x y = (ωx × ωy, ωx × vy + vx × ωy)  (docs/CONVENTIONS.md, ad)."""
+    cdef double t[3]
+    cross(x, y, out)
+    cross(x, &y[3], &out[3])
+    cross(&x[3], y, t)
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2]
+
+
+cdef inline void twist_Ad_inv(const double* R, const double* p, const double* V,
+                              double* out) noexcept nogil:
+    """out = Ad_{(R,p)⁻¹} V = (Rᵀω, Rᵀ(v − p × ω))."""
+    cdef double t[3]
+    cross(p, V, t)
+    t[0] = V[3] - t[0]; t[1] = V[4] - t[1]; t[2] = V[5] - t[2]
+    rotT_vec(R, V, out)
+    rotT_vec(R, t, &out[3])
+
+
+cdef inline void twist_Ad(const double* R, const double* p, const double* V,
+                          double* out) noexcept nogil:
+    """out = Ad_{(R,p)} V = (Rω, p × Rω + Rv)."""
+    cdef double t[3]
+    rot_vec(R, V, out)
+    rot_vec(R, &V[3], &out[3])
+    cross(p, out, t)
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2]
+
+
+cdef inline void twist_add(double* x, const double* y) noexcept nogil:
+    cdef int n
+    for n in range(6):
+        x[n] += y[n]
+
+
+cdef inline void wrench_to_parent(const double* R, const double* p, const double* W,
+                                  double* out) noexcept nogil:
+    """out += Ad_{(R,p)⁻¹}ᵀ W = (R t + p × R f, R f): a child wrench in the parent frame,
+    (R, p) the child pose in the parent."""
+    cdef double f[3]
+    cdef double t[3]
+    cdef double pf[3]
+    rot_vec(R, &W[3], f)
+    rot_vec(R, W, t)
+    cross(p, f, pf)
+    out[0] += t[0] + pf[0]; out[1] += t[1] + pf[1]; out[2] += t[2] + pf[2]
+    out[3] += f[0]; out[4] += f[1]; out[5] += f[2]
+
+
+cdef inline void inertia_apply(double m, const double* c, const double* Io, const double* V,
+                               double* out) noexcept nogil:
+    """out = M V for a spatial inertia about the frame origin given by mass m, COM c
+    and rotational inertia Io about the origin (all in the frame's axes):
+    M (ω, v) = (Io ω + m c × v, m (v − c × ω))   (docs/CONVENTIONS.md, Mᵇ)."""
+    cdef double t[3]
+    rot_vec(Io, V, out)
+    cross(c, &V[3], t)
+    out[0] += m * t[0]; out[1] += m * t[1]; out[2] += m * t[2]
+    cross(c, V, t)
+    out[3] = m * (V[3] - t[0]); out[4] = m * (V[4] - t[1]); out[5] = m * (V[5] - t[2])
+
+
+cdef inline void add_gyroscopic(const double* V, const double* h, double* out) noexcept nogil:
+    """out += −ad_Vᵀ h = (ω × h_t + v × h_f, ω × h_f)."""
+    cdef double t[3]
+    cross(V, h, t)
+    out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
+    cross(&V[3], &h[3], t)
+    out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
+    cross(V, &h[3], t)
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2]
+
+
+cdef inline void wrench_to_world(int frame, const double* R, const double* r, const double* W,
+                                 double* out) noexcept nogil:
+    """World (spatial) wrench about the world origin from a wrench given in frame
+    0 = world, 1 = body-fixed, 2 = hybrid (about the body origin r, world axes)."""
+    cdef double t[3]
+    cdef int n
+    if frame == 0:
+        for n in range(6):
+            out[n] = W[n]
+        return
+    if frame == 1:
+        rot_vec(R, &W[3], &out[3])
+        rot_vec(R, W, out)
+    else:
+        out[0] = W[0]; out[1] = W[1]; out[2] = W[2]
+        out[3] = W[3]; out[4] = W[4]; out[5] = W[5]
+    cross(r, &out[3], t)
+    out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
+
+
+cdef inline void wrench_from_world(int frame, const double* R, const double* r, const double* W,
+                                   double* out) noexcept nogil:
+    """Inverse of wrench_to_world: a world wrench expressed in frame 0/1/2."""
+    cdef double t[3]
+    cdef int n
+    if frame == 0:
+        for n in range(6):
+            out[n] = W[n]
+        return
+    cross(r, &W[3], t)
+    t[0] = W[0] - t[0]; t[1] = W[1] - t[1]; t[2] = W[2] - t[2]
+    if frame == 1:
+        rotT_vec(R, t, out)
+        rotT_vec(R, &W[3], &out[3])
+    else:
+        out[0] = t[0]; out[1] = t[1]; out[2] = t[2]
+        out[3] = W[3]; out[4] = W[4]; out[5] = W[5]
+

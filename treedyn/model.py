@@ -310,11 +310,7 @@ class Model(ModelCore):
         d["idx_v"] = {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])}
         d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
         d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
-        nb = len(names["body_names"])
-        self._init_core(int(arrays["nqj"].sum()), int(arrays["nvj"].sum()), arrays["parent"],
-                        arrays["kind"], arrays["qoff"], arrays["voff"], arrays["nqj"],
-                        arrays["nvj"], arrays["B"].reshape(nb, 4, 4), arrays["X"],
-                        arrays["center"])
+        self._init_core(arrays)
 
     # immutability and pickling ----------------------------------------------------
     def __setattr__(self, key, value):

@@ -1,0 +1,77 @@
+# Inverse dynamics, body-fixed representation (Müller 2018, eqs. 66-67; signs as
+# verified in docs/CONVENTIONS.md):
+#   V_i = Ad_{C_{i,p}} V_p + S_i q̇_i
+#   V̇_i = Ad_{C_{i,p}} V̇_p + ad_{V_i} S_i q̇_i + S_i q̈_i + Ṡ_i q̇_i
+#   W_i = Σ_c Ad_{C_{c,i}}ᵀ W_c + M_i V̇_i − ad_{V_i}ᵀ M_i V_i − W_i^ext,  Q_i = S_iᵀ W_i
+# Gravity enters as the base acceleration (0, −g).  Everything in body frames.
+
+cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const double* qdd,
+                          const double* g, const double* fext, int fext_frame,
+                          double* ws, double* tau) noexcept nogil:
+    cdef int nb = m.nb, i, k, n, par, o, nvi, bad = 0
+    cdef double* T = ws
+    cdef double* C = &ws[12 * nb]
+    cdef double* V = &ws[24 * nb]
+    cdef double* A = &ws[30 * nb]
+    cdef double* F = &ws[36 * nb]
+    cdef double* S = &ws[42 * nb]
+    cdef double RJ[9]
+    cdef double pJ[3]
+    cdef double cJ[6]
+    cdef double vr[6]
+    cdef double ar[6]
+    cdef double t6[6]
+    cdef double gb[6]
+    cdef double h[6]
+    cdef const double* B
+    cdef const double* inr
+    cdef double* Ti
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        Ti = &T[12 * i]
+        if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
+                      RJ, pJ, &S[6 * o], cJ) and bad == 0:
+            bad = i + 1
+        B = &m.Bref[i, 0]
+        pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+        subspace_times(nvi, &S[6 * o], &qd[o], vr)
+        subspace_times(nvi, &S[6 * o], &qdd[o], ar)
+        par = m.parent[i]
+        if par < 0:
+            for n in range(6):
+                V[6 * i + n] = vr[n]
+            gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
+            gb[3] = -g[0]; gb[4] = -g[1]; gb[5] = -g[2]
+            twist_Ad_inv(Ti, &Ti[9], gb, &A[6 * i])
+        else:
+            twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+            twist_add(&V[6 * i], vr)
+            twist_Ad_inv(Ti, &Ti[9], &A[6 * par], &A[6 * i])
+            twist_bracket(&V[6 * i], vr, t6)
+            twist_add(&A[6 * i], t6)
+        for n in range(6):
+            A[6 * i + n] += ar[n] + cJ[n]
+        inr = &m.inert[i, 0]
+        inertia_apply(inr[0], &inr[1], &inr[13], &A[6 * i], &F[6 * i])
+        inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
+        add_gyroscopic(&V[6 * i], h, &F[6 * i])
+        if fext != NULL:
+            if fext_frame == 1:
+                for n in range(6):
+                    F[6 * i + n] -= fext[6 * i + n]
+            else:
+                world_pose(NULL if par < 0 else &C[12 * par], Ti, &C[12 * i])
+                wrench_to_world(fext_frame, &C[12 * i], &C[12 * i + 9], &fext[6 * i], t6)
+                wrench_from_world(1, &C[12 * i], &C[12 * i + 9], t6, h)
+                for n in range(6):
+                    F[6 * i + n] -= h[n]
+    for i in range(nb - 1, -1, -1):
+        o = m.voff[i]
+        subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
+        for k in range(m.nvj[i]):
+            tau[o + k] += m.armature[o + k] * qdd[o + k]
+        par = m.parent[i]
+        if par >= 0:
+            wrench_to_parent(&T[12 * i], &T[12 * i + 9], &F[6 * i], &F[6 * par])
+    return bad

@@ -1,0 +1,42 @@
+# Pieces shared by the three inverse-dynamics kernels: workspace layout and
+# joint-space sums.  Workspace (doubles): per body T (12) relative pose,
+# C (12) world pose, V (6), A (6), F (6); per velocity coordinate S (6).
+
+cdef inline Py_ssize_t rnea_ws_size(int nb, int nv) noexcept nogil:
+    return 42 * <Py_ssize_t>nb + 6 * <Py_ssize_t>(nv if nv > 0 else 1)
+
+
+cdef inline void subspace_times(int nv, const double* S, const double* x,
+                                double* out) noexcept nogil:
+    """out = S x  (S: nv columns of 6)."""
+    cdef int k, n
+    for n in range(6):
+        out[n] = 0.0
+    for k in range(nv):
+        for n in range(6):
+            out[n] += S[6 * k + n] * x[k]
+
+
+cdef inline void subspace_T_times(int nv, const double* S, const double* W,
+                                  double* out) noexcept nogil:
+    """out = Sᵀ W."""
+    cdef int k
+    for k in range(nv):
+        out[k] = (S[6 * k] * W[0] + S[6 * k + 1] * W[1] + S[6 * k + 2] * W[2]
+                  + S[6 * k + 3] * W[3] + S[6 * k + 4] * W[4] + S[6 * k + 5] * W[5])
+
+
+cdef inline void world_pose(const double* Cp, const double* T, double* C) noexcept nogil:
+    """C = Cp T, or C = T when Cp is NULL (child of the world); poses as 12 doubles."""
+    cdef int n
+    if Cp == NULL:
+        for n in range(12):
+            C[n] = T[n]
+    else:
+        pose_mul(Cp, &Cp[9], T, &T[9], C, &C[9])
+
+
+cdef inline void rotate_twist(const double* R, const double* x, double* out) noexcept nogil:
+    """out = Ad_R x = (R ω, R v)."""
+    rot_vec(R, x, out)
+    rot_vec(R, &x[3], &out[3])

@@ -1,0 +1,130 @@
+# Inverse dynamics, hybrid representation (Müller 2018, eqs. 75-76; signs as
+# verified in docs/CONVENTIONS.md).  Twists V_i = (ω_i, ṙ_i) in world axes at the
+# body origin r_i; wrenches about r_i in world axes.  With ⁰X_i = Ad_{R_i} S_i,
+# r_{i,p} = r_p − r_i, Vʷ_i = (ω_i, 0):
+#   V_i = Ad_{r_{i,p}} V_p + ⁰X_i q̇_i
+#   V̇_i = Ad_{r_{i,p}} V̇_p + ad_{(0, ṙ_p − ṙ_i)} V_p + ad_{Vʷ_i} ⁰X_i q̇_i + ⁰X_i q̈_i
+#         + Ad_{R_i} Ṡ_i q̇_i
+#   W_i = Σ_c Ad_{r_{c,i}}ᵀ W_c + Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext,  Q_i = ⁰X_iᵀ W_i
+
+cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
+                            const double* qdd, const double* g, const double* fext,
+                            int fext_frame, double* ws, double* tau) noexcept nogil:
+    cdef int nb = m.nb, i, k, n, par, o, nvi, bad = 0
+    cdef double* T = ws
+    cdef double* C = &ws[12 * nb]
+    cdef double* V = &ws[24 * nb]
+    cdef double* A = &ws[30 * nb]
+    cdef double* F = &ws[36 * nb]
+    cdef double* S = &ws[42 * nb]
+    cdef double RJ[9]
+    cdef double pJ[3]
+    cdef double cJ[6]
+    cdef double vr[6]
+    cdef double ar[6]
+    cdef double t6[6]
+    cdef double h[6]
+    cdef double d[3]
+    cdef double u[3]
+    cdef double ch[3]
+    cdef double tmp[9]
+    cdef double RT[9]
+    cdef double Io[9]
+    cdef double Vw[6]
+    cdef const double* B
+    cdef const double* inr
+    cdef double* Ti
+    cdef double* Ci
+    cdef double* Vi
+    cdef double* Ai
+    cdef int a, b
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        Ti = &T[12 * i]
+        Ci = &C[12 * i]
+        Vi = &V[6 * i]
+        Ai = &A[6 * i]
+        if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
+                      RJ, pJ, &S[6 * o], cJ) and bad == 0:
+            bad = i + 1
+        B = &m.Bref[i, 0]
+        pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+        par = m.parent[i]
+        world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+        # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
+        for k in range(nvi):
+            for n in range(6):
+                t6[n] = S[6 * (o + k) + n]
+            rotate_twist(Ci, t6, &S[6 * (o + k)])
+        subspace_times(nvi, &S[6 * o], &qd[o], vr)
+        subspace_times(nvi, &S[6 * o], &qdd[o], ar)
+        rotate_twist(Ci, cJ, t6)
+        for n in range(6):
+            ar[n] += t6[n]
+        if par < 0:
+            for n in range(6):
+                Vi[n] = vr[n]
+            Ai[0] = 0.0; Ai[1] = 0.0; Ai[2] = 0.0
+            Ai[3] = -g[0]; Ai[4] = -g[1]; Ai[5] = -g[2]
+        else:
+            # d = r_p − r_i
+            for n in range(3):
+                d[n] = C[12 * par + 9 + n] - Ci[9 + n]
+            # V_i = Ad_{r_{i,p}} V_p + vr: (ω_p, ṙ_p + d × ω_p) + vr
+            cross(d, &V[6 * par], u)
+            for n in range(3):
+                Vi[n] = V[6 * par + n] + vr[n]
+                Vi[3 + n] = V[6 * par + 3 + n] + u[n] + vr[3 + n]
+            # Ad_{r_{i,p}} V̇_p
+            cross(d, &A[6 * par], u)
+            for n in range(3):
+                Ai[n] = A[6 * par + n]
+                Ai[3 + n] = A[6 * par + 3 + n] + u[n]
+            # ad_{(0, ṙ_p − ṙ_i)} V_p = (0, (ṙ_p − ṙ_i) × ω_p)
+            for n in range(3):
+                d[n] = V[6 * par + 3 + n] - Vi[3 + n]
+            cross(d, &V[6 * par], u)
+            Ai[3] += u[0]; Ai[4] += u[1]; Ai[5] += u[2]
+        # ad_{Vʷ_i} vr = (ω_i × vr_ω, ω_i × vr_v)
+        cross(Vi, vr, u)
+        Ai[0] += u[0] + ar[0]; Ai[1] += u[1] + ar[1]; Ai[2] += u[2] + ar[2]
+        cross(Vi, &vr[3], u)
+        Ai[3] += u[0] + ar[3]; Ai[4] += u[1] + ar[4]; Ai[5] += u[2] + ar[5]
+        # Mʰ: COM offset R d and inertia about the body origin R Θ_o Rᵀ (world axes)
+        inr = &m.inert[i, 0]
+        rot_vec(Ci, &inr[1], ch)
+        rot_mul(Ci, &inr[13], tmp)
+        for a in range(3):
+            for b in range(3):
+                RT[3 * a + b] = Ci[3 * b + a]
+        rot_mul(tmp, RT, Io)
+        inertia_apply(inr[0], ch, Io, Ai, &F[6 * i])
+        Vw[0] = Vi[0]; Vw[1] = Vi[1]; Vw[2] = Vi[2]
+        Vw[3] = 0.0; Vw[4] = 0.0; Vw[5] = 0.0
+        inertia_apply(inr[0], ch, Io, Vw, h)
+        add_gyroscopic(Vw, h, &F[6 * i])
+        if fext != NULL:
+            if fext_frame == 2:
+                for n in range(6):
+                    F[6 * i + n] -= fext[6 * i + n]
+            else:
+                wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
+                wrench_from_world(2, Ci, &Ci[9], t6, h)
+                for n in range(6):
+                    F[6 * i + n] -= h[n]
+    for i in range(nb - 1, -1, -1):
+        o = m.voff[i]
+        subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
+        for k in range(m.nvj[i]):
+            tau[o + k] += m.armature[o + k] * qdd[o + k]
+        par = m.parent[i]
+        if par >= 0:
+            # W_p += Ad_{r_{i,p}}ᵀ W_i: moment shifted from r_i to r_p
+            for n in range(3):
+                d[n] = C[12 * i + 9 + n] - C[12 * par + 9 + n]
+            cross(d, &F[6 * i + 3], u)
+            for n in range(3):
+                F[6 * par + n] += F[6 * i + n] + u[n]
+                F[6 * par + 3 + n] += F[6 * i + 3 + n]
+    return bad
