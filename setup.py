@@ -29,7 +29,7 @@ extensions = [
         include_dirs=[np.get_include(), "cysrc"],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("_GNU_SOURCE", None)],
     )
 ]
 

@@ -10,7 +10,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 cimport openmp
-from libc.math cimport isfinite
+from libc.math cimport isfinite, sin, cos
 
 from se3 cimport *
 
@@ -24,6 +24,7 @@ include "rnea_common.pxi"
 include "rnea_body.pxi"
 include "rnea_spatial.pxi"
 include "rnea_hybrid.pxi"
+include "kinematics.pxi"
 
 ctypedef int (*rnea_fn)(ModelCore, const double*, const double*, const double*, const double*,
                         const double*, int, double*, double*) noexcept nogil
@@ -45,7 +46,7 @@ cdef class ModelCore:
     cdef const double[:, ::1] Bref     # (nb, 12): rotation (row-major) + position of B_i
     cdef const double[:, ::1] X        # (nv, 6): body-fixed joint screws at q = 0
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
-    cdef const int[::1] quat_joint     # bodies whose joint carries a quaternion
+    cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
 
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
@@ -82,6 +83,7 @@ cdef class ModelCore:
         self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.ws = np.zeros(rnea_ws_size(nb, nv))
+        self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
 
     # ------------------------------------------------------------------ input checks
     cdef cnp.ndarray _states(self, object x, int width, str name):
@@ -278,6 +280,101 @@ cdef class ModelCore:
             if errs[s]:
                 self._raise_bad_quaternion(errs[s] - 1, s)
         return out
+
+
+    # ------------------------------------------------------------------ motion
+    def _body_motion(self, q, v=None, a=None):
+        """World poses (…, nb, 12) and body-fixed twists and twist derivatives
+        (…, nb, 6) of all bodies (gravity not included); None where not asked."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray va = None, aa = None
+        cdef Py_ssize_t N = 1, s
+        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads()
+        cdef int[::1] errs
+        cdef double[:, ::1] work
+        cdef double* qp
+        cdef double* vp = NULL
+        cdef double* ap = NULL
+        cdef double* Cp
+        cdef double* Vp = NULL
+        cdef double* Ap = NULL
+        if v is not None:
+            va = self._like(qa, v, self.nv, "v")
+            vp = <double*>cnp.PyArray_DATA(va)
+        if a is not None:
+            if v is None:
+                raise InputError("a: accelerations need velocities v")
+            aa = self._like(qa, a, self.nv, "a")
+            ap = <double*>cnp.PyArray_DATA(aa)
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        if lead:
+            N = lead[0]
+        C = np.empty(lead + (nb, 12))
+        V = np.empty(lead + (nb, 6)) if v is not None else None
+        A = np.empty(lead + (nb, 6)) if a is not None else None
+        qp = <double*>cnp.PyArray_DATA(qa)
+        Cp = <double*>cnp.PyArray_DATA(C)
+        if V is not None:
+            Vp = <double*>cnp.PyArray_DATA(V)
+        if A is not None:
+            Ap = <double*>cnp.PyArray_DATA(A)
+        errs = np.zeros(N, dtype=np.int32)
+        work = np.empty((nth, rnea_ws_size(nb, nv)))
+        with nogil:
+            for s in prange(N, schedule="static", num_threads=nth):
+                errs[s] = body_motion_kernel(
+                    self, &qp[s * nq], NULL if vp == NULL else &vp[s * nv],
+                    NULL if ap == NULL else &ap[s * nv], &work[threadid(), 0],
+                    &Cp[s * 12 * nb], NULL if Vp == NULL else &Vp[s * 6 * nb],
+                    NULL if Ap == NULL else &Ap[s * 6 * nb])
+        for s in range(N):
+            if errs[s]:
+                self._raise_bad_quaternion(errs[s] - 1, s if lead else -1)
+        return C, V, A
+
+    def _spatial_screws(self, q):
+        """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef Py_ssize_t N = 1, s
+        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads()
+        cdef int[::1] errs
+        cdef double[:, ::1] work
+        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+        cdef double* Cp
+        cdef double* Jp
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        if lead:
+            N = lead[0]
+        C = np.empty(lead + (nb, 12))
+        J = np.empty(lead + (nv, 6))
+        Cp = <double*>cnp.PyArray_DATA(C)
+        Jp = <double*>cnp.PyArray_DATA(J)
+        errs = np.zeros(N, dtype=np.int32)
+        work = np.empty((nth, rnea_ws_size(nb, nv)))
+        with nogil:
+            for s in prange(N, schedule="static", num_threads=nth):
+                errs[s] = spatial_screws_kernel(self, &qp[s * nq], &work[threadid(), 0],
+                                                &Cp[s * 12 * nb], &Jp[s * 6 * nv])
+        for s in range(N):
+            if errs[s]:
+                self._raise_bad_quaternion(errs[s] - 1, s if lead else -1)
+        return C, J
+
+
+def _fast_codes(kind, nvj, voff, X):
+    """Per-body 1-dof fast-path code (FAST_* in joints.pxi)."""
+    codes = np.zeros(len(kind), dtype=np.int32)
+    X = np.asarray(X)
+    for i in range(len(kind)):
+        if kind[i] != KIND_SCREWS or nvj[i] != 1:
+            continue
+        x = X[voff[i]]
+        codes[i] = FAST_SCREW
+        if np.all(x[3:] == 0.0):
+            for k in range(3):
+                if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
+                    codes[i] = FAST_REV_X + k
+    return codes
 
 
 cdef int _num_threads():

@@ -133,3 +133,44 @@ cdef inline int joint_calc(int kind, int nv, const double* X, const double* c,
         cross(qd, u, &cJ[3])
         cJ[3] = -cJ[3]; cJ[4] = -cJ[4]; cJ[5] = -cJ[5]
     return bad
+
+
+# 1-dof fast paths (ModelCore.fast): the joint pose T = B exp(X q) without the
+# general machinery.  FAST_NONE: use joint_calc.
+cdef enum:
+    FAST_NONE = 0
+    FAST_REV_X = 1        # revolute about the body's x/y/z axis through its origin
+    FAST_REV_Y = 2
+    FAST_REV_Z = 3
+    FAST_SCREW = 4        # any other 1-dof screw (revolute elsewhere, prismatic, helical)
+
+
+cdef inline void joint_pose_1dof(int fast, const double* X, const double* B, double q,
+                                 double* T) noexcept nogil:
+    """T = B exp(X q) as 12 doubles (rotation row-major, position) for a 1-dof joint."""
+    cdef double c, s, sg
+    cdef double RJ[9]
+    cdef double pJ[3]
+    cdef int r
+    if fast == FAST_SCREW:
+        screw_exp(X, q, RJ, pJ)
+        pose_mul(B, &B[9], RJ, pJ, T, &T[9])
+        return
+    sg = X[fast - 1]            # ±1: the axis direction
+    sincos(q, &s, &c)
+    s = sg * s
+    # T.R = B.R Rot_k(q): only the two columns other than k mix
+    for r in range(3):
+        if fast == FAST_REV_Z:
+            T[3 * r + 0] = c * B[3 * r + 0] + s * B[3 * r + 1]
+            T[3 * r + 1] = c * B[3 * r + 1] - s * B[3 * r + 0]
+            T[3 * r + 2] = B[3 * r + 2]
+        elif fast == FAST_REV_X:
+            T[3 * r + 0] = B[3 * r + 0]
+            T[3 * r + 1] = c * B[3 * r + 1] + s * B[3 * r + 2]
+            T[3 * r + 2] = c * B[3 * r + 2] - s * B[3 * r + 1]
+        else:
+            T[3 * r + 0] = c * B[3 * r + 0] - s * B[3 * r + 2]
+            T[3 * r + 1] = B[3 * r + 1]
+            T[3 * r + 2] = c * B[3 * r + 2] + s * B[3 * r + 0]
+    T[9] = B[9]; T[10] = B[10]; T[11] = B[11]

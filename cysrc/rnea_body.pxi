@@ -8,7 +8,8 @@
 cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const double* qdd,
                           const double* g, const double* fext, int fext_frame,
                           double* ws, double* tau) noexcept nogil:
-    cdef int nb = m.nb, i, k, n, par, o, nvi, bad = 0
+    cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
+    cdef double sg
     cdef double* T = ws
     cdef double* C = &ws[12 * nb]
     cdef double* V = &ws[24 * nb]
@@ -24,34 +25,65 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
     cdef double gb[6]
     cdef double h[6]
     cdef const double* B
+    cdef const double* Si
     cdef const double* inr
     cdef double* Ti
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         Ti = &T[12 * i]
-        if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                      RJ, pJ, &S[6 * o], cJ) and bad == 0:
-            bad = i + 1
         B = &m.Bref[i, 0]
-        pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-        subspace_times(nvi, &S[6 * o], &qd[o], vr)
-        subspace_times(nvi, &S[6 * o], &qdd[o], ar)
         par = m.parent[i]
-        if par < 0:
-            for n in range(6):
-                V[6 * i + n] = vr[n]
-            gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
-            gb[3] = -g[0]; gb[4] = -g[1]; gb[5] = -g[2]
-            twist_Ad_inv(Ti, &Ti[9], gb, &A[6 * i])
+        fast = m.fast[i]
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            # revolute about body axis k through the origin: S = ±e_k (angular)
+            k = fast - FAST_REV_X
+            sg = m.X[o, k]
+            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
+            if par < 0:
+                for n in range(6):
+                    V[6 * i + n] = 0.0
+                gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
+                gb[3] = -g[0]; gb[4] = -g[1]; gb[5] = -g[2]
+                twist_Ad_inv(Ti, &Ti[9], gb, &A[6 * i])
+            else:
+                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+                twist_Ad_inv(Ti, &Ti[9], &A[6 * par], &A[6 * i])
+            # V̇ += ad_{V} (e_k sg q̇) + e_k sg q̈, using the parent-transformed V
+            cross_add_axis(k, sg * qd[o], &V[6 * i], &A[6 * i])
+            cross_add_axis(k, sg * qd[o], &V[6 * i + 3], &A[6 * i + 3])
+            V[6 * i + k] += sg * qd[o]
+            A[6 * i + k] += sg * qdd[o]
         else:
-            twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
-            twist_add(&V[6 * i], vr)
-            twist_Ad_inv(Ti, &Ti[9], &A[6 * par], &A[6 * i])
-            twist_bracket(&V[6 * i], vr, t6)
-            twist_add(&A[6 * i], t6)
-        for n in range(6):
-            A[6 * i + n] += ar[n] + cJ[n]
+            if fast == FAST_SCREW:
+                Si = &m.X[o, 0]
+                joint_pose_1dof(fast, Si, B, q[m.qoff[i]], Ti)
+                for n in range(6):
+                    vr[n] = Si[n] * qd[o]
+                    ar[n] = Si[n] * qdd[o]
+                    cJ[n] = 0.0
+            else:
+                Si = &S[6 * o]
+                if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
+                              &qd[o], RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                    bad = i + 1
+                pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+                subspace_times(nvi, Si, &qd[o], vr)
+                subspace_times(nvi, Si, &qdd[o], ar)
+            if par < 0:
+                for n in range(6):
+                    V[6 * i + n] = vr[n]
+                gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
+                gb[3] = -g[0]; gb[4] = -g[1]; gb[5] = -g[2]
+                twist_Ad_inv(Ti, &Ti[9], gb, &A[6 * i])
+            else:
+                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+                twist_add(&V[6 * i], vr)
+                twist_Ad_inv(Ti, &Ti[9], &A[6 * par], &A[6 * i])
+                twist_bracket(&V[6 * i], vr, t6)
+                twist_add(&A[6 * i], t6)
+            for n in range(6):
+                A[6 * i + n] += ar[n] + cJ[n]
         inr = &m.inert[i, 0]
         inertia_apply(inr[0], &inr[1], &inr[13], &A[6 * i], &F[6 * i])
         inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
@@ -68,7 +100,8 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
                     F[6 * i + n] -= h[n]
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
-        subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
+        subspace_T_times(m.nvj[i], &m.X[o, 0] if m.fast[i] != FAST_NONE else &S[6 * o],
+                         &F[6 * i], &tau[o])
         for k in range(m.nvj[i]):
             tau[o + k] += m.armature[o + k] * qdd[o + k]
         par = m.parent[i]

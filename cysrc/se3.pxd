@@ -10,6 +10,19 @@ unless stated).
 """
 from libc.math cimport sin, cos, sqrt, fabs
 
+cdef extern from "math.h" nogil:
+    void sincos(double x, double* s, double* c)   # GNU extension (_GNU_SOURCE, setup.py)
+
+
+cdef inline void cross_add_axis(int k, double s, const double* x, double* out) noexcept nogil:
+    """out += s (x × e_k) for the unit axis e_k, k = 0, 1, 2."""
+    if k == 0:
+        out[1] += s * x[2]; out[2] -= s * x[1]
+    elif k == 1:
+        out[0] -= s * x[2]; out[2] += s * x[0]
+    else:
+        out[0] += s * x[1]; out[1] -= s * x[0]
+
 cdef inline void rot_identity(double* R) noexcept nogil:
     R[0] = 1.0; R[1] = 0.0; R[2] = 0.0
     R[3] = 0.0; R[4] = 1.0; R[5] = 0.0
@@ -54,8 +67,10 @@ cdef inline void pose_mul(const double* R1, const double* p1,
 
 cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept nogil:
     """Rodrigues' formula for a unit axis e: R = I + sin t ê + (1 - cos t) ê²."""
-    cdef double s = sin(t), c = 1.0 - cos(t)
+    cdef double s, c
     cdef double x = e[0], y = e[1], z = e[2]
+    sincos(t, &s, &c)
+    c = 1.0 - c
     R[0] = 1.0 - c * (y * y + z * z)
     R[1] = -s * z + c * x * y
     R[2] = s * y + c * x * z

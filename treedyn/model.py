@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 
+from . import kinematics as _kin
 from . import lie
 from ._kernels import ModelCore
 from .errors import InputError, ModelError
@@ -245,7 +246,14 @@ def compile_model(graph):
                 raise ModelError(f"mimic: {role} '{mm[role]}' must have one degree of freedom")
         mimic.append({k: mm[k] for k in ("joint", "leader", "multiplier", "offset")})
 
+    support = np.zeros((nb, nv), dtype=bool)       # freedoms on the path world -> body
+    for i in range(nb):
+        if parent[i] >= 0:
+            support[i] = support[parent[i]]
+        support[i, voff[i]:voff[i] + nvj[i]] = True
+
     arrays = dict(
+        support=support,
         parent=parent, kind=kind, nqj=nqj, nvj=nvj, qoff=qoff, voff=voff,
         A=A, B=B, X=np.concatenate(X) if X else np.zeros((0, 6)),
         Y=np.concatenate(Y) if Y else np.zeros((0, 6)), center=center,
@@ -375,6 +383,40 @@ class Model(ModelCore):
         return (f"q{where}: the quaternion of joint '{self.joint_names[body]}' "
                 f"(q[{self.qoff[body]}:{self.qoff[body] + self.nqj[body]}]) is not unit "
                 f"(| |Q| - 1 | > 1e-6)")
+
+    # kinematics -------------------------------------------------------------------
+    def body_velocities(self, q, v, representation="body"):
+        """Twists of all bodies, shape (nb, 6) (or (N, nb, 6)), angular first.
+
+        ``representation``: "body" (body frame), "spatial" (world frame at the
+        world origin), "hybrid" (world axes at the body origin: (ω, ṙ)) or
+        "mixed" (ω in body axes, ṙ in world axes).  See treedyn.kinematics.
+        """
+        return _kin.body_velocities(self, q, v, representation)
+
+    def body_accelerations(self, q, v, a, representation="body"):
+        """Time derivatives of the twists of all bodies in the given representation,
+        shape (nb, 6) (or (N, nb, 6)); gravity not included ("hybrid"/"mixed":
+        the linear part is the classical acceleration r̈)."""
+        return _kin.body_accelerations(self, q, v, a, representation)
+
+    def frame_velocity(self, q, v, frame, representation="body"):
+        """Twist (6,) of a body or named frame (merged links included)."""
+        return _kin.frame_motion(self, q, v, None, frame, representation)[1]
+
+    def frame_acceleration(self, q, v, a, frame, representation="body"):
+        """Twist derivative (6,) of a body or named frame (gravity not included)."""
+        return _kin.frame_motion(self, q, v, a, frame, representation)[2]
+
+    def jacobian(self, q, frame, representation="body"):
+        """Geometric Jacobian (6, nv) (or (N, 6, nv)) of a body or named frame:
+        its twist in ``representation`` is ``J @ v``."""
+        return _kin.jacobian(self, q, frame, representation)
+
+    def jacobian_dot_v(self, q, v, frame, representation="body"):
+        """J̇(q, v) v (6,): the frame's twist derivative at zero joint acceleration."""
+        return _kin.frame_motion(self, q, v, np.zeros_like(np.asarray(v, dtype=float)),
+                                 frame, representation)[2]
 
     # frames -----------------------------------------------------------------------
     def body_index(self, name):
