@@ -14,6 +14,7 @@ reference pose and ``A_i`` the pose at q = 0; body-fixed joint screws
 """
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -333,6 +334,33 @@ class Model(ModelCore):
     def __repr__(self):
         return (f"<treedyn.Model '{self.name}': {self.nb} bodies, nq={self.nq}, nv={self.nv}, "
                 f"{len(self.loop_closures)} loop closures>")
+
+    def with_armature(self, armature):
+        """A copy of the model with new rotor inertias (armature), kg·m² or kg per
+        velocity coordinate: ``armature`` is an array (nv,) or a dict
+        ``{joint_name: value or per-freedom values}`` (other joints keep theirs).
+        The model itself is immutable."""
+        graph = copy.deepcopy(self.graph)
+        if isinstance(armature, dict):
+            items = armature.items()
+        else:
+            arr = np.asarray(armature, dtype=float)
+            if arr.shape != (self.nv,):
+                raise InputError(f"armature: expected shape ({self.nv},) or a dict, "
+                                 f"got {arr.shape}")
+            items = [(n, arr[self.voff[i]:self.voff[i] + self.nvj[i]])
+                     for i, n in enumerate(self.joint_names)]
+        for name, value in items:
+            if name not in self.idx_v:
+                raise InputError(f"armature: no moving joint named {name!r}")
+            parent, child = graph._joint_edges[name]
+            data = graph.graph.edges[parent, child, name]
+            nv = len(data["armature"])
+            val = np.broadcast_to(np.asarray(value, dtype=float), (nv,)).copy()
+            if not np.all(np.isfinite(val)) or np.any(val < 0):
+                raise InputError(f"armature of {name!r} must be finite and >= 0")
+            data["armature"] = val
+        return compile_model(graph)
 
     @property
     def n_bodies(self):

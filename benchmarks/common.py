@@ -1,0 +1,316 @@
+"""Shared helpers of the treedyn benchmarks: timing, fresh-process medians, tables.
+
+Timing rules (docs: /work/shared/docs/PERFORMANCE.md):
+
+* time a *statement string* with ``timeit`` and ``globals=``, never a ``lambda``
+  (a lambda adds ≈ 0.05 µs per call and noise);
+* within one process take the median of several repeats, each long enough
+  (≥ 0.2 s by default) to average out timer resolution;
+* process-to-process spread on this machine is 10–40 %: run every benchmark in
+  several fresh interpreters and report the median across them.
+
+A benchmark script defines a *worker* function that returns a flat dict
+``{key: number or str}``; :func:`run_in_processes` runs it in K fresh
+subprocesses and returns, per key, the median across processes (strings are
+taken from the first process) plus the relative spread.
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import timeit
+
+__all__ = ["time_call", "run_in_processes", "Table", "machine_info", "erd_path",
+           "pin_v_permutation", "to_pinocchio_q", "mark", "print_header"]
+
+_MARKER = "@@BENCH-RESULT@@"
+
+
+# --------------------------------------------------------------------------- timing
+def time_call(stmt, globals, number=None, repeat=7, min_time=0.2, setup="pass"):
+    """Median time of one execution of ``stmt``, in µs.
+
+    ``stmt`` is a statement string evaluated with ``globals`` (a dict), e.g.
+    ``time_call("m.inverse_dynamics(q, v, a)", {"m": m, "q": q, "v": v, "a": a})``.
+    ``number`` (loops per repeat) is chosen so that one repeat takes at least
+    ``min_time`` seconds if not given; the result is the median over ``repeat``
+    repeats of (repeat time / number).
+    """
+    timer = timeit.Timer(stmt, setup=setup, globals=globals)
+    if number is None:
+        number = 1
+        while True:
+            t = timer.timeit(number)
+            if t >= min_time:
+                break
+            # aim 20 % above min_time, grow at least 2x and at most 100x
+            grow = 1.2 * min_time / t if t > 0 else 100.0
+            number = int(number * min(max(grow, 2.0), 100.0))
+    times = timer.repeat(repeat=repeat, number=number)
+    return statistics.median(times) / number * 1e6
+
+
+# ----------------------------------------------------------------- fresh processes
+_WORKER_CODE = r"""
+import importlib.util, json, sys, warnings
+warnings.simplefilter("ignore")
+path, func, kwargs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+spec = importlib.util.spec_from_file_location("_bench_worker_module", path)
+mod = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = mod
+spec.loader.exec_module(mod)
+result = getattr(mod, func)(**kwargs)
+sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
+""".replace("MARKER", repr(_MARKER))
+
+
+def default_env():
+    """Environment of the worker processes.
+
+    OpenBLAS (behind NumPy) starts its own thread pool; with only 2 cores its
+    spinning threads disturb both single-call timings and treedyn's OpenMP
+    batch, so workers get ``OPENBLAS_NUM_THREADS=1`` unless the caller set it.
+    """
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+def run_in_processes(script, func, kwargs=None, processes=3, env=None, verbose=True):
+    """Run ``func(**kwargs)`` of the file ``script`` in ``processes`` fresh interpreters.
+
+    ``func`` must return a flat JSON-serialisable dict ``{key: float | int | str}``.
+    Returns ``(median, spread, runs)``: ``median[key]`` is the median across
+    processes (strings and other non-numbers: the first process's value),
+    ``spread[key]`` = (max − min) / median for numeric keys, ``runs`` the raw dicts.
+    """
+    kwargs = kwargs or {}
+    env = default_env() if env is None else env
+    runs = []
+    for k in range(processes):
+        if verbose:
+            print(f"  [{func}] process {k + 1}/{processes} ...", file=sys.stderr, flush=True)
+        proc = subprocess.run([sys.executable, "-c", _WORKER_CODE, os.path.abspath(script),
+                               func, json.dumps(kwargs)],
+                              capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-8000:] + "\n")
+            raise RuntimeError(f"benchmark worker {func} failed in process {k + 1} "
+                               f"(exit code {proc.returncode})")
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith(_MARKER)][-1]
+        runs.append(json.loads(line[len(_MARKER):]))
+    median, spread = {}, {}
+    for key, first in runs[0].items():
+        vals = [r.get(key) for r in runs]
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+            med = statistics.median(vals)
+            median[key] = med
+            spread[key] = (max(vals) - min(vals)) / med if med else 0.0
+        else:
+            median[key] = first
+    return median, spread, runs
+
+
+# ------------------------------------------------------------------------- tables
+class Table:
+    """A Markdown table printed with aligned columns.
+
+    >>> t = Table(["robot", "µs"]); t.add("panda", 1.23); print(t)
+    """
+
+    def __init__(self, headers, floatfmt="{:.3g}"):
+        self.headers = [str(h) for h in headers]
+        self.rows = []
+        self.floatfmt = floatfmt
+
+    def _fmt(self, x):
+        if x is None:
+            return "–"
+        if isinstance(x, float):
+            if x != x:       # NaN
+                return "–"
+            return self.floatfmt.format(x)
+        return str(x)
+
+    def add(self, *cells):
+        if len(cells) != len(self.headers):
+            raise ValueError(f"expected {len(self.headers)} cells, got {len(cells)}")
+        self.rows.append([self._fmt(c) for c in cells])
+
+    def __str__(self):
+        cols = [self.headers] + self.rows
+        width = [max(len(r[i]) for r in cols) for i in range(len(self.headers))]
+        line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, width)) + " |"  # noqa: E731
+        sep = "|" + "|".join("-" * (w + 2) for w in width) + "|"
+        return "\n".join([line(self.headers), sep] + [line(r) for r in self.rows])
+
+
+def fmt(x, spec=".3g"):
+    return "–" if x is None else format(x, spec)
+
+
+def mark(ok):
+    """PASS / FAIL / n/a (ok is None: not measured in this run)."""
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+# ------------------------------------------------------------------ machine info
+def machine_info():
+    """Dict: date, CPU model name (lscpu), cores, Python, versions of treedyn and pin."""
+    cpu, cores = platform.processor() or "?", os.cpu_count()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for ln in out.splitlines():
+            key, _, val = ln.partition(":")
+            if key.strip() == "Model name":
+                cpu = val.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+
+    def version(dist, module=None):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "?"
+
+    try:
+        import treedyn
+        td_version = treedyn.__version__
+    except ImportError:
+        td_version = "?"
+    try:
+        import pinocchio
+        pin_version = pinocchio.__version__
+    except ImportError:
+        pin_version = "not installed"
+    try:
+        rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
+                              "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip() or "?"
+    except OSError:
+        rev = "?"
+    return {
+        "date": datetime.date.today().isoformat(),
+        "cpu": cpu,
+        "cores": cores,
+        "python": platform.python_version(),
+        "numpy": version("numpy"),
+        "treedyn": f"{td_version} (git {rev})",
+        "pinocchio": pin_version,
+        "OPENBLAS_NUM_THREADS": default_env().get("OPENBLAS_NUM_THREADS"),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset"),
+    }
+
+
+def print_header(title, info, processes, quick):
+    print(f"# {title}")
+    print()
+    print(f"{info['date']} · {info['cpu']}, {info['cores']} cores · Python {info['python']} · "
+          f"NumPy {info['numpy']} · treedyn {info['treedyn']} · Pinocchio {info['pinocchio']} · "
+          f"OPENBLAS_NUM_THREADS={info['OPENBLAS_NUM_THREADS']} · "
+          f"OMP_NUM_THREADS={info['OMP_NUM_THREADS']}")
+    print(f"median over {processes} fresh process(es)" + (" · QUICK mode (indicative only)"
+                                                         if quick else ""))
+    print()
+
+
+# ------------------------------------------------------- robots and Pinocchio layout
+ERD_ROBOTS = {
+    "panda": "panda_description/urdf/panda.urdf",
+    "ur5": "ur_description/urdf/ur5_robot.urdf",
+    "solo12": "solo_description/robots/solo12.urdf",
+    "talos_reduced": "talos_data/robots/talos_reduced.urdf",
+    "talos_full_v2": "talos_data/robots/talos_full_v2.urdf",
+    "tiago": "tiago_description/robots/tiago.urdf",
+}
+
+#: (name, floating base) of the robots of the per-call comparisons
+ROBOTS = [("ur5", False), ("panda", False), ("solo12", True), ("talos_reduced", True),
+          ("talos_full_v2", True)]
+QUICK_ROBOTS = [("ur5", False), ("panda", False), ("solo12", True)]
+
+
+def robot_label(name, floating):
+    return name + (" + FF" if floating else "")
+
+
+def erd_path(name):
+    """Path of an example-robot-data URDF (same lookup as tests/conftest.py)."""
+    rel = ERD_ROBOTS[name]
+    files = importlib.metadata.files("example-robot-data") or []
+    for f in files:
+        if str(f).endswith(rel):
+            return str(f.locate())
+    raise FileNotFoundError(f"example-robot-data has no {rel}")
+
+
+def load_pair(name, floating):
+    """(treedyn model, pinocchio model, pinocchio data) of an example-robot-data robot."""
+    import warnings
+
+    import pinocchio as pin
+    import treedyn as td
+    path = erd_path(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
+    pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromUrdf(path))
+    return m, pm, pm.createData()
+
+
+def to_pinocchio_q(model, pmodel, q):
+    """treedyn q -> Pinocchio q (as tests/conftest.py): joints matched by name,
+    continuous joints θ -> (cos θ, sin θ), quaternions (w,x,y,z) -> (x,y,z,w)."""
+    import numpy as np
+    qp = np.zeros(pmodel.nq)
+    for j in range(1, pmodel.njoints):
+        jm = pmodel.joints[j]
+        o, p = model.idx_q[pmodel.names[j]], jm.idx_q
+        if jm.nq == 1:
+            qp[p] = q[o]
+        elif jm.nq == 2:
+            qp[p:p + 2] = np.cos(q[o]), np.sin(q[o])
+        elif jm.nq == 7:
+            qp[p:p + 3] = q[o:o + 3]
+            qp[p + 3:p + 6] = q[o + 4:o + 7]
+            qp[p + 6] = q[o + 3]
+        else:
+            raise NotImplementedError(jm.shortname())
+    return qp
+
+
+def pin_v_permutation(model, pmodel):
+    """Index array P with ``v_pin = v_td[P]`` (and ``tau_pin = tau_td[P]``).
+
+    Joints are matched by name (the two libraries may order branches differently);
+    a free flyer's velocity is (ω, v) in treedyn and (v, ω) in Pinocchio, both
+    body-fixed, so its six entries are swapped in halves.
+    """
+    import numpy as np
+    P = np.empty(pmodel.nv, dtype=np.intp)
+    for j in range(1, pmodel.njoints):
+        jm = pmodel.joints[j]
+        o, p = model.idx_v[pmodel.names[j]], jm.idx_v
+        if jm.nv == 6:
+            P[p:p + 3] = np.arange(o + 3, o + 6)
+            P[p + 3:p + 6] = np.arange(o, o + 3)
+        else:
+            P[p:p + jm.nv] = np.arange(o, o + jm.nv)
+    if sorted(P.tolist()) != list(range(model.nv)):
+        raise AssertionError("velocity layouts of treedyn and Pinocchio do not match")
+    return P
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+if __name__ == "__main__":          # smoke test of the timer
+    print(f"{time_call('x + 1', {'x': 1.0}):.4f} µs for x + 1", file=sys.stdout)
