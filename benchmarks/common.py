@@ -26,8 +26,10 @@ import subprocess
 import sys
 import timeit
 
-__all__ = ["time_call", "run_in_processes", "Table", "machine_info", "erd_path",
-           "pin_v_permutation", "to_pinocchio_q", "mark", "print_header"]
+__all__ = ["time_call", "run_in_processes", "default_env", "Table", "fmt", "mark",
+           "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
+           "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
+           "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
 
 _MARKER = "@@BENCH-RESULT@@"
 
@@ -306,6 +308,143 @@ def pin_v_permutation(model, pmodel):
     if sorted(P.tolist()) != list(range(model.nv)):
         raise AssertionError("velocity layouts of treedyn and Pinocchio do not match")
     return P
+
+
+# ------------------------------------------------------------------ random chains
+def _rpy_matrix(r, p, y):
+    """URDF roll-pitch-yaw: R = Rz(y) Ry(p) Rx(r)."""
+    import numpy as np
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def _random_rotation(rng):
+    import numpy as np
+    qt = rng.normal(size=4)
+    w, x, y, z = qt / np.linalg.norm(qt)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def random_chain_links(n, seed=0):
+    """Data of a serial chain of n revolute joints, as URDF-style per-link records.
+
+    Link i is attached to link i−1 (link −1: the world) by a joint whose frame
+    has origin ``xyz`` (a 5–15 cm offset in a random direction) and orientation
+    ``rpy`` (random) in the parent link frame; the joint axis is a random unit
+    vector through that origin, in the joint (= link) frame.  Each link is a
+    box of 0.5–2 kg with side lengths 3–15 cm, COM a few cm off the link origin,
+    principal axes randomly rotated: physically valid, realistic inertias.
+    """
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    links = []
+    for _ in range(n):
+        d = rng.normal(size=3)
+        xyz = d / np.linalg.norm(d) * rng.uniform(0.05, 0.15)
+        rpy = rng.uniform(-np.pi, np.pi, 3)
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        mass = rng.uniform(0.5, 2.0)
+        com = rng.uniform(-0.04, 0.04, 3)
+        a, b, c = rng.uniform(0.03, 0.15, 3)
+        Rc = _random_rotation(rng)
+        inertia = Rc @ np.diag([mass / 12 * (b * b + c * c), mass / 12 * (a * a + c * c),
+                                mass / 12 * (a * a + b * b)]) @ Rc.T
+        links.append(dict(xyz=xyz, rpy=rpy, axis=axis, mass=mass, com=com,
+                          inertia=0.5 * (inertia + inertia.T)))
+    return links
+
+
+def chain_urdf(links):
+    """URDF text of the chain (for pin.buildModelFromXML)."""
+    def f(x):                     # shortest round-trip decimal of a float
+        return repr(float(x))
+
+    out = ['<?xml version="1.0"?>', '<robot name="chain">', '  <link name="base"/>']
+    parent = "base"
+    for i, L in enumerate(links):
+        I = L["inertia"]
+        out.append(
+            f'  <link name="link{i}"><inertial><origin xyz="{f(L["com"][0])} {f(L["com"][1])} '
+            f'{f(L["com"][2])}" rpy="0 0 0"/><mass value="{f(L["mass"])}"/>'
+            f'<inertia ixx="{f(I[0, 0])}" ixy="{f(I[0, 1])}" ixz="{f(I[0, 2])}" '
+            f'iyy="{f(I[1, 1])}" iyz="{f(I[1, 2])}" izz="{f(I[2, 2])}"/></inertial></link>')
+        x, r, a = L["xyz"], L["rpy"], L["axis"]
+        out.append(
+            f'  <joint name="joint{i}" type="revolute"><parent link="{parent}"/>'
+            f'<child link="link{i}"/><origin xyz="{f(x[0])} {f(x[1])} {f(x[2])}" '
+            f'rpy="{f(r[0])} {f(r[1])} {f(r[2])}"/><axis xyz="{f(a[0])} {f(a[1])} {f(a[2])}"/>'
+            f'<limit lower="-10" upper="10" effort="1000" velocity="100"/></joint>')
+        parent = f"link{i}"
+    out.append("</robot>")
+    return "\n".join(out)
+
+
+def chain_treedyn(links):
+    """The same chain built with treedyn's JointGraph (POE: geometry in the world at q = 0)."""
+    import numpy as np
+    import treedyn as td
+    g = td.JointGraph("chain")
+    F = np.eye(4)
+    parent = "world"
+    for i, L in enumerate(links):
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = _rpy_matrix(*L["rpy"]), L["xyz"]
+        F = F @ T
+        g.add_body(f"link{i}", mass=L["mass"], com=L["com"], inertia=L["inertia"], frame=F)
+        g.add_joint(f"joint{i}", "revolute", parent, f"link{i}", axis=F[:3, :3] @ L["axis"],
+                    point=F[:3, 3])
+        parent = f"link{i}"
+    return g.compile()
+
+
+def chain_rnea_oracle(links, q, v, a, gravity=(0.0, 0.0, -9.81)):
+    """Plain NumPy body-frame RNEA on the URDF data (independent of both libraries;
+    used where Pinocchio's Data would not fit in memory)."""
+    import numpy as np
+
+    def hat(x):
+        return np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+
+    def rot(axis, t):
+        K = hat(axis)
+        return np.eye(3) + np.sin(t) * K + (1 - np.cos(t)) * K @ K
+
+    n = len(links)
+    Vp, Ap = np.zeros(6), np.concatenate([np.zeros(3), -np.asarray(gravity)])
+    Xinv, S, F = [], [], []
+    for i, L in enumerate(links):
+        R = _rpy_matrix(*L["rpy"]) @ rot(L["axis"], q[i])
+        p = L["xyz"]
+        X = np.zeros((6, 6))                       # Ad_{T^-1}, T = (R, p) child -> parent
+        X[:3, :3] = X[3:, 3:] = R.T
+        X[3:, :3] = -R.T @ hat(p)
+        s = np.concatenate([L["axis"], np.zeros(3)])
+        V = X @ Vp + s * v[i]
+        adV = np.zeros((6, 6))
+        adV[:3, :3] = adV[3:, 3:] = hat(V[:3])
+        adV[3:, :3] = hat(V[3:])
+        A = X @ Ap + s * a[i] + adV @ s * v[i]
+        m, d = L["mass"], L["com"]
+        M = np.zeros((6, 6))
+        M[:3, :3] = L["inertia"] - m * hat(d) @ hat(d)
+        M[:3, 3:] = m * hat(d)
+        M[3:, :3] = m * hat(d).T
+        M[3:, 3:] = m * np.eye(3)
+        F.append(M @ A - adV.T @ M @ V)
+        Xinv.append(X)
+        S.append(s)
+        Vp, Ap = V, A
+    tau = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        tau[i] = S[i] @ F[i]
+        if i > 0:
+            F[i - 1] = F[i - 1] + Xinv[i].T @ F[i]
+    return tau
 
 
 def median(xs):
