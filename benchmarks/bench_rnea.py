@@ -19,9 +19,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
+from common import (QUICK_ROBOTS, ROBOTS, LoadMonitor, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
                     chain_urdf, fmt, load_pair, machine_info, mark, pin_v_permutation,
-                    print_header, random_chain_links, robot_label, run_in_processes, time_call,
+                    print_header, random_chain_links, robot_label, run_in_processes, time_calls,
                     to_pinocchio_q)
 
 REPS = ("body", "spatial", "hybrid")
@@ -74,10 +74,10 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
             out[f"robot/{key}/err"] = max(_check(f"{key} {rep}",
                                                  m.inverse_dynamics(q, v, a, rep)[P], ref)
                                           for rep in REPS)
-            out[f"robot/{key}/pin"] = time_call("pin.rnea(pm, pd, qp, vp, ap)", g, **tkw)
-            for rep in REPS:
-                out[f"robot/{key}/{rep}"] = time_call(
-                    f"m.inverse_dynamics(q, v, a, {rep!r})", g, **tkw)
+            stmts = {"pin": "pin.rnea(pm, pd, qp, vp, ap)"}
+            stmts.update({rep: f"m.inverse_dynamics(q, v, a, {rep!r})" for rep in REPS})
+            for k, us in time_calls(stmts, g, **tkw).items():
+                out[f"robot/{key}/{k}"] = us
 
     # b. chains
     if "chain" in sections:
@@ -102,12 +102,13 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
                                    for rep in REPS))
                 _check(f"chain {n}: NumPy oracle vs Pinocchio", oracle[P], ref)
                 g.update(pm=pm, pd=pd, qp=qp, vp=vp, ap=ap)
-                out[f"chain/{n}/pin"] = time_call("pin.rnea(pm, pd, qp, vp, ap)", g, **tkw)
-                del pm, pd, g["pm"], g["pd"]
             out[f"chain/{n}/err"] = err
-            for rep in REPS:
-                out[f"chain/{n}/{rep}"] = time_call(f"m.inverse_dynamics(q, v, a, {rep!r})",
-                                                    g, **tkw)
+            stmts = {rep: f"m.inverse_dynamics(q, v, a, {rep!r})" for rep in REPS}
+            if n <= PIN_CHAIN_MAX:
+                stmts["pin"] = "pin.rnea(pm, pd, qp, vp, ap)"
+            for k, us in time_calls(stmts, g, **tkw).items():
+                out[f"chain/{n}/{k}"] = us
+            g.clear()             # free Pinocchio's Data (≈ 1.8 GB at n = 300)
 
     # c. batch of panda states
     if "batch" in sections:
@@ -128,12 +129,11 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
                                       tau) for rep in REPS)
         out["batch/threads"] = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
         bkw = dict(tkw, repeat=max(3, repeat))
-        out["batch/pin_loop"] = time_call("pin_loop(pin, pm, pd, Qp, Vp, Ap, tau)", g,
-                                          **bkw) / N
-        out["batch/td_loop"] = time_call("td_loop(m, Q, V, A, tau_td)", g, **bkw) / N
-        for rep in REPS:
-            out[f"batch/{rep}"] = time_call(f"m.inverse_dynamics(Q, V, A, {rep!r})", g,
-                                            **bkw) / N
+        stmts = {"pin_loop": "pin_loop(pin, pm, pd, Qp, Vp, Ap, tau)",
+                 "td_loop": "td_loop(m, Q, V, A, tau_td)"}
+        stmts.update({rep: f"m.inverse_dynamics(Q, V, A, {rep!r})" for rep in REPS})
+        for k, us in time_calls(stmts, g, **bkw).items():
+            out[f"batch/{k}"] = us / N
     return out
 
 
@@ -287,7 +287,9 @@ def main(argv=None):
     kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
               else dict(quick=False, min_time=0.2, repeat=5))
     info = machine_info()
-    r, spread, _ = run_in_processes(__file__, "worker", kwargs, processes)
+    with LoadMonitor() as mon:
+        r, spread, _ = run_in_processes(__file__, "worker", kwargs, processes)
+    info["foreign_load"] = mon.result
     report(r, spread, info, args.quick, processes)
     return 0
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import timeit
 
-__all__ = ["time_call", "run_in_processes", "default_env", "Table", "fmt", "mark",
+__all__ = ["time_call", "time_calls", "run_in_processes", "default_env", "LoadMonitor", "Table", "fmt", "mark",
            "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
            "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
            "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
@@ -35,6 +35,18 @@ _MARKER = "@@BENCH-RESULT@@"
 
 
 # --------------------------------------------------------------------------- timing
+def _autorange(timer, min_time):
+    """Smallest loop count (growing geometrically) whose run takes >= min_time s."""
+    number = 1
+    while True:
+        t = timer.timeit(number)
+        if t >= min_time:
+            return number
+        # aim 20 % above min_time, grow at least 2x and at most 100x per step
+        grow = 1.2 * min_time / t if t > 0 else 100.0
+        number = int(number * min(max(grow, 2.0), 100.0)) + 1
+
+
 def time_call(stmt, globals, number=None, repeat=7, min_time=0.2, setup="pass"):
     """Median time of one execution of ``stmt``, in µs.
 
@@ -46,16 +58,26 @@ def time_call(stmt, globals, number=None, repeat=7, min_time=0.2, setup="pass"):
     """
     timer = timeit.Timer(stmt, setup=setup, globals=globals)
     if number is None:
-        number = 1
-        while True:
-            t = timer.timeit(number)
-            if t >= min_time:
-                break
-            # aim 20 % above min_time, grow at least 2x and at most 100x
-            grow = 1.2 * min_time / t if t > 0 else 100.0
-            number = int(number * min(max(grow, 2.0), 100.0))
+        number = _autorange(timer, min_time)
     times = timer.repeat(repeat=repeat, number=number)
     return statistics.median(times) / number * 1e6
+
+
+def time_calls(stmts, globals, repeat=7, min_time=0.2):
+    """Like :func:`time_call` for several competing statements, interleaved.
+
+    ``stmts`` maps labels to statement strings.  Each statement gets its own loop
+    count (>= ``min_time`` s per repeat); the repeats are then run round-robin
+    (A B C A B C ...) so that slow drifts of the machine (frequency, other
+    processes) affect all candidates alike.  Returns {label: median µs per call}.
+    """
+    timers = {k: timeit.Timer(s, globals=globals) for k, s in stmts.items()}
+    numbers = {k: _autorange(t, min_time) for k, t in timers.items()}
+    times = {k: [] for k in stmts}
+    for _ in range(repeat):
+        for k, t in timers.items():
+            times[k].append(t.timeit(numbers[k]) / numbers[k])
+    return {k: statistics.median(v) * 1e6 for k, v in times.items()}
 
 
 # ----------------------------------------------------------------- fresh processes
@@ -117,6 +139,50 @@ def run_in_processes(script, func, kwargs=None, processes=3, env=None, verbose=T
         else:
             median[key] = first
     return median, spread, runs
+
+
+class LoadMonitor:
+    """CPU time used by *other* processes while benchmarks run (Linux /proc/stat).
+
+    ``with LoadMonitor() as mon: ...`` then ``mon.result`` = {"foreign": average
+    number of cores busy with processes that are not our children, "steal":
+    average cores stolen by the hypervisor}; None where /proc/stat is missing.
+    """
+
+    @staticmethod
+    def _ticks():
+        with open("/proc/stat") as f:
+            x = [int(t) for t in f.readline().split()[1:]]
+        busy = x[0] + x[1] + x[2] + x[5] + x[6]          # user nice system irq softirq
+        return busy, (x[7] if len(x) > 7 else 0)
+
+    @staticmethod
+    def _children_cpu():
+        import resource
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    def __enter__(self):
+        import time
+        self.result = None
+        try:
+            self._t0, self._b0, self._c0 = time.perf_counter(), self._ticks(), self._children_cpu()
+        except (OSError, ValueError, ImportError):
+            self._t0 = None
+        return self
+
+    def __exit__(self, *exc):
+        import time
+        if self._t0 is None:
+            return False
+        hz = os.sysconf("SC_CLK_TCK")
+        wall = time.perf_counter() - self._t0
+        (b1, s1), c1 = self._ticks(), self._children_cpu()
+        busy = (b1 - self._b0[0]) / hz
+        ours = c1 - self._c0
+        self.result = {"foreign": max(0.0, (busy - ours) / wall),
+                       "steal": (s1 - self._b0[1]) / hz / wall}
+        return False
 
 
 # ------------------------------------------------------------------------- tables
@@ -207,6 +273,7 @@ def machine_info():
         "pinocchio": pin_version,
         "OPENBLAS_NUM_THREADS": default_env().get("OPENBLAS_NUM_THREADS"),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset"),
+        "loadavg": os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
     }
 
 
@@ -219,6 +286,16 @@ def print_header(title, info, processes, quick):
           f"OMP_NUM_THREADS={info['OMP_NUM_THREADS']}")
     print(f"median over {processes} fresh process(es)" + (" · QUICK mode (indicative only)"
                                                          if quick else ""))
+    load = info.get("foreign_load")
+    if load is not None:
+        print(f"CPU used by other processes during the run: {load['foreign']:.2f} cores on "
+              f"average (hypervisor steal {load['steal']:.2f}); 1-minute load average at "
+              f"start {info['loadavg']:.2f}")
+        if load["foreign"] + load["steal"] > 0.1:
+            print(f"WARNING: other processes competed for the {info['cores']} cores during "
+                  f"the run: per-call numbers are inflated and OpenMP batches (which wait for "
+                  f"their slowest thread) can be several times slower. Rerun on an idle "
+                  f"machine.")
     print()
 
 

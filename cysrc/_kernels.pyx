@@ -361,6 +361,28 @@ cdef class ModelCore:
         return C, J
 
 
+    def _spatial_screw_rates(self, q, v):
+        """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)
+        for one state (used by the closed-form Coriolis matrix)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError("q: one state expected here, shape (nq,)")
+        C = np.empty((self.nb, 12))
+        J = np.empty((self.nv, 6))
+        Jd = np.empty((self.nv, 6))
+        work = np.empty(rnea_ws_size(self.nb, self.nv) + 6 * self.nv)
+        cdef double[::1] w = work
+        cdef double[:, ::1] Cv = C, Jv = J, Jdv = Jd
+        bad = spatial_screw_rates_kernel(self, <double*>cnp.PyArray_DATA(qa),
+                                         <double*>cnp.PyArray_DATA(va), &w[0], &Cv[0, 0],
+                                         &Jv[0, 0] if self.nv else NULL,
+                                         &Jdv[0, 0] if self.nv else NULL)
+        if bad:
+            self._raise_bad_quaternion(bad - 1, -1)
+        return C, J, Jd
+
+
 def _fast_codes(kind, nvj, voff, X):
     """Per-body 1-dof fast-path code (FAST_* in joints.pxi)."""
     codes = np.zeros(len(kind), dtype=np.int32)

@@ -65,3 +65,52 @@ cdef int spatial_screws_kernel(ModelCore m, const double* q, double* ws, double*
         for k in range(m.nvj[i]):
             twist_Ad(&C[12 * i], &C[12 * i + 9], &S[6 * (o + k)], &J[6 * (o + k)])
     return bad
+
+
+cdef inline void subspace_rate(int kind, int nv, const double* S, const double* qd,
+                               double* Sd) noexcept nogil:
+    """Ṡ (nv columns of 6) of the body-fixed motion subspace (joints.pxi):
+    screw chains Ṡ_j = [S_j, Σ_{l>j} S_l q̇_l]; SO(3)×R³ free joint
+    Ṡ_{3+k} = (0, −ω × Rᵀe_k); constant otherwise."""
+    cdef double later[6]
+    cdef double t[3]
+    cdef int j, n
+    for n in range(6 * nv):
+        Sd[n] = 0.0
+    if kind == KIND_SCREWS and nv > 1:
+        for n in range(6):
+            later[n] = 0.0
+        for j in range(nv - 1, -1, -1):
+            twist_bracket(&S[6 * j], later, &Sd[6 * j])
+            for n in range(6):
+                later[n] += S[6 * j + n] * qd[j]
+    elif kind == KIND_FREE_SO3R3:
+        for j in range(3):
+            cross(qd, &S[6 * (3 + j) + 3], t)
+            Sd[6 * (3 + j) + 3] = -t[0]
+            Sd[6 * (3 + j) + 4] = -t[1]
+            Sd[6 * (3 + j) + 5] = -t[2]
+
+
+cdef int spatial_screw_rates_kernel(ModelCore m, const double* q, const double* qd,
+                                    double* ws, double* C, double* J,
+                                    double* Jd) noexcept nogil:
+    """World poses C (nb × 12), spatial screws J and their time derivatives Jd
+    (nv × 6): J̇_j = ad_{Vˢ_b} J_j + Ad_{C_b} Ṡ_j for freedom j of body b."""
+    cdef int nb = m.nb, nv = m.nv, i, k, o, bad
+    cdef double* S = &ws[12 * nb]
+    cdef double* V = &ws[12 * nb + 6 * nv]
+    cdef double* Sd = &ws[18 * nb + 6 * nv]
+    cdef double Vs[6]
+    cdef double t6[6]
+    bad = body_motion_kernel(m, q, qd, NULL, ws, C, V, NULL)
+    for i in range(nb):
+        o = m.voff[i]
+        twist_Ad(&C[12 * i], &C[12 * i + 9], &V[6 * i], Vs)
+        subspace_rate(m.kind[i], m.nvj[i], &S[6 * o], &qd[o], Sd)
+        for k in range(m.nvj[i]):
+            twist_Ad(&C[12 * i], &C[12 * i + 9], &S[6 * (o + k)], &J[6 * (o + k)])
+            twist_bracket(Vs, &J[6 * (o + k)], &Jd[6 * (o + k)])
+            twist_Ad(&C[12 * i], &C[12 * i + 9], &Sd[6 * k], t6)
+            twist_add(&Jd[6 * (o + k)], t6)
+    return bad
