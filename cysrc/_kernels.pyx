@@ -10,11 +10,11 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 cimport openmp
-from libc.math cimport isfinite, sin, cos
+from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
 
 from se3 cimport *
 
-from treedyn.errors import InputError
+from treedyn.errors import InputError, SingularModelError
 
 cnp.import_array()
 
@@ -25,6 +25,8 @@ include "rnea_body.pxi"
 include "rnea_spatial.pxi"
 include "rnea_hybrid.pxi"
 include "kinematics.pxi"
+include "crba.pxi"
+include "aba.pxi"
 
 ctypedef int (*rnea_fn)(ModelCore, const double*, const double*, const double*, const double*,
                         const double*, int, double*, double*) noexcept nogil
@@ -360,6 +362,106 @@ cdef class ModelCore:
                 self._raise_bad_quaternion(errs[s] - 1, s if lead else -1)
         return C, J
 
+
+    def mass_matrix(self, q):
+        """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+
+        Returns
+        -------
+        ndarray, shape (nv, nv) or (N, nv, nv)
+            Symmetric, both triangles filled; armature on the diagonal.
+            Units: kg, kg·m, kg·m² by the coordinates involved.
+        """
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef Py_ssize_t N = 1, s
+        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads(), bad
+        cdef int[::1] errs
+        cdef double[:, ::1] work
+        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+        cdef double* op
+        cdef cnp.ndarray out
+        if cnp.PyArray_NDIM(qa) == 1:
+            out = np.empty((nv, nv))
+            work = np.empty((1, crba_ws_size(nb, nv)))
+            bad = crba_kernel(self, qp, &work[0, 0], <double*>cnp.PyArray_DATA(out))
+            if bad:
+                self._raise_bad_quaternion(bad - 1, -1)
+            return out
+        N = cnp.PyArray_DIMS(qa)[0]
+        out = np.empty((N, nv, nv))
+        op = <double*>cnp.PyArray_DATA(out)
+        errs = np.zeros(N, dtype=np.int32)
+        work = np.empty((nth, crba_ws_size(nb, nv)))
+        with nogil:
+            for s in prange(N, schedule="static", num_threads=nth):
+                errs[s] = crba_kernel(self, &qp[s * nq], &work[threadid(), 0], &op[s * nv * nv])
+        for s in range(N):
+            if errs[s]:
+                self._raise_bad_quaternion(errs[s] - 1, s)
+        return out
+
+    def _aba(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
+        """Forward dynamics by the articulated-body algorithm (see Model.forward_dynamics)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
+        cdef cnp.ndarray fa = None
+        cdef cnp.ndarray out
+        cdef Py_ssize_t N = 1, s
+        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads(), fframe = 0
+        cdef int[::1] errs
+        cdef double[:, ::1] work
+        cdef const double* gp = &self.grav[0]
+        cdef double gbuf[3]
+        cdef double* fp = NULL
+        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+        cdef double* vp = <double*>cnp.PyArray_DATA(va)
+        cdef double* tp = <double*>cnp.PyArray_DATA(ta)
+        cdef double* op
+        if gravity is not None:
+            garr = self._states(gravity, 3, "gravity")
+            if cnp.PyArray_NDIM(garr) != 1:
+                raise InputError("gravity: expected shape (3,)")
+            for s in range(3):
+                gbuf[s] = (<double*>cnp.PyArray_DATA(garr))[s]
+            gp = gbuf
+        if f_ext is not None:
+            if f_ext_frame not in _WRENCH_FRAMES:
+                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
+                                 f"got {f_ext_frame!r}")
+            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fa = self._wrenches(qa, f_ext)
+            fp = <double*>cnp.PyArray_DATA(fa)
+        if cnp.PyArray_NDIM(qa) == 2:
+            N = cnp.PyArray_DIMS(qa)[0]
+            out = np.empty((N, nv))
+        else:
+            out = np.empty(nv)
+        op = <double*>cnp.PyArray_DATA(out)
+        errs = np.zeros(N, dtype=np.int32)
+        work = np.empty((nth, aba_ws_size(nb, nv)))
+        if N == 1 and cnp.PyArray_NDIM(qa) == 1:
+            errs[0] = aba_kernel(self, qp, vp, tp, gp, fp, fframe, &work[0, 0], op)
+        else:
+            with nogil:
+                for s in prange(N, schedule="static", num_threads=nth):
+                    errs[s] = aba_kernel(self, &qp[s * nq], &vp[s * nv], &tp[s * nv], gp,
+                                         NULL if fp == NULL else &fp[s * 6 * nb], fframe,
+                                         &work[threadid(), 0], &op[s * nv])
+        for s in range(N):
+            if errs[s] > 0:
+                self._raise_bad_quaternion(errs[s] - 1, s if cnp.PyArray_NDIM(qa) == 2 else -1)
+            if errs[s] < 0:
+                self._raise_singular(-errs[s] - 1)
+        return out
+
+    def _raise_singular(self, body):
+        raise SingularModelError(f"the articulated inertia seen by joint #{body} is singular "
+                                 f"(massless subtree without armature?)")
 
     def _spatial_screw_rates(self, q, v):
         """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)

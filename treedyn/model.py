@@ -22,7 +22,7 @@ import numpy as np
 from . import kinematics as _kin
 from . import lie
 from ._kernels import ModelCore
-from .errors import InputError, ModelError
+from .errors import InputError, ModelError, SingularModelError
 from .graph import JOINT_TYPES, WORLD
 
 __all__ = ["Model", "LoopClosure", "compile_model"]
@@ -411,6 +411,60 @@ class Model(ModelCore):
         return (f"q{where}: the quaternion of joint '{self.joint_names[body]}' "
                 f"(q[{self.qoff[body]}:{self.qoff[body] + self.nqj[body]}]) is not unit "
                 f"(| |Q| - 1 | > 1e-6)")
+
+    # dynamics ---------------------------------------------------------------------
+    def bias_forces(self, q, v, gravity=None):
+        """h(q, v) = C(q, v) v + g(q): inverse dynamics at zero acceleration, (nv,) or (N, nv)."""
+        return self.inverse_dynamics(q, v, np.zeros_like(np.asarray(v, dtype=float)),
+                                     gravity=gravity)
+
+    def gravity_forces(self, q, gravity=None):
+        """g(q): generalized gravity forces, (nv,) or (N, nv)."""
+        qa = np.asarray(q, dtype=float)
+        zero = np.zeros(qa.shape[:-1] + (self.nv,))
+        return self.inverse_dynamics(q, zero, zero, gravity=gravity)
+
+    def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+                         method="aba"):
+        """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
+
+        Parameters
+        ----------
+        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
+        method : {"aba", "cholesky"}
+            "aba": the O(n) articulated-body kernel (default); "cholesky": M from
+            the CRBA kernel, h from inverse dynamics, solved by a Cholesky
+            factorization (LAPACK).
+
+        Raises
+        ------
+        SingularModelError
+            If the model has no finite acceleration (e.g. a massless subtree
+            without armature); the message names the joint.
+        """
+        if method == "aba":
+            return self._aba(q, v, tau, f_ext, gravity, f_ext_frame)
+        if method != "cholesky":
+            raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
+        tau_a = np.asarray(tau, dtype=float)
+        h = self.inverse_dynamics(q, v, np.zeros_like(tau_a), f_ext=f_ext, gravity=gravity,
+                                  f_ext_frame=f_ext_frame)
+        M = self.mass_matrix(q)
+        rhs = tau_a - h
+        try:
+            L = np.linalg.cholesky(M)
+        except np.linalg.LinAlgError:
+            raise SingularModelError(f"{self.name}: the mass matrix is not positive definite "
+                                     f"(massless subtree without armature?)") from None
+        y = np.linalg.solve(L, rhs[..., None])
+        return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+
+    def _raise_singular(self, body):
+        raise SingularModelError(
+            f"{self.name}: the articulated inertia seen by joint '{self.joint_names[body]}' "
+            f"is singular: the subtree it moves has no inertia along its axis and the joint "
+            f"has no armature (add mass or armature)")
 
     # kinematics -------------------------------------------------------------------
     def body_velocities(self, q, v, representation="body"):

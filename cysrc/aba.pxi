@@ -1,0 +1,268 @@
+# Forward dynamics by the O(n) articulated-body algorithm in body-fixed form
+# (Featherstone's ABA with the body-fixed twists of Müller 2018, eqs. 66-67):
+#   pass 1: V_i, bias acceleration c_i = ad_{V_i} S_i q̇_i + Ṡ_i q̇_i,
+#           Iᴬ_i = M_i, pᴬ_i = −ad_{V_i}ᵀ M_i V_i − W_i^ext
+#   pass 2: U = Iᴬ S, D = Sᵀ U + armature, u = τ − Sᵀ pᴬ,
+#           Iᵃ = Iᴬ − U D⁻¹ Uᵀ, pᵃ = pᴬ + Iᵃ c + U D⁻¹ u, carried to the parent
+#           by Ad_{T⁻¹}ᵀ (·) Ad_{T⁻¹}
+#   pass 3: a'_i = Ad_{T⁻¹} a_p + c_i, q̈_i = D⁻¹ (u − Uᵀ a'_i), a_i = a'_i + S q̈_i
+# Gravity is the base acceleration (0, −g).  The 6×6 congruence is done blockwise
+# with rotations and cross products.
+
+cdef inline Py_ssize_t aba_ws_size(int nb, int nv) noexcept nogil:
+    return 78 * <Py_ssize_t>nb + 19 * <Py_ssize_t>(nv if nv > 0 else 1) + 36
+
+
+cdef inline void sym6_congruence_to_parent(const double* R, const double* p,
+                                           const double* I, double* out) noexcept nogil:
+    """out += Xᵀ I X, X = Ad_{(R,p)⁻¹} = diag(Rᵀ, Rᵀ) [[1, 0], [−p̂, 1]]: a child-frame
+    symmetric 6×6 inertia expressed in the parent frame.  Blocks I = [[A, B], [Bᵀ, C]]
+    are first rotated (R A Rᵀ, R B Rᵀ, R C Rᵀ), then shifted:
+    A' = A + p̂ Bᵀ + (p̂ Bᵀ)ᵀ − p̂ C p̂,  B' = B + p̂ C,  C' = C."""
+    cdef double A[9]
+    cdef double Bm[9]
+    cdef double C[9]
+    cdef double t[9]
+    cdef double E[9]      # p̂ C
+    cdef double G[9]      # p̂ Bᵀ
+    cdef double col[3]
+    cdef double res[3]
+    cdef int a, b
+    # rotate each block: X -> R X Rᵀ
+    for a in range(3):
+        for b in range(3):
+            A[3 * a + b] = I[6 * a + b]
+            Bm[3 * a + b] = I[6 * a + 3 + b]
+            C[3 * a + b] = I[6 * (3 + a) + 3 + b]
+    _rot_congruence(R, A, t)
+    for a in range(9):
+        A[a] = t[a]
+    _rot_congruence(R, Bm, t)
+    for a in range(9):
+        Bm[a] = t[a]
+    _rot_congruence(R, C, t)
+    for a in range(9):
+        C[a] = t[a]
+    # E = p̂ C (column by column), G = p̂ Bᵀ
+    for b in range(3):
+        col[0] = C[b]; col[1] = C[3 + b]; col[2] = C[6 + b]
+        cross(p, col, res)
+        E[b] = res[0]; E[3 + b] = res[1]; E[6 + b] = res[2]
+        col[0] = Bm[3 * b]; col[1] = Bm[3 * b + 1]; col[2] = Bm[3 * b + 2]
+        cross(p, col, res)
+        G[b] = res[0]; G[3 + b] = res[1]; G[6 + b] = res[2]
+    # t = p̂ C p̂ = E p̂: row a of E p̂ is −(p × row a of E)
+    for a in range(3):
+        col[0] = E[3 * a]; col[1] = E[3 * a + 1]; col[2] = E[3 * a + 2]
+        cross(p, col, res)
+        for b in range(3):
+            t[3 * a + b] = -res[b]
+    for a in range(3):
+        for b in range(3):
+            out[6 * a + b] += A[3 * a + b] + G[3 * a + b] + G[3 * b + a] - t[3 * a + b]
+            out[6 * a + 3 + b] += Bm[3 * a + b] + E[3 * a + b]
+            out[6 * (3 + b) + a] += Bm[3 * a + b] + E[3 * a + b]
+            out[6 * (3 + a) + 3 + b] += C[3 * a + b]
+
+
+cdef inline void _rot_congruence(const double* R, const double* X, double* out) noexcept nogil:
+    """out = R X Rᵀ (3 × 3)."""
+    cdef double t[9]
+    cdef int a, b
+    rot_mul(R, X, t)
+    for a in range(3):
+        for b in range(3):
+            out[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+
+
+cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
+    """In-place lower Cholesky factor of the k × k SPD matrix D (row-major).
+    Returns 1 if a pivot is ≤ 1e-13 · scale (singular articulated inertia)."""
+    cdef int a, b, c
+    cdef double s
+    for a in range(k):
+        for b in range(a + 1):
+            s = D[k * a + b]
+            for c in range(b):
+                s -= D[k * a + c] * D[k * b + c]
+            if a == b:
+                if s <= 1e-13 * scale:
+                    return 1
+                D[k * a + a] = sqrt(s)
+            else:
+                D[k * a + b] = s / D[k * b + b]
+    return 0
+
+
+cdef inline void small_cho_solve(int k, const double* L, double* x) noexcept nogil:
+    """x <- (L Lᵀ)⁻¹ x."""
+    cdef int a, c
+    for a in range(k):
+        for c in range(a):
+            x[a] -= L[k * a + c] * x[c]
+        x[a] /= L[k * a + a]
+    for a in range(k - 1, -1, -1):
+        for c in range(a + 1, k):
+            x[a] -= L[k * c + a] * x[c]
+        x[a] /= L[k * a + a]
+
+
+cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double* tau,
+                    const double* g, const double* fext, int fext_frame, double* ws,
+                    double* qdd) noexcept nogil:
+    """Joint accelerations q̈ (nv).  Returns 0, i + 1 for a non-unit quaternion of
+    joint i, or −(i + 1) if the articulated inertia of joint i is singular."""
+    cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b
+    cdef int bad = 0
+    cdef double* T = ws
+    cdef double* Cw = &ws[12 * nb]
+    cdef double* V = &ws[24 * nb]
+    cdef double* cb = &ws[30 * nb]
+    cdef double* IA = &ws[36 * nb]        # 36 per body
+    cdef double* pA = &ws[72 * nb]        # 6 per body
+    cdef double* S = &ws[78 * nb]         # 6 per freedom
+    cdef double* U = &ws[78 * nb + 6 * nv]
+    cdef double* Dl = &ws[78 * nb + 12 * nv]   # k × k factor per body (≤ 6 per freedom)
+    cdef double* u = &ws[78 * nb + 18 * nv]
+    cdef double RJ[9]
+    cdef double pJ[3]
+    cdef double cJ[6]
+    cdef double vr[6]
+    cdef double t6[6]
+    cdef double h[6]
+    cdef double Ia[36]
+    cdef double x[6]
+    cdef double ap[6]
+    cdef double scale
+    cdef const double* B
+    cdef const double* inr
+    cdef double* Ti
+    # ---- pass 1
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        Ti = &T[12 * i]
+        B = &m.Bref[i, 0]
+        if m.fast[i] != FAST_NONE:
+            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
+            for n in range(6):
+                S[6 * o + n] = m.X[o, n]
+                cJ[n] = 0.0
+        else:
+            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
+                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                bad = i + 1
+            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+        subspace_times(nvi, &S[6 * o], &qd[o], vr)
+        par = m.parent[i]
+        if par < 0:
+            for n in range(6):
+                V[6 * i + n] = vr[n]
+        else:
+            twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+            twist_add(&V[6 * i], vr)
+        twist_bracket(&V[6 * i], vr, &cb[6 * i])
+        twist_add(&cb[6 * i], cJ)
+        # Iᴬ = Mᵇ as a full 6×6 from (m, c, Io)
+        inr = &m.inert[i, 0]
+        for n in range(6):
+            t6[n] = 0.0
+        for n in range(6):
+            t6[n] = 1.0
+            inertia_apply(inr[0], &inr[1], &inr[13], t6, h)
+            for k in range(6):
+                IA[36 * i + 6 * k + n] = h[k]
+            t6[n] = 0.0
+        inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
+        for n in range(6):
+            pA[6 * i + n] = 0.0
+        add_gyroscopic(&V[6 * i], h, &pA[6 * i])
+        if fext != NULL:
+            if fext_frame == 1:
+                for n in range(6):
+                    pA[6 * i + n] -= fext[6 * i + n]
+            else:
+                world_pose(NULL if par < 0 else &Cw[12 * par], Ti, &Cw[12 * i])
+                wrench_to_world(fext_frame, &Cw[12 * i], &Cw[12 * i + 9], &fext[6 * i], t6)
+                wrench_from_world(1, &Cw[12 * i], &Cw[12 * i + 9], t6, h)
+                for n in range(6):
+                    pA[6 * i + n] -= h[n]
+    if bad:
+        return bad
+    # ---- pass 2
+    for i in range(nb - 1, -1, -1):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        scale = 0.0
+        for n in range(36):
+            scale = fmax(scale, fabs(IA[36 * i + n]))
+        for k in range(nvi):
+            scale = fmax(scale, m.armature[o + k])
+        for k in range(nvi):
+            for n in range(6):
+                U[6 * (o + k) + n] = (IA[36 * i + 6 * n] * S[6 * (o + k)]
+                    + IA[36 * i + 6 * n + 1] * S[6 * (o + k) + 1]
+                    + IA[36 * i + 6 * n + 2] * S[6 * (o + k) + 2]
+                    + IA[36 * i + 6 * n + 3] * S[6 * (o + k) + 3]
+                    + IA[36 * i + 6 * n + 4] * S[6 * (o + k) + 4]
+                    + IA[36 * i + 6 * n + 5] * S[6 * (o + k) + 5])
+            u[o + k] = tau[o + k]
+            for n in range(6):
+                u[o + k] -= S[6 * (o + k) + n] * pA[6 * i + n]
+        for k in range(nvi):
+            for l in range(nvi):
+                Dl[6 * o + nvi * k + l] = (S[6 * (o + k)] * U[6 * (o + l)]
+                    + S[6 * (o + k) + 1] * U[6 * (o + l) + 1] + S[6 * (o + k) + 2] * U[6 * (o + l) + 2]
+                    + S[6 * (o + k) + 3] * U[6 * (o + l) + 3] + S[6 * (o + k) + 4] * U[6 * (o + l) + 4]
+                    + S[6 * (o + k) + 5] * U[6 * (o + l) + 5])
+            Dl[6 * o + nvi * k + k] += m.armature[o + k]
+        if small_cholesky(nvi, &Dl[6 * o], scale if scale > 0.0 else 1e-300):
+            return -(i + 1)
+        par = m.parent[i]
+        if par < 0:
+            continue
+        # Iᵃ = Iᴬ − U D⁻¹ Uᵀ ; pᵃ = pᴬ + Iᵃ c + U D⁻¹ u
+        for n in range(36):
+            Ia[n] = IA[36 * i + n]
+        for a in range(6):
+            for k in range(nvi):
+                x[k] = U[6 * (o + k) + a]
+            small_cho_solve(nvi, &Dl[6 * o], x)      # x = D⁻¹ U[a, :]ᵀ
+            for b in range(6):
+                for k in range(nvi):
+                    Ia[6 * a + b] -= U[6 * (o + k) + b] * x[k]
+        for k in range(nvi):
+            x[k] = u[o + k]
+        small_cho_solve(nvi, &Dl[6 * o], x)
+        for a in range(6):
+            h[a] = pA[6 * i + a]
+            for b in range(6):
+                h[a] += Ia[6 * a + b] * cb[6 * i + b]
+            for k in range(nvi):
+                h[a] += U[6 * (o + k) + a] * x[k]
+        sym6_congruence_to_parent(&T[12 * i], &T[12 * i + 9], Ia, &IA[36 * par])
+        wrench_to_parent(&T[12 * i], &T[12 * i + 9], h, &pA[6 * par])
+    # ---- pass 3 (accelerations stored in cb)
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        par = m.parent[i]
+        if par < 0:
+            t6[0] = 0.0; t6[1] = 0.0; t6[2] = 0.0
+            t6[3] = -g[0]; t6[4] = -g[1]; t6[5] = -g[2]
+            twist_Ad_inv(&T[12 * i], &T[12 * i + 9], t6, ap)
+        else:
+            twist_Ad_inv(&T[12 * i], &T[12 * i + 9], &cb[6 * par], ap)
+        twist_add(ap, &cb[6 * i])
+        for k in range(nvi):
+            x[k] = u[o + k]
+            for n in range(6):
+                x[k] -= U[6 * (o + k) + n] * ap[n]
+        small_cho_solve(nvi, &Dl[6 * o], x)
+        for k in range(nvi):
+            qdd[o + k] = x[k]
+            for n in range(6):
+                ap[n] += S[6 * (o + k) + n] * x[k]
+        for n in range(6):
+            cb[6 * i + n] = ap[n]
+    return 0

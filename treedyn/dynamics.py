@@ -1,0 +1,470 @@
+"""Closed-form equations of motion, energies and momentum of a :class:`~treedyn.Model`.
+
+Pure NumPy on top of the compiled kinematics kernels (world poses, spatial
+screws of all freedoms and their rates).  Equation numbers refer to Müller,
+*Screw and Lie group theory in multibody dynamics* (2018, seed 002, §5.2) and
+to the factorization ``M = Sᵀ Lᵀ H L S`` of seed 004; the conventions (screws
+angular first ``(ω, v)``, wrenches torque first, ``Ad``, ``ad``, body spatial
+inertia ``Mᵇ``) are those of ``docs/conventions.md``.
+
+Notation used below
+-------------------
+``C_i``
+    world pose of body i's frame (4 × 4).
+``Mᵇ_i``
+    spatial inertia of body i about its frame origin, in its frame
+    (``model.spatial_inertia[i]``), ``[[Θc − m d̂², m d̂], [m d̂ᵀ, m I]]``.
+``J_i``
+    body Jacobian of body i (6 × nv): its body-fixed twist is ``V_i = J_i v``.
+    Column j is ``Ad_{C_i⁻¹} Jˢ_j`` for the freedoms j on the path world → i
+    (``model.support[i]``), zero elsewhere, ``Jˢ_j`` the spatial screw of freedom j
+    at the current configuration.
+
+The velocity vector ``v`` is the model's velocity layout (docs/conventions.md):
+for spherical and free joints it is a quasi-velocity (body angular velocity,
+body twist, or (ω body, ṙ world)), not the derivative of ``q``.  All matrices
+below are with respect to ``v`` (``T = ½ vᵀ M v``; the equations of motion are
+``M v̇ + C v + g = τ``).
+
+Units are SI: the entries of ``M`` are kg, kg·m or kg·m² depending on whether
+the two coordinates are lengths or angles; ``C`` has the units of ``M`` per
+second, ``Γ`` the units of ``M`` per coordinate unit.
+
+Batches
+-------
+:func:`kinetic_energy`, :func:`potential_energy`, :func:`momentum` and
+:func:`center_of_mass` accept a leading batch axis (``q`` (N, nq), ``v`` (N, nv))
+and are vectorized.  :func:`mass_matrix_closed_form` is vectorized over a batch as
+well; :func:`mass_matrix_factors`, :func:`coriolis_matrix` and
+:func:`christoffel` accept a batch and loop over it in Python (they are
+reference implementations, meant for analysis and tests).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .errors import InputError, ModelError, SingularModelError
+
+__all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", "christoffel",
+           "kinetic_energy", "potential_energy", "momentum", "center_of_mass",
+           "CHRISTOFFEL_MAX_NV"]
+
+#: above this many velocity coordinates :func:`christoffel` warns (cost O(nb · nv³),
+#: memory O(nv³)).
+CHRISTOFFEL_MAX_NV = 60
+
+# kernel joint kind of screw-chain joints (treedyn.model.KIND_SCREWS)
+_KIND_SCREWS = 0
+
+
+# ------------------------------------------------------------------------------ inputs
+def _array(x, width, name, where):
+    """x as a float64 C-contiguous array (width,) or (N, width), finite."""
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:                       # pragma: no cover - exotic objects
+        raise InputError(f"{where}: {name} cannot be read as an array: {exc}") from None
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
+        raise InputError(f"{where}: {name}: expected real numbers, got dtype {arr.dtype}")
+    if arr.ndim not in (1, 2) or arr.shape[-1] != width:
+        raise InputError(f"{where}: {name}: expected shape ({width},) or (N, {width}), "
+                         f"got {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"{where}: {name}: contains NaN or infinity")
+    return arr
+
+
+def _states(model, q, v=None, where=""):
+    """Checked (q, v); v must have q's batch shape.  Returns (q, v, batched)."""
+    q = _array(q, model.nq, "q", where)
+    if v is not None:
+        v = _array(v, model.nv, "v", where)
+        if v.shape[:-1] != q.shape[:-1]:
+            raise InputError(f"{where}: v: shape {v.shape} does not match q's batch shape "
+                             f"{q.shape}")
+    return q, v, q.ndim == 2
+
+
+# ------------------------------------------------------------------------------ helpers
+def _split(C):
+    """Kernel poses (…, nb, 12) -> R (…, nb, 3, 3), r (…, nb, 3)."""
+    return C[..., :9].reshape(C.shape[:-1] + (3, 3)), C[..., 9:]
+
+
+def _to_body(R, r, S):
+    """Ad_{C⁻¹} applied to twists stored as columns: S (…, nb, 6, n) spatial ->
+    body frames of the bodies with poses (R, r) (…, nb, 3, 3), (…, nb, 3).
+    Ad_{C⁻¹} (ω, v) = (Rᵀ ω, Rᵀ (v − r × ω))."""
+    w, u = S[..., :3, :], S[..., 3:, :]
+    RT = np.swapaxes(R, -1, -2)
+    rxw = np.cross(r[..., :, None], w, axisa=-2, axisb=-2, axisc=-2)
+    return np.concatenate([RT @ w, RT @ (u - rxw)], axis=-2)
+
+
+def _masked_columns(model, Js):
+    """Spatial screws (…, nv, 6) -> (…, nb, 6, nv), column j of body i kept iff
+    freedom j is on the path world → i."""
+    return np.swapaxes(Js, -1, -2)[..., None, :, :] * model.support[:, None, :]
+
+
+def _body_jacobians(model, q):
+    """Body Jacobians J (…, nb, 6, nv) and kernel poses (…, nb, 12)."""
+    C, Js = model._spatial_screws(q)
+    R, r = _split(C)
+    return _to_body(R, r, _masked_columns(model, Js)), C
+
+
+def _ad(V):
+    """ad_V (…, 6, 6) of twists V (…, 6): [[ω̂, 0], [v̂, ω̂]]."""
+    out = np.zeros(V.shape[:-1] + (6, 6))
+    for blk, (a, b) in (((0, 0), (0, 3)), ((3, 0), (3, 6)), ((3, 3), (0, 3))):
+        x = V[..., a:b]
+        r0, c0 = blk
+        out[..., r0 + 0, c0 + 1], out[..., r0 + 0, c0 + 2] = -x[..., 2], x[..., 1]
+        out[..., r0 + 1, c0 + 0], out[..., r0 + 1, c0 + 2] = x[..., 2], -x[..., 0]
+        out[..., r0 + 2, c0 + 0], out[..., r0 + 2, c0 + 1] = -x[..., 1], x[..., 0]
+    return out
+
+
+def _Ad(R, p):
+    """Ad_C (…, 6, 6) = [[R, 0], [p̂ R, R]] of poses (R (…, 3, 3), p (…, 3))."""
+    out = np.zeros(R.shape[:-2] + (6, 6))
+    out[..., :3, :3] = R
+    out[..., 3:, 3:] = R
+    out[..., 3:, :3] = np.cross(p[..., :, None], R, axisa=-2, axisb=-2, axisc=-2)
+    return out
+
+
+def _ancestor_or_self(model):
+    """(nb, nb) bool: A[i, j] iff body j is body i or one of its ancestors."""
+    nb = model.nb
+    A = np.zeros((nb, nb), dtype=bool)
+    for i in range(nb):
+        p = int(model.parent[i])
+        if p >= 0:
+            A[i] = A[p]
+        A[i, i] = True
+    return A
+
+
+def _loop(fn, model, q, v, batched):
+    """Apply a single-state function over a batch."""
+    if not batched:
+        return fn(model, q, v)
+    if q.shape[0] == 0:
+        raise InputError("an empty batch (N = 0) is not supported here")
+    outs = [fn(model, q[s], None if v is None else v[s]) for s in range(q.shape[0])]
+    if isinstance(outs[0], tuple):
+        return tuple(np.array(o) for o in zip(*outs))
+    return np.array(outs)
+
+
+# ------------------------------------------------------------------------------ mass matrix
+def mass_matrix_closed_form(model, q):
+    """Generalized mass matrix in closed form (Müller 2018, eq. 81):
+
+        M(q) = Σ_i J_iᵀ Mᵇ_i J_i + diag(armature),
+
+    with the body Jacobians ``J_i`` (6 × nv, body frame) and body-frame spatial
+    inertias ``Mᵇ_i``.  ``diag(armature)`` adds the rotor inertia of every
+    freedom (the same term the inverse-dynamics kernels add as ``armature · v̇``).
+    Reference implementation (O(nb · nv²)); the recursive one is the CRBA kernel.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq)
+
+    Returns
+    -------
+    M : ndarray (nv, nv) or (N, nv, nv), symmetric, with respect to the velocity
+        layout v (kinetic energy ``T = ½ vᵀ M v``).  Vectorized over a batch.
+    """
+    q, _, _ = _states(model, q, where="mass_matrix_closed_form")
+    J, _ = _body_jacobians(model, q)
+    P = model.spatial_inertia @ J                                  # (…, nb, 6, nv)
+    M = np.einsum("...bri,...brj->...ij", J, P)
+    M = 0.5 * (M + np.swapaxes(M, -1, -2)) + np.diag(model.armature)
+    return M
+
+
+def _factors_one(model, q, _v=None):
+    nb, nv = model.nb, model.nv
+    J, C = _body_jacobians(model, q)
+    R, r = _split(C)
+    S = np.zeros((6 * nb, nv))
+    for i in range(nb):
+        o, k = int(model.voff[i]), int(model.nvj[i])
+        S[6 * i:6 * i + 6, o:o + k] = J[i][:, o:o + k]
+    # C_i⁻¹ C_j = (R_iᵀ R_j, R_iᵀ (r_j − r_i)) for every pair
+    Rrel = np.swapaxes(R, -1, -2)[:, None] @ R[None, :]                   # (nb, nb, 3, 3)
+    prel = np.einsum("iba,ijb->ija", R, r[None, :, :] - r[:, None, :])    # (nb, nb, 3)
+    blocks = _Ad(Rrel, prel) * _ancestor_or_self(model)[:, :, None, None]
+    L = blocks.transpose(0, 2, 1, 3).reshape(6 * nb, 6 * nb)
+    H = np.zeros((6 * nb, 6 * nb))
+    for i in range(nb):
+        H[6 * i:6 * i + 6, 6 * i:6 * i + 6] = model.spatial_inertia[i]
+    return S, L, H
+
+
+def mass_matrix_factors(model, q):
+    """Factors of the mass matrix (seed 004; Müller 2018, eqs. 21–25 and 81):
+
+        M(q) = Sᵀ Lᵀ H L S + diag(armature).
+
+    * ``S`` (6nb × nv): block diagonal; block (i, i) (rows 6i:6i+6, columns of
+      body i's freedoms ``voff[i]:voff[i]+nvj[i]``) is the body-fixed motion
+      subspace ``S_i(q)`` of joint i, expressed in body i's frame: the columns of
+      the body Jacobian ``J_i`` belonging to body i's own freedoms.  It is
+      constant for 1-dof joints and free SE(3) joints and depends on q for
+      multi-dof screw chains (universal, planar, cylindrical) and free SO(3)×R³
+      joints (``diag(I, Rᵀ)``).
+    * ``L`` (6nb × 6nb): block lower triangular, ``L_ij = Ad_{C_i⁻¹ C_j}`` when body
+      j is body i or one of its ancestors, else 0 (``L_ii = I``).  ``L S`` is the
+      stacked body Jacobian ``[J_1; …; J_nb]``, i.e. ``V = L S v`` stacks the body
+      twists.
+    * ``H`` (6nb × 6nb): block diagonal of the body-frame spatial inertias ``Mᵇ_i``.
+
+    The armature (rotor inertia, kg·m² or kg per freedom) is **not** part of the
+    factors: it is the separate term ``diag(model.armature)``.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq) (a batch is handled by a Python loop)
+
+    Returns
+    -------
+    S, L, H : ndarrays (6nb, nv), (6nb, 6nb), (6nb, 6nb) (with a leading N for a batch)
+    """
+    q, _, batched = _states(model, q, where="mass_matrix_factors")
+    return _loop(_factors_one, model, q, None, batched)
+
+
+# ------------------------------------------------------------------------------ Coriolis
+def _coriolis_one(model, q, v):
+    C, Js, Jsd = model._spatial_screw_rates(q, v)
+    R, r = _split(C)
+    J = _to_body(R, r, _masked_columns(model, Js))          # (nb, 6, nv)
+    K = _to_body(R, r, _masked_columns(model, Jsd))         # J̇_i + ad_{V_i} J_i
+    V = J @ v                                               # (nb, 6) body twists
+    P = model.spatial_inertia @ J                           # Mᵇ J
+    inner = model.spatial_inertia @ K - np.swapaxes(_ad(V), -1, -2) @ P
+    return np.einsum("bri,brj->ij", J, inner)
+
+
+def coriolis_matrix(model, q, v):
+    """Coriolis/centrifugal matrix ``C(q, v)`` (nv × nv), closed form in the spirit
+    of Müller 2018, eq. 84:
+
+        C = Σ_i J_iᵀ (Mᵇ_i K_i − ad_{V_i}ᵀ Mᵇ_i J_i),   K_i := J̇_i + ad_{V_i} J_i,
+
+    with the body Jacobians ``J_i``, body twists ``V_i = J_i v`` and
+    ``K_i = Ad_{C_i⁻¹} J̇ˢ_i``: the time derivative of the *spatial* Jacobian
+    (columns of freedoms on the path to body i) carried to the body frame.  (Eq. 84
+    writes the same with ``Aᵇ`` and ``aᵇ``; its first term ``Mᵇ Aᵇ aᵇ`` is
+    ``Mᵇ K`` here.)  Properties (both tested):
+
+    * ``C v = h − g``: the velocity-dependent part of inverse dynamics
+      (``K_i v = J̇_i v`` because ``ad_V V = 0``);
+    * ``C + Cᵀ = Ṁ``, so ``Ṁ − 2C`` is skew-symmetric (this is why the ``ad_V J``
+      part is folded into ``K``: ``Σ Jᵀ(Mᵇ J̇ − ad_Vᵀ Mᵇ J)`` has the same ``C v`` but
+      is not skew-consistent).
+
+    The armature is constant and contributes nothing.  For models with screw
+    joints only, ``C`` equals ``Σ_k Γ_ijk v_k`` with :func:`christoffel`.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq)
+    v : array (nv,) or (N, nv), the model's velocity layout (rad/s, m/s)
+
+    Returns
+    -------
+    C : ndarray (nv, nv) or (N, nv, nv) (a batch is handled by a Python loop)
+    """
+    q, v, batched = _states(model, q, v, where="coriolis_matrix")
+    return _loop(_coriolis_one, model, q, v, batched)
+
+
+# ------------------------------------------------------------------------------ Christoffel
+def _mass_matrix_derivatives(model, q):
+    """∂M/∂q_k, array dM[a, b, k] (nv, nv, nv), for screw-chain models (v = q̇).
+
+    The body Jacobian columns satisfy ``∂J_i[:, j]/∂q_k = ad_{J_i[:, j]} J_i[:, k]`` for
+    ``j < k`` both on the path to body i and 0 otherwise (Müller 2018, eq. 29 in
+    body-fixed form: freedoms are numbered in chain order, the freedoms of one
+    multi-dof joint in the order of its product of exponentials)."""
+    nv = model.nv
+    J, _ = _body_jacobians(model, q)                            # (nb, 6, nv)
+    w, u = np.swapaxes(J[:, :3, :], 1, 2), np.swapaxes(J[:, 3:, :], 1, 2)   # (nb, nv, 3)
+    # D[b, j, k] = ad_{J_j} J_k = (ω_j × ω_k, ω_j × u_k − ω_k × u_j), kept for j < k
+    Dw = np.cross(w[:, :, None, :], w[:, None, :, :])
+    Du = np.cross(w[:, :, None, :], u[:, None, :, :]) - np.cross(w[:, None, :, :], u[:, :, None, :])
+    upper = np.triu(np.ones((nv, nv), dtype=bool), 1)[None, :, :, None]
+    D = np.concatenate([Dw, Du], axis=-1) * upper                # (nb, nv, nv, 6)
+    P = model.spatial_inertia @ J                                # (nb, 6, nv)
+    T = np.einsum("bjkr,bri->jik", D, P)                         # (∂J_j/∂q_k)ᵀ Mᵇ J_i
+    return T + np.swapaxes(T, 0, 1)
+
+
+def _christoffel_one(model, q, _v=None):
+    dM = _mass_matrix_derivatives(model, q)
+    # Γ_ijk = ½ (∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)
+    return 0.5 * (dM + np.swapaxes(dM, 1, 2) - np.transpose(dM, (2, 0, 1)))
+
+
+def christoffel(model, q):
+    """Christoffel symbols of the first kind (Müller 2018, eqs. 85–86):
+
+        Γ_ijk = ½ (∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i),   Γ_ijk = Γ_ikj,
+
+    so that the Lagrange equations read ``Σ_j M_ij q̈_j + Σ_jk Γ_ijk q̇_j q̇_k + g_i = τ_i``
+    and ``C_ij = Σ_k Γ_ijk q̇_k`` is the Coriolis matrix (it equals
+    :func:`coriolis_matrix`).  ``∂M/∂q_k`` is built in closed form from
+    ``∂J_i[:, j]/∂q_k = ad_{J_i[:, j]} J_i[:, k]`` (j < k, both on the path to body i;
+    0 otherwise) and ``M = Σ J_iᵀ Mᵇ_i J_i``; the armature is constant.
+
+    Only for models whose velocities are the time derivatives of the coordinates,
+    i.e. every joint a screw chain (revolute, continuous, prismatic, helical,
+    cylindrical, universal, planar).  Spherical and free joints use
+    quasi-velocities (body angular velocity / body twist, v ≠ q̇, and nq ≠ nv), for
+    which there are no coordinate partial derivatives ``∂M/∂q``; the Lagrange
+    equations then carry extra (Boltzmann–Hamel) terms.  Use
+    :func:`coriolis_matrix` for those models.
+
+    Cost O(nb · nv³) time and O(nb · nv²) + O(nv³) memory; warns above
+    ``CHRISTOFFEL_MAX_NV`` = 60 velocity coordinates.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq) (a batch is handled by a Python loop)
+
+    Returns
+    -------
+    Gamma : ndarray (nv, nv, nv) or (N, nv, nv, nv), indexed ``Gamma[i, j, k]``
+
+    Raises
+    ------
+    ModelError
+        if the model has a spherical or free joint.
+    """
+    bad = [f"'{n}' ({t})" for n, t, k in zip(model.joint_names, model.joint_types, model.kind)
+           if k != _KIND_SCREWS]
+    if bad:
+        raise ModelError(
+            "christoffel: Christoffel symbols need velocities that are time derivatives of "
+            "the coordinates (v = q̇), but joint(s) " + ", ".join(bad) + " use quasi-velocities "
+            "(body angular velocity or twist, with a quaternion in q), so ∂M/∂q is not defined "
+            "in v's coordinates; use coriolis_matrix(q, v) instead")
+    if model.nv > CHRISTOFFEL_MAX_NV:
+        warnings.warn(f"christoffel: nv = {model.nv} > {CHRISTOFFEL_MAX_NV}; the result has "
+                      f"nv³ = {model.nv ** 3} entries and costs O(nb · nv³) — consider "
+                      f"coriolis_matrix", RuntimeWarning, stacklevel=2)
+    q, _, batched = _states(model, q, where="christoffel")
+    return _loop(_christoffel_one, model, q, None, batched)
+
+
+# ------------------------------------------------------------------------------ energies
+def kinetic_energy(model, q, v):
+    """Kinetic energy (J):
+
+        T = ½ Σ_i V_iᵀ Mᵇ_i V_i + ½ Σ_j armature_j v_j²  (= ½ vᵀ M v, eq. 81),
+
+    with the body-fixed twists ``V_i``.  **The armature term is included**
+    (rotor inertia spinning at the joint rate).
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq);  v : array (nv,) or (N, nv)
+
+    Returns
+    -------
+    T : float or ndarray (N,) (vectorized)
+    """
+    q, v, _ = _states(model, q, v, where="kinetic_energy")
+    V = model.body_velocities(q, v, "body")                              # (…, nb, 6)
+    T = 0.5 * np.einsum("...bi,bij,...bj->...", V, model.spatial_inertia, V)
+    T = T + 0.5 * (v * v) @ model.armature
+    return T[()] if np.ndim(T) == 0 else T
+
+
+def _world_coms(model, q):
+    """World positions of the body COMs (…, nb, 3)."""
+    T = model.forward_kinematics(q)                                      # (…, nb, 4, 4)
+    return np.einsum("...bij,bj->...bi", T[..., :3, :3], model.com) + T[..., :3, 3]
+
+
+def potential_energy(model, q, gravity=None):
+    """Gravitational potential energy (J), zero with all COMs at the world origin:
+
+        U = −Σ_i m_i gᵀ c_i,
+
+    ``c_i`` the world position of body i's COM, ``g`` the world gravity
+    (``model.gravity``, m/s², unless ``gravity`` (3,) is given).  With
+    ``g = (0, 0, −9.81)``, ``U = Σ m_i 9.81 z_i`` (positive above the origin).  Its
+    derivative along each velocity direction is the gravity torque
+    ``inverse_dynamics(q, 0, 0)``.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq)
+    gravity : array (3,), optional
+
+    Returns
+    -------
+    U : float or ndarray (N,) (vectorized)
+    """
+    q, _, _ = _states(model, q, where="potential_energy")
+    g = model.gravity if gravity is None else np.asarray(gravity, dtype=float)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise InputError(f"potential_energy: gravity: expected a finite array of shape (3,), "
+                         f"got shape {g.shape}")
+    U = -np.einsum("b,...bi,i->...", model.mass, _world_coms(model, q), g)
+    return U[()] if np.ndim(U) == 0 else U
+
+
+def momentum(model, q, v):
+    """Spatial momentum of the whole system (6,), world frame, about the world
+    origin, angular first:
+
+        h = Σ_i Ad_{C_i⁻¹}ᵀ Mᵇ_i V_i = (L_O, p),
+
+    ``L_O`` the angular momentum about the world origin (kg·m²/s), ``p`` the linear
+    momentum (kg·m/s).  Rotor (armature) momentum is not included.  (Pinocchio's
+    centroidal momentum ``data.hg`` is about the COM and linear first:
+    ``L_O = hg.angular + c × hg.linear``.)
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq);  v : array (nv,) or (N, nv)
+
+    Returns
+    -------
+    h : ndarray (6,) or (N, 6) (vectorized)
+    """
+    q, v, _ = _states(model, q, v, where="momentum")
+    T = model.forward_kinematics(q)
+    V = model.body_velocities(q, v, "body")
+    W = np.einsum("bij,...bj->...bi", model.spatial_inertia, V)     # body-frame momenta
+    R, r = T[..., :3, :3], T[..., :3, 3]
+    f = np.einsum("...bij,...bj->...bi", R, W[..., 3:])
+    t = np.einsum("...bij,...bj->...bi", R, W[..., :3]) + np.cross(r, f)
+    return np.concatenate([t.sum(axis=-2), f.sum(axis=-2)], axis=-1)
+
+
+def center_of_mass(model, q):
+    """Center of mass of the whole system in the world frame (m), shape (3,) or (N, 3)
+    (vectorized): ``Σ m_i c_i / Σ m_i``.
+
+    Raises
+    ------
+    SingularModelError
+        if the total mass is zero.
+    """
+    q, _, _ = _states(model, q, where="center_of_mass")
+    mtot = float(np.sum(model.mass))
+    if not mtot > 0:
+        raise SingularModelError(f"center_of_mass: the model '{model.name}' has no mass")
+    return np.einsum("b,...bi->...i", model.mass, _world_coms(model, q)) / mtot
