@@ -84,7 +84,7 @@ cdef class ModelCore:
         self.inert = inert
         self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
-        self.ws = np.zeros(rnea_ws_size(nb, nv))
+        self.ws = np.zeros(max(rnea_ws_size(nb, nv), crba_ws_size(nb, nv), aba_ws_size(nb, nv)))
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
 
     # ------------------------------------------------------------------ input checks
@@ -384,10 +384,12 @@ cdef class ModelCore:
         cdef double* qp = <double*>cnp.PyArray_DATA(qa)
         cdef double* op
         cdef cnp.ndarray out
+        cdef cnp.npy_intp dims[2]
         if cnp.PyArray_NDIM(qa) == 1:
-            out = np.empty((nv, nv))
-            work = np.empty((1, crba_ws_size(nb, nv)))
-            bad = crba_kernel(self, qp, &work[0, 0], <double*>cnp.PyArray_DATA(out))
+            dims[0] = nv
+            dims[1] = nv
+            out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_DOUBLE, 0)
+            bad = crba_kernel(self, qp, &self.ws[0], <double*>cnp.PyArray_DATA(out))
             if bad:
                 self._raise_bad_quaternion(bad - 1, -1)
             return out
@@ -404,15 +406,40 @@ cdef class ModelCore:
                 self._raise_bad_quaternion(errs[s] - 1, s)
         return out
 
-    def _aba(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
-        """Forward dynamics by the articulated-body algorithm (see Model.forward_dynamics)."""
+    def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+                         method="aba"):
+        """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
+
+        Parameters
+        ----------
+        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
+        method : {"aba", "cholesky"}
+            "aba": the O(n) articulated-body kernel (default); "cholesky": M from
+            the CRBA kernel and h from inverse dynamics, solved by a Cholesky
+            factorization (LAPACK).
+
+        Returns
+        -------
+        ndarray, shape (nv,) or (N, nv)
+
+        Raises
+        ------
+        SingularModelError
+            If the model has no finite acceleration (e.g. a massless subtree
+            without armature); the message names the joint.
+        """
+        if method != "aba":
+            if method == "cholesky":
+                return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
+            raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
         cdef cnp.ndarray qa = self._states(q, self.nq, "q")
         cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
         cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
         cdef cnp.ndarray fa = None
         cdef cnp.ndarray out
         cdef Py_ssize_t N = 1, s
-        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads(), fframe = 0
+        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth, fframe = 0
         cdef int[::1] errs
         cdef double[:, ::1] work
         cdef const double* gp = &self.grav[0]
@@ -442,11 +469,18 @@ cdef class ModelCore:
         else:
             out = np.empty(nv)
         op = <double*>cnp.PyArray_DATA(out)
-        errs = np.zeros(N, dtype=np.int32)
-        work = np.empty((nth, aba_ws_size(nb, nv)))
-        if N == 1 and cnp.PyArray_NDIM(qa) == 1:
-            errs[0] = aba_kernel(self, qp, vp, tp, gp, fp, fframe, &work[0, 0], op)
+        cdef int bad
+        if cnp.PyArray_NDIM(qa) == 1:
+            bad = aba_kernel(self, qp, vp, tp, gp, fp, fframe, &self.ws[0], op)
+            if bad > 0:
+                self._raise_bad_quaternion(bad - 1, -1)
+            if bad < 0:
+                self._raise_singular(-bad - 1)
+            return out
         else:
+            nth = _num_threads()
+            errs = np.zeros(N, dtype=np.int32)
+            work = np.empty((nth, aba_ws_size(nb, nv)))
             with nogil:
                 for s in prange(N, schedule="static", num_threads=nth):
                     errs[s] = aba_kernel(self, &qp[s * nq], &vp[s * nv], &tp[s * nv], gp,

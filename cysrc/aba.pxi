@@ -75,6 +75,22 @@ cdef inline void _rot_congruence(const double* R, const double* X, double* out) 
             out[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
 
 
+cdef inline void _spatial_inertia_matrix(double mass, const double* c, const double* Io,
+                                         double* I) noexcept nogil:
+    """The 6×6 body inertia [[Io, m ĉ], [m ĉᵀ, m 1]] (row-major)."""
+    cdef int a, b
+    for a in range(3):
+        for b in range(3):
+            I[6 * a + b] = Io[3 * a + b]
+            I[6 * (3 + a) + 3 + b] = mass if a == b else 0.0
+    I[6 * 0 + 3] = 0.0;             I[6 * 0 + 4] = -mass * c[2];   I[6 * 0 + 5] = mass * c[1]
+    I[6 * 1 + 3] = mass * c[2];     I[6 * 1 + 4] = 0.0;            I[6 * 1 + 5] = -mass * c[0]
+    I[6 * 2 + 3] = -mass * c[1];    I[6 * 2 + 4] = mass * c[0];    I[6 * 2 + 5] = 0.0
+    for a in range(3):
+        for b in range(3):
+            I[6 * (3 + b) + a] = I[6 * a + 3 + b]
+
+
 cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
     """In-place lower Cholesky factor of the k × k SPD matrix D (row-major).
     Returns 1 if a pivot is ≤ 1e-13 · scale (singular articulated inertia)."""
@@ -105,6 +121,46 @@ cdef inline void small_cho_solve(int k, const double* L, double* x) noexcept nog
         for c in range(a + 1, k):
             x[a] -= L[k * c + a] * x[c]
         x[a] /= L[k * a + a]
+
+
+cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
+                                   const double* T, const double* S, double* U, double* Dl,
+                                   double* u, double* IA, double* pA, const double* cb,
+                                   double scale) noexcept nogil:
+    """Pass 2 of the ABA for a joint with one freedom (D scalar; Dl[6 o] = 1/D)."""
+    cdef const double* s6 = &S[6 * o]
+    cdef double* Ui = &U[6 * o]
+    cdef double* I = &IA[36 * i]
+    cdef double Ia[36]
+    cdef double h[6]
+    cdef double D, Dinv, ud
+    cdef int a, b, par
+    for a in range(6):
+        Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+                 + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
+    D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
+         + s6[5] * Ui[5]) + m.armature[o]
+    if D <= 1e-13 * (scale if scale > 0.0 else 1e-300):
+        return 1
+    Dinv = 1.0 / D
+    Dl[6 * o] = Dinv
+    u[o] = tau[o] - (s6[0] * pA[6 * i] + s6[1] * pA[6 * i + 1] + s6[2] * pA[6 * i + 2]
+                     + s6[3] * pA[6 * i + 3] + s6[4] * pA[6 * i + 4] + s6[5] * pA[6 * i + 5])
+    par = m.parent[i]
+    if par < 0:
+        return 0
+    for a in range(6):
+        for b in range(a, 6):
+            Ia[6 * a + b] = I[6 * a + b] - Ui[a] * Ui[b] * Dinv
+            Ia[6 * b + a] = Ia[6 * a + b]
+    ud = u[o] * Dinv
+    for a in range(6):
+        h[a] = (pA[6 * i + a] + Ui[a] * ud + Ia[6 * a] * cb[6 * i] + Ia[6 * a + 1] * cb[6 * i + 1]
+                + Ia[6 * a + 2] * cb[6 * i + 2] + Ia[6 * a + 3] * cb[6 * i + 3]
+                + Ia[6 * a + 4] * cb[6 * i + 4] + Ia[6 * a + 5] * cb[6 * i + 5])
+    sym6_congruence_to_parent(&T[12 * i], &T[12 * i + 9], Ia, &IA[36 * par])
+    wrench_to_parent(&T[12 * i], &T[12 * i + 9], h, &pA[6 * par])
+    return 0
 
 
 cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double* tau,
@@ -163,16 +219,9 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             twist_add(&V[6 * i], vr)
         twist_bracket(&V[6 * i], vr, &cb[6 * i])
         twist_add(&cb[6 * i], cJ)
-        # Iᴬ = Mᵇ as a full 6×6 from (m, c, Io)
+        # Iᴬ = Mᵇ = [[Io, m ĉ], [m ĉᵀ, m 1]] as a full 6×6
         inr = &m.inert[i, 0]
-        for n in range(6):
-            t6[n] = 0.0
-        for n in range(6):
-            t6[n] = 1.0
-            inertia_apply(inr[0], &inr[1], &inr[13], t6, h)
-            for k in range(6):
-                IA[36 * i + 6 * k + n] = h[k]
-            t6[n] = 0.0
+        _spatial_inertia_matrix(inr[0], &inr[1], &inr[13], &IA[36 * i])
         inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
         for n in range(6):
             pA[6 * i + n] = 0.0
@@ -194,10 +243,14 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         o = m.voff[i]
         nvi = m.nvj[i]
         scale = 0.0
-        for n in range(36):
-            scale = fmax(scale, fabs(IA[36 * i + n]))
+        for n in range(6):
+            scale = fmax(scale, fabs(IA[36 * i + 7 * n]))
         for k in range(nvi):
             scale = fmax(scale, m.armature[o + k])
+        if nvi == 1:
+            if _aba_backward_1dof(m, i, o, tau, T, S, U, Dl, u, IA, pA, cb, scale):
+                return -(i + 1)
+            continue
         for k in range(nvi):
             for n in range(6):
                 U[6 * (o + k) + n] = (IA[36 * i + 6 * n] * S[6 * (o + k)]
@@ -258,7 +311,10 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             x[k] = u[o + k]
             for n in range(6):
                 x[k] -= U[6 * (o + k) + n] * ap[n]
-        small_cho_solve(nvi, &Dl[6 * o], x)
+        if nvi == 1:
+            x[0] *= Dl[6 * o]
+        else:
+            small_cho_solve(nvi, &Dl[6 * o], x)
         for k in range(nvi):
             qdd[o + k] = x[k]
             for n in range(6):

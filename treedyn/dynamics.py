@@ -117,15 +117,29 @@ def _body_jacobians(model, q):
     return _to_body(R, r, _masked_columns(model, Js)), C
 
 
+def _hat(x, out, r0, c0, sign=1.0):
+    """Write sign · x̂ (x (…, 3)) into the 3 × 3 block of out (…, 6, 6) at (r0, c0)."""
+    out[..., r0 + 0, c0 + 1], out[..., r0 + 0, c0 + 2] = -sign * x[..., 2], sign * x[..., 1]
+    out[..., r0 + 1, c0 + 0], out[..., r0 + 1, c0 + 2] = sign * x[..., 2], -sign * x[..., 0]
+    out[..., r0 + 2, c0 + 0], out[..., r0 + 2, c0 + 1] = -sign * x[..., 1], sign * x[..., 0]
+
+
 def _ad(V):
-    """ad_V (…, 6, 6) of twists V (…, 6): [[ω̂, 0], [v̂, ω̂]]."""
+    """ad_V (…, 6, 6) of twists V = (ω, v) (…, 6): [[ω̂, 0], [v̂, ω̂]]."""
     out = np.zeros(V.shape[:-1] + (6, 6))
-    for blk, (a, b) in (((0, 0), (0, 3)), ((3, 0), (3, 6)), ((3, 3), (0, 3))):
-        x = V[..., a:b]
-        r0, c0 = blk
-        out[..., r0 + 0, c0 + 1], out[..., r0 + 0, c0 + 2] = -x[..., 2], x[..., 1]
-        out[..., r0 + 1, c0 + 0], out[..., r0 + 1, c0 + 2] = x[..., 2], -x[..., 0]
-        out[..., r0 + 2, c0 + 0], out[..., r0 + 2, c0 + 1] = -x[..., 1], x[..., 0]
+    _hat(V[..., :3], out, 0, 0)
+    _hat(V[..., 3:], out, 3, 0)
+    _hat(V[..., :3], out, 3, 3)
+    return out
+
+
+def _coad_bar(W):
+    """Π(W) (…, 6, 6) of wrenches W = (t, f) (…, 6): [[t̂, f̂], [f̂, 0]], the matrix with
+    ad_Xᵀ W = Π(W) X for every twist X.  Skew-symmetric."""
+    out = np.zeros(W.shape[:-1] + (6, 6))
+    _hat(W[..., :3], out, 0, 0)
+    _hat(W[..., 3:], out, 0, 3)
+    _hat(W[..., 3:], out, 3, 0)
     return out
 
 
@@ -246,34 +260,42 @@ def mass_matrix_factors(model, q):
 def _coriolis_one(model, q, v):
     C, Js, Jsd = model._spatial_screw_rates(q, v)
     R, r = _split(C)
-    J = _to_body(R, r, _masked_columns(model, Js))          # (nb, 6, nv)
+    Mb = model.spatial_inertia
+    J = _to_body(R, r, _masked_columns(model, Js))          # (nb, 6, nv) body Jacobians
     K = _to_body(R, r, _masked_columns(model, Jsd))         # J̇_i + ad_{V_i} J_i
     V = J @ v                                               # (nb, 6) body twists
-    P = model.spatial_inertia @ J                           # Mᵇ J
-    inner = model.spatial_inertia @ K - np.swapaxes(_ad(V), -1, -2) @ P
-    return np.einsum("bri,brj->ij", J, inner)
+    ad = _ad(V)
+    B = -0.5 * (np.swapaxes(ad, -1, -2) @ Mb + Mb @ ad + _coad_bar(np.einsum("bij,bj->bi", Mb, V)))
+    return np.einsum("bri,brj->ij", J, Mb @ K + B @ J)
 
 
 def coriolis_matrix(model, q, v):
     """Coriolis/centrifugal matrix ``C(q, v)`` (nv × nv), closed form in the spirit
-    of Müller 2018, eq. 84:
+    of Müller 2018, eq. 84, chosen to coincide with the Christoffel form (eq. 85):
 
-        C = Σ_i J_iᵀ (Mᵇ_i K_i − ad_{V_i}ᵀ Mᵇ_i J_i),   K_i := J̇_i + ad_{V_i} J_i,
+        C = Σ_i J_iᵀ (Mᵇ_i K_i + B_i J_i),
+        K_i := J̇_i + ad_{V_i} J_i = Ad_{C_i⁻¹} J̇ˢ_i,
+        B_i := −½ (ad_{V_i}ᵀ Mᵇ_i + Mᵇ_i ad_{V_i} + Π(Mᵇ_i V_i)),
 
-    with the body Jacobians ``J_i``, body twists ``V_i = J_i v`` and
-    ``K_i = Ad_{C_i⁻¹} J̇ˢ_i``: the time derivative of the *spatial* Jacobian
-    (columns of freedoms on the path to body i) carried to the body frame.  (Eq. 84
-    writes the same with ``Aᵇ`` and ``aᵇ``; its first term ``Mᵇ Aᵇ aᵇ`` is
-    ``Mᵇ K`` here.)  Properties (both tested):
+    with the body Jacobians ``J_i``, body twists ``V_i = J_i v``, ``J̇ˢ_i`` the time
+    derivative of the *spatial* Jacobian (columns of the freedoms on the path to
+    body i) and ``Π(t, f) = [[t̂, f̂], [f̂, 0]]`` the skew matrix with
+    ``ad_Xᵀ W = Π(W) X``.  Properties (all tested):
 
-    * ``C v = h − g``: the velocity-dependent part of inverse dynamics
-      (``K_i v = J̇_i v`` because ``ad_V V = 0``);
-    * ``C + Cᵀ = Ṁ``, so ``Ṁ − 2C`` is skew-symmetric (this is why the ``ad_V J``
-      part is folded into ``K``: ``Σ Jᵀ(Mᵇ J̇ − ad_Vᵀ Mᵇ J)`` has the same ``C v`` but
-      is not skew-consistent).
+    * ``C v = h − g``, the velocity-dependent part of inverse dynamics
+      (``K_i v = J̇_i v`` since ``ad_V V = 0``, and ``B_i V_i = −ad_{V_i}ᵀ Mᵇ_i V_i``);
+    * ``C + Cᵀ = Ṁ``, so ``Ṁ − 2C`` is skew-symmetric (``B_i + B_iᵀ =
+      −(ad_Vᵀ Mᵇ + Mᵇ ad_V)``, ``Π`` is skew);
+    * for screw-joint models (v = q̇), ``C_ij = Σ_k Γ_ijk v_k`` with the Christoffel
+      symbols of :func:`christoffel` (to rounding).
 
-    The armature is constant and contributes nothing.  For models with screw
-    joints only, ``C`` equals ``Σ_k Γ_ijk v_k`` with :func:`christoffel`.
+    These conditions do not fix C: e.g. ``B_i = −ad_{V_i}ᵀ Mᵇ_i`` also gives
+    ``C v = h − g`` and ``C + Cᵀ = Ṁ`` but differs from the Christoffel form by the
+    skew matrix ``Σ J_iᵀ ½ (ad_Vᵀ Mᵇ − Mᵇ ad_V − Π(Mᵇ V)) J_i`` (which annihilates v);
+    the literal ``Σ Jᵀ (Mᵇ J̇ − ad_Vᵀ Mᵇ J)`` has the right ``C v`` but is not
+    skew-consistent.  For spherical and free joints (quasi-velocities, no
+    Christoffel symbols) the same formula is used.  The armature is constant and
+    contributes nothing.
 
     Parameters
     ----------

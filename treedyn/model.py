@@ -424,40 +424,18 @@ class Model(ModelCore):
         zero = np.zeros(qa.shape[:-1] + (self.nv,))
         return self.inverse_dynamics(q, zero, zero, gravity=gravity)
 
-    def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
-                         method="aba"):
-        """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
-
-        Parameters
-        ----------
-        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
-        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
-        method : {"aba", "cholesky"}
-            "aba": the O(n) articulated-body kernel (default); "cholesky": M from
-            the CRBA kernel, h from inverse dynamics, solved by a Cholesky
-            factorization (LAPACK).
-
-        Raises
-        ------
-        SingularModelError
-            If the model has no finite acceleration (e.g. a massless subtree
-            without armature); the message names the joint.
-        """
-        if method == "aba":
-            return self._aba(q, v, tau, f_ext, gravity, f_ext_frame)
-        if method != "cholesky":
-            raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
+    def _forward_dynamics_cholesky(self, q, v, tau, f_ext, gravity, f_ext_frame):
+        """forward_dynamics(method="cholesky"): M (CRBA) and h (RNEA), Cholesky solve."""
         tau_a = np.asarray(tau, dtype=float)
         h = self.inverse_dynamics(q, v, np.zeros_like(tau_a), f_ext=f_ext, gravity=gravity,
                                   f_ext_frame=f_ext_frame)
         M = self.mass_matrix(q)
-        rhs = tau_a - h
         try:
             L = np.linalg.cholesky(M)
         except np.linalg.LinAlgError:
             raise SingularModelError(f"{self.name}: the mass matrix is not positive definite "
                                      f"(massless subtree without armature?)") from None
-        y = np.linalg.solve(L, rhs[..., None])
+        y = np.linalg.solve(L, (tau_a - h)[..., None])
         return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
 
     def _raise_singular(self, body):
