@@ -108,7 +108,8 @@ def panda():
 ERD_CASES = [("panda", False), ("talos_reduced", True)]
 
 
-@pytest.fixture(scope="module", params=ERD_CASES, ids=lambda c: f"{c[0]}-{'ff' if c[1] else 'fixed'}")
+@pytest.fixture(scope="module", params=ERD_CASES,
+                ids=lambda c: f"{c[0]}-{'ff' if c[1] else 'fixed'}")
 def erd(request):
     return load_erd(*request.param)[0]
 
@@ -207,12 +208,12 @@ def test_mdot_minus_2c_is_skew(tree, panda, erd):
         assert np.abs(Md - C - C.T).max() / scale < TOL_FD
 
 
-def test_coriolis_equals_pinocchio(erd):
-    """Oracle: pinocchio.computeCoriolisMatrix (Christoffel-consistent, free flyer with
-    body-twist velocities) and pinocchio.crba."""
+@pytest.mark.parametrize("name,floating", ERD_CASES)
+def test_coriolis_equals_pinocchio(name, floating):
+    """Oracle: pinocchio.computeCoriolisMatrix (Christoffel-consistent; free flyer with
+    body-twist velocities, as treedyn's SE(3) free joint) and pinocchio.crba."""
     pin = pytest.importorskip("pinocchio")
-    name, floating = ("talos_reduced", True) if erd.joint_types[0] == "free" else ("panda", False)
-    path = erd_path(name)
+    erd, path = load_erd(name, floating)
     pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
               else pin.buildModelFromUrdf(path))
     pdata = pmodel.createData()
@@ -315,9 +316,10 @@ def test_potential_energy_gradient_is_gravity_torque(tree, panda, erd):
 
 
 def test_momentum_balance_and_com_velocity():
-    """Oracles (finite differences along the group curve of the forward dynamics
-    a = −M⁻¹ (h − ... ) with τ = 0): dh/dt = total gravity wrench about the world
-    origin (c × m g, m g); linear momentum = m d(COM)/dt.  Free root, both groups."""
+    """Oracles (finite differences along the group curve with the torque-free forward
+    dynamics a = −M⁻¹ ID(q, v, 0)): dh/dt = the total gravity wrench about the world
+    origin (c × m g, m g) (joint wrenches are internal); linear momentum = m d(COM)/dt.
+    Free root (both groups), every joint type below it, armature on internal joints."""
     rng = np.random.default_rng(12)
     for group in ("SE3", "SO3xR3"):
         model = floating_tree(np.random.default_rng(13), n=10, group=group)

@@ -224,7 +224,8 @@ def _factors_one(model, q, _v=None):
 
 
 def mass_matrix_factors(model, q):
-    """Factors of the mass matrix (seed 004; Müller 2018, eqs. 21–25 and 81):
+    """Factors of the mass matrix (seed 004; Müller 2018, eq. 81 with the block
+    triangular body Jacobian ``Jᵇ = L S``):
 
         M(q) = Sᵀ Lᵀ H L S + diag(armature).
 
@@ -279,8 +280,9 @@ def coriolis_matrix(model, q, v):
 
     with the body Jacobians ``J_i``, body twists ``V_i = J_i v``, ``J̇ˢ_i`` the time
     derivative of the *spatial* Jacobian (columns of the freedoms on the path to
-    body i) and ``Π(t, f) = [[t̂, f̂], [f̂, 0]]`` the skew matrix with
-    ``ad_Xᵀ W = Π(W) X``.  Properties (all tested):
+    body i; ``J̇ˢ_j = [Vˢ_{<j}, Jˢ_j]``, Müller 2018, eq. 16) and
+    ``Π(t, f) = [[t̂, f̂], [f̂, 0]]`` the skew matrix with ``ad_Xᵀ W = Π(W) X``.
+    Properties (all tested):
 
     * ``C v = h − g``, the velocity-dependent part of inverse dynamics
       (``K_i v = J̇_i v`` since ``ad_V V = 0``, and ``B_i V_i = −ad_{V_i}ᵀ Mᵇ_i V_i``);
@@ -315,15 +317,16 @@ def _mass_matrix_derivatives(model, q):
     """∂M/∂q_k, array dM[a, b, k] (nv, nv, nv), for screw-chain models (v = q̇).
 
     The body Jacobian columns satisfy ``∂J_i[:, j]/∂q_k = ad_{J_i[:, j]} J_i[:, k]`` for
-    ``j < k`` both on the path to body i and 0 otherwise (Müller 2018, eq. 29 in
-    body-fixed form: freedoms are numbered in chain order, the freedoms of one
-    multi-dof joint in the order of its product of exponentials)."""
+    ``j < k`` both on the path to body i and 0 otherwise (Müller 2018, eq. 5; freedoms
+    are numbered in chain order, the freedoms of one multi-dof joint in the order of
+    its product of exponentials)."""
     nv = model.nv
     J, _ = _body_jacobians(model, q)                            # (nb, 6, nv)
     w, u = np.swapaxes(J[:, :3, :], 1, 2), np.swapaxes(J[:, 3:, :], 1, 2)   # (nb, nv, 3)
     # D[b, j, k] = ad_{J_j} J_k = (ω_j × ω_k, ω_j × u_k − ω_k × u_j), kept for j < k
     Dw = np.cross(w[:, :, None, :], w[:, None, :, :])
-    Du = np.cross(w[:, :, None, :], u[:, None, :, :]) - np.cross(w[:, None, :, :], u[:, :, None, :])
+    Du = (np.cross(w[:, :, None, :], u[:, None, :, :])
+          - np.cross(w[:, None, :, :], u[:, :, None, :]))
     upper = np.triu(np.ones((nv, nv), dtype=bool), 1)[None, :, :, None]
     D = np.concatenate([Dw, Du], axis=-1) * upper                # (nb, nv, nv, 6)
     P = model.spatial_inertia @ J                                # (nb, 6, nv)
@@ -346,7 +349,8 @@ def christoffel(model, q):
     and ``C_ij = Σ_k Γ_ijk q̇_k`` is the Coriolis matrix (it equals
     :func:`coriolis_matrix`).  ``∂M/∂q_k`` is built in closed form from
     ``∂J_i[:, j]/∂q_k = ad_{J_i[:, j]} J_i[:, k]`` (j < k, both on the path to body i;
-    0 otherwise) and ``M = Σ J_iᵀ Mᵇ_i J_i``; the armature is constant.
+    0 otherwise; eq. 5) and ``M = Σ J_iᵀ Mᵇ_i J_i``; the armature is constant.  (Eq. 86
+    is the same result written out term by term.)
 
     Only for models whose velocities are the time derivatives of the coordinates,
     i.e. every joint a screw chain (revolute, continuous, prismatic, helical,
