@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (QUICK_ROBOTS, ROBOTS, LoadMonitor, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
+from common import (QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
                     chain_urdf, fmt, load_pair, machine_info, mark, pin_v_permutation,
                     print_header, random_chain_links, robot_label, run_in_processes, time_calls,
                     to_pinocchio_q)
@@ -282,14 +282,17 @@ def main(argv=None):
                     help="few robots, small chains, short repeats (< 20 s; numbers indicative)")
     ap.add_argument("--processes", type=int, default=None,
                     help="fresh processes per benchmark (default 5, --quick 1)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="before each process, wait up to SECONDS for other processes to "
+                         "leave the CPU idle (shared machines)")
     args = ap.parse_args(argv)
     processes = args.processes or (1 if args.quick else 5)
     kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
               else dict(quick=False, min_time=0.2, repeat=5))
     info = machine_info()
-    with LoadMonitor() as mon:
-        r, spread, _ = run_in_processes(__file__, "worker", kwargs, processes)
-    info["foreign_load"] = mon.result
+    r, spread, runs = run_in_processes(__file__, "worker", kwargs, processes,
+                                       wait_idle=args.wait_idle)
+    info["foreign_load"] = [x.get("_foreign_load") for x in runs if "_foreign_load" in x]
     report(r, spread, info, args.quick, processes)
     return 0
 

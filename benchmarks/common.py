@@ -26,7 +26,7 @@ import subprocess
 import sys
 import timeit
 
-__all__ = ["time_call", "time_calls", "run_in_processes", "default_env", "LoadMonitor", "Table", "fmt", "mark",
+__all__ = ["time_call", "time_calls", "run_in_processes", "default_env", "LoadMonitor", "busy_cores", "wait_for_idle", "Table", "fmt", "mark",
            "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
            "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
            "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
@@ -106,29 +106,65 @@ def default_env():
     return env
 
 
-def run_in_processes(script, func, kwargs=None, processes=3, env=None, verbose=True):
+def busy_cores(window=2.0):
+    """Average number of busy cores (all processes, /proc/stat) over ``window`` s; None if
+    unavailable."""
+    import time
+    try:
+        b0 = LoadMonitor._ticks()[0]
+        time.sleep(window)
+        b1 = LoadMonitor._ticks()[0]
+    except (OSError, ValueError):
+        return None
+    return (b1 - b0) / os.sysconf("SC_CLK_TCK") / window
+
+
+def wait_for_idle(max_wait, threshold=0.15, window=2.0, verbose=True):
+    """Wait (at most ``max_wait`` s) until the machine is idle: fewer than ``threshold``
+    busy cores over ``window`` s.  Returns the last measured load."""
+    import time
+    t0 = time.perf_counter()
+    while True:
+        load = busy_cores(window)
+        if load is None or load < threshold or time.perf_counter() - t0 >= max_wait:
+            return load
+        if verbose:
+            print(f"  machine busy ({load:.2f} cores used by other processes), waiting ...",
+                  file=sys.stderr, flush=True)
+
+
+def run_in_processes(script, func, kwargs=None, processes=3, env=None, verbose=True,
+                     wait_idle=0.0):
     """Run ``func(**kwargs)`` of the file ``script`` in ``processes`` fresh interpreters.
 
     ``func`` must return a flat JSON-serialisable dict ``{key: float | int | str}``.
     Returns ``(median, spread, runs)``: ``median[key]`` is the median across
     processes (strings and other non-numbers: the first process's value),
     ``spread[key]`` = (max − min) / median for numeric keys, ``runs`` the raw dicts.
+    ``wait_idle`` > 0: before each process wait up to that many seconds for an
+    idle machine (see :func:`wait_for_idle`).
     """
     kwargs = kwargs or {}
     env = default_env() if env is None else env
     runs = []
     for k in range(processes):
+        if wait_idle > 0:
+            wait_for_idle(wait_idle, verbose=verbose)
         if verbose:
             print(f"  [{func}] process {k + 1}/{processes} ...", file=sys.stderr, flush=True)
-        proc = subprocess.run([sys.executable, "-c", _WORKER_CODE, os.path.abspath(script),
-                               func, json.dumps(kwargs)],
-                              capture_output=True, text=True, env=env)
+        with LoadMonitor() as mon:
+            proc = subprocess.run([sys.executable, "-c", _WORKER_CODE, os.path.abspath(script),
+                                   func, json.dumps(kwargs)],
+                                  capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-8000:] + "\n")
             raise RuntimeError(f"benchmark worker {func} failed in process {k + 1} "
                                f"(exit code {proc.returncode})")
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith(_MARKER)][-1]
-        runs.append(json.loads(line[len(_MARKER):]))
+        res = json.loads(line[len(_MARKER):])
+        if mon.result is not None:       # cores used by other processes meanwhile
+            res["_foreign_load"] = mon.result["foreign"] + mon.result["steal"]
+        runs.append(res)
     median, spread = {}, {}
     for key, first in runs[0].items():
         vals = [r.get(key) for r in runs]
@@ -286,16 +322,16 @@ def print_header(title, info, processes, quick):
           f"OMP_NUM_THREADS={info['OMP_NUM_THREADS']}")
     print(f"median over {processes} fresh process(es)" + (" · QUICK mode (indicative only)"
                                                          if quick else ""))
-    load = info.get("foreign_load")
-    if load is not None:
-        print(f"CPU used by other processes during the run: {load['foreign']:.2f} cores on "
-              f"average (hypervisor steal {load['steal']:.2f}); 1-minute load average at "
-              f"start {info['loadavg']:.2f}")
-        if load["foreign"] + load["steal"] > 0.1:
+    load = info.get("foreign_load")          # list: per worker process
+    if load:
+        print("CPU used by other processes while each worker ran (cores): "
+              + ", ".join(f"{x:.2f}" for x in load)
+              + f"; 1-minute load average at start {info['loadavg']:.2f}")
+        if max(load) > 0.1:
             print(f"WARNING: other processes competed for the {info['cores']} cores during "
                   f"the run: per-call numbers are inflated and OpenMP batches (which wait for "
                   f"their slowest thread) can be several times slower. Rerun on an idle "
-                  f"machine.")
+                  f"machine (--wait-idle helps on shared machines).")
     print()
 
 

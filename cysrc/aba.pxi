@@ -34,13 +34,13 @@ cdef inline void sym6_congruence_to_parent(const double* R, const double* p,
             A[3 * a + b] = I[6 * a + b]
             Bm[3 * a + b] = I[6 * a + 3 + b]
             C[3 * a + b] = I[6 * (3 + a) + 3 + b]
-    _rot_congruence(R, A, t)
+    _rot_congruence_sym(R, A, t)
     for a in range(9):
         A[a] = t[a]
     _rot_congruence(R, Bm, t)
     for a in range(9):
         Bm[a] = t[a]
-    _rot_congruence(R, C, t)
+    _rot_congruence_sym(R, C, t)
     for a in range(9):
         C[a] = t[a]
     # E = p̂ C (column by column), G = p̂ Bᵀ
@@ -91,6 +91,18 @@ cdef inline void _spatial_inertia_matrix(double mass, const double* c, const dou
             I[6 * (3 + b) + a] = I[6 * a + 3 + b]
 
 
+cdef inline void _rot_congruence_sym(const double* R, const double* X,
+                                     double* out) noexcept nogil:
+    """out = R X Rᵀ for a symmetric X (upper triangle computed, then mirrored)."""
+    cdef double t[9]
+    cdef int a, b
+    rot_mul(R, X, t)
+    for a in range(3):
+        for b in range(a, 3):
+            out[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+            out[3 * b + a] = out[3 * a + b]
+
+
 cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
     """In-place lower Cholesky factor of the k × k SPD matrix D (row-major).
     Returns 1 if a pivot is ≤ 1e-13 · scale (singular articulated inertia)."""
@@ -135,11 +147,21 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     cdef double h[6]
     cdef double D, Dinv, ud
     cdef int a, b, par
-    for a in range(6):
-        Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
-                 + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
-    D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
-         + s6[5] * Ui[5]) + m.armature[o]
+    cdef int fast = m.fast[i], k
+    cdef double sg
+    if fast != FAST_NONE and fast != FAST_SCREW:
+        # S = ±e_k: U is a column of Iᴬ, D a diagonal entry
+        k = fast - FAST_REV_X
+        sg = s6[k]
+        for a in range(6):
+            Ui[a] = sg * I[6 * a + k]
+        D = I[7 * k] + m.armature[o]
+    else:
+        for a in range(6):
+            Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+                     + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
+        D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
+             + s6[5] * Ui[5]) + m.armature[o]
     if D <= 1e-13 * (scale if scale > 0.0 else 1e-300):
         return 1
     Dinv = 1.0 / D
@@ -204,21 +226,37 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             for n in range(6):
                 S[6 * o + n] = m.X[o, n]
                 cJ[n] = 0.0
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            k = m.fast[i] - FAST_REV_X
+            par = m.parent[i]
+            if par < 0:
+                for n in range(6):
+                    V[6 * i + n] = 0.0
+            else:
+                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+            for n in range(6):
+                cb[6 * i + n] = 0.0
+            cross_add_axis(k, S[6 * o + k] * qd[o], &V[6 * i], &cb[6 * i])
+            cross_add_axis(k, S[6 * o + k] * qd[o], &V[6 * i + 3], &cb[6 * i + 3])
+            V[6 * i + k] += S[6 * o + k] * qd[o]
+        elif m.fast[i] != FAST_NONE:
+            pass
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
                           RJ, pJ, &S[6 * o], cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-        subspace_times(nvi, &S[6 * o], &qd[o], vr)
         par = m.parent[i]
-        if par < 0:
-            for n in range(6):
-                V[6 * i + n] = vr[n]
-        else:
-            twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
-            twist_add(&V[6 * i], vr)
-        twist_bracket(&V[6 * i], vr, &cb[6 * i])
-        twist_add(&cb[6 * i], cJ)
+        if m.fast[i] == FAST_NONE or m.fast[i] == FAST_SCREW:
+            subspace_times(nvi, &S[6 * o], &qd[o], vr)
+            if par < 0:
+                for n in range(6):
+                    V[6 * i + n] = vr[n]
+            else:
+                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
+                twist_add(&V[6 * i], vr)
+            twist_bracket(&V[6 * i], vr, &cb[6 * i])
+            twist_add(&cb[6 * i], cJ)
         # Iᴬ = Mᵇ = [[Io, m ĉ], [m ĉᵀ, m 1]] as a full 6×6
         inr = &m.inert[i, 0]
         _spatial_inertia_matrix(inr[0], &inr[1], &inr[13], &IA[36 * i])
