@@ -19,44 +19,48 @@ cdef inline void sym6_congruence_to_parent(const double* R, const double* p,
     symmetric 6×6 inertia expressed in the parent frame.  Blocks I = [[A, B], [Bᵀ, C]]
     are first rotated (R A Rᵀ, R B Rᵀ, R C Rᵀ), then shifted:
     A' = A + p̂ Bᵀ + (p̂ Bᵀ)ᵀ − p̂ C p̂,  B' = B + p̂ C,  C' = C."""
+    cdef double t[9]
     cdef double A[9]
     cdef double Bm[9]
     cdef double C[9]
-    cdef double t[9]
     cdef double E[9]      # p̂ C
     cdef double G[9]      # p̂ Bᵀ
-    cdef double col[3]
-    cdef double res[3]
+    cdef double px = p[0], py = p[1], pz = p[2]
     cdef int a, b
-    # rotate each block: X -> R X Rᵀ
+    # rotated blocks: t = R X (X read straight from the 6×6), then (t Rᵀ)
     for a in range(3):
         for b in range(3):
-            A[3 * a + b] = I[6 * a + b]
-            Bm[3 * a + b] = I[6 * a + 3 + b]
-            C[3 * a + b] = I[6 * (3 + a) + 3 + b]
-    _rot_congruence_sym(R, A, t)
-    for a in range(9):
-        A[a] = t[a]
-    _rot_congruence(R, Bm, t)
-    for a in range(9):
-        Bm[a] = t[a]
-    _rot_congruence_sym(R, C, t)
-    for a in range(9):
-        C[a] = t[a]
-    # E = p̂ C (column by column), G = p̂ Bᵀ
+            t[3 * a + b] = R[3 * a] * I[b] + R[3 * a + 1] * I[6 + b] + R[3 * a + 2] * I[12 + b]
+    for a in range(3):
+        for b in range(a, 3):
+            A[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+            A[3 * b + a] = A[3 * a + b]
+    for a in range(3):
+        for b in range(3):
+            t[3 * a + b] = R[3 * a] * I[3 + b] + R[3 * a + 1] * I[9 + b] + R[3 * a + 2] * I[15 + b]
+    for a in range(3):
+        for b in range(3):
+            Bm[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+    for a in range(3):
+        for b in range(3):
+            t[3 * a + b] = R[3 * a] * I[21 + b] + R[3 * a + 1] * I[27 + b] + R[3 * a + 2] * I[33 + b]
+    for a in range(3):
+        for b in range(a, 3):
+            C[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+            C[3 * b + a] = C[3 * a + b]
+    # E = p̂ C and G = p̂ Bᵀ, column by column: (p̂ x) = p × x
     for b in range(3):
-        col[0] = C[b]; col[1] = C[3 + b]; col[2] = C[6 + b]
-        cross(p, col, res)
-        E[b] = res[0]; E[3 + b] = res[1]; E[6 + b] = res[2]
-        col[0] = Bm[3 * b]; col[1] = Bm[3 * b + 1]; col[2] = Bm[3 * b + 2]
-        cross(p, col, res)
-        G[b] = res[0]; G[3 + b] = res[1]; G[6 + b] = res[2]
-    # t = p̂ C p̂ = E p̂: row a of E p̂ is −(p × row a of E)
+        E[b] = py * C[6 + b] - pz * C[3 + b]
+        E[3 + b] = pz * C[b] - px * C[6 + b]
+        E[6 + b] = px * C[3 + b] - py * C[b]
+        G[b] = py * Bm[3 * b + 2] - pz * Bm[3 * b + 1]
+        G[3 + b] = pz * Bm[3 * b] - px * Bm[3 * b + 2]
+        G[6 + b] = px * Bm[3 * b + 1] - py * Bm[3 * b]
+    # p̂ C p̂ = E p̂: row a of E p̂ is −(p × row a of E) = row_a × p
     for a in range(3):
-        col[0] = E[3 * a]; col[1] = E[3 * a + 1]; col[2] = E[3 * a + 2]
-        cross(p, col, res)
-        for b in range(3):
-            t[3 * a + b] = -res[b]
+        t[3 * a] = E[3 * a + 1] * pz - E[3 * a + 2] * py
+        t[3 * a + 1] = E[3 * a + 2] * px - E[3 * a] * pz
+        t[3 * a + 2] = E[3 * a] * py - E[3 * a + 1] * px
     for a in range(3):
         for b in range(3):
             out[6 * a + b] += A[3 * a + b] + G[3 * a + b] + G[3 * b + a] - t[3 * a + b]
@@ -280,11 +284,11 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         nvi = m.nvj[i]
-        scale = 0.0
-        for n in range(6):
-            scale = fmax(scale, fabs(IA[36 * i + 7 * n]))
+        # scale for the singularity test: the trace of the (PSD) articulated inertia
+        scale = (IA[36 * i] + IA[36 * i + 7] + IA[36 * i + 14] + IA[36 * i + 21]
+                 + IA[36 * i + 28] + IA[36 * i + 35])
         for k in range(nvi):
-            scale = fmax(scale, m.armature[o + k])
+            scale += m.armature[o + k]
         if nvi == 1:
             if _aba_backward_1dof(m, i, o, tau, T, S, U, Dl, u, IA, pA, cb, scale):
                 return -(i + 1)

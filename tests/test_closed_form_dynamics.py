@@ -440,3 +440,20 @@ def test_input_errors(tree):
         dy.potential_energy(tree, q, gravity=(0, 1))
     with pytest.raises(InputError, match="not unit"):
         dy.kinetic_energy(tree, np.ones(tree.nq), v)
+
+
+def test_model_methods_delegate_to_the_closed_forms():
+    """The Model methods are the documented entry points: same results as treedyn.dynamics."""
+    from treedyn import dynamics as dyn
+    model = td.load(td.robots.path("panda.urdf"))
+    rng = np.random.default_rng(0)
+    q, v = model.random_configuration(rng), rng.normal(size=model.nv)
+    np.testing.assert_array_equal(model.coriolis_matrix(q, v), dyn.coriolis_matrix(model, q, v))
+    np.testing.assert_array_equal(model.christoffel(q), dyn.christoffel(model, q))
+    assert model.kinetic_energy(q, v) == dyn.kinetic_energy(model, q, v)
+    assert model.potential_energy(q) == dyn.potential_energy(model, q)
+    np.testing.assert_array_equal(model.momentum(q, v), dyn.momentum(model, q, v))
+    np.testing.assert_array_equal(model.center_of_mass(q), dyn.center_of_mass(model, q))
+    S, L, H = model.mass_matrix_factors(q)
+    np.testing.assert_allclose(S.T @ L.T @ H @ L @ S + np.diag(model.armature),
+                               model.mass_matrix(q), atol=1e-12)

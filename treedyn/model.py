@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from . import dynamics as _dyn
 from . import kinematics as _kin
 from . import lie
 from ._kernels import ModelCore
@@ -437,6 +438,37 @@ class Model(ModelCore):
                                      f"(massless subtree without armature?)") from None
         y = np.linalg.solve(L, (tau_a - h)[..., None])
         return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+
+    def mass_matrix_factors(self, q):
+        """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) (seed 004): S block-diagonal
+        joint motion subspaces, L block lower-triangular adjoints, H body inertias."""
+        return _dyn.mass_matrix_factors(self, q)
+
+    def coriolis_matrix(self, q, v):
+        """C(q, v) (nv, nv) in closed form (Müller 2018, eq. 84): C v = h − g and
+        Ṁ − 2C is skew-symmetric; equals Σ_k Γ_ijk v_k where Γ exists."""
+        return _dyn.coriolis_matrix(self, q, v)
+
+    def christoffel(self, q):
+        """Christoffel symbols of the first kind Γ[i, j, k] (nv, nv, nv) (eq. 86), for
+        models whose velocities are coordinate rates (no spherical or free joints)."""
+        return _dyn.christoffel(self, q)
+
+    def kinetic_energy(self, q, v):
+        """Kinetic energy ½ vᵀ M v in J (armature included); (N,) for batches."""
+        return _dyn.kinetic_energy(self, q, v)
+
+    def potential_energy(self, q, gravity=None):
+        """Gravitational potential energy −Σ mᵢ gᵀ cᵢ in J, zero at the world origin."""
+        return _dyn.potential_energy(self, q, gravity)
+
+    def momentum(self, q, v):
+        """Spatial momentum (6,) in the world frame about the world origin, angular first."""
+        return _dyn.momentum(self, q, v)
+
+    def center_of_mass(self, q):
+        """World position (3,) of the centre of mass, m."""
+        return _dyn.center_of_mass(self, q)
 
     def _raise_singular(self, body):
         raise SingularModelError(
