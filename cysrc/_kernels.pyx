@@ -27,6 +27,8 @@ include "rnea_hybrid.pxi"
 include "kinematics.pxi"
 include "crba.pxi"
 include "aba.pxi"
+include "lie_groups.pxi"
+include "integrators.pxi"
 
 ctypedef int (*rnea_fn)(ModelCore, const double*, const double*, const double*, const double*,
                         const double*, int, double*, double*) noexcept nogil
@@ -496,6 +498,149 @@ cdef class ModelCore:
     def _raise_singular(self, body):
         raise SingularModelError(f"the articulated inertia seen by joint #{body} is singular "
                                  f"(massless subtree without armature?)")
+
+    # ------------------------------------------------------------------ time stepping
+    def _retract(self, q, psi, int local=LOCAL_EXP):
+        """q ⊕ ψ for one state (see treedyn.integrators)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray pa = self._like(qa, psi, self.nv, "dq")
+        cdef Py_ssize_t N, s
+        out = np.empty_like(qa)
+        cdef double[::1] of = out.reshape(-1)
+        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+        cdef double* pp = <double*>cnp.PyArray_DATA(pa)
+        N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
+        for s in range(N):
+            config_retract(self, &qp[s * self.nq], &pp[s * self.nv], local, &of[s * self.nq])
+        return out
+
+    def _difference(self, q0, q1):
+        """ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
+        cdef cnp.ndarray a0 = self._states(q0, self.nq, "q0")
+        cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
+        cdef Py_ssize_t N, s
+        lead = () if cnp.PyArray_NDIM(a0) == 1 else (int(cnp.PyArray_DIMS(a0)[0]),)
+        out = np.empty(lead + (self.nv,))
+        cdef double[::1] of = out.reshape(-1)
+        cdef double* p0 = <double*>cnp.PyArray_DATA(a0)
+        cdef double* p1 = <double*>cnp.PyArray_DATA(a1)
+        N = lead[0] if lead else 1
+        for s in range(N):
+            config_difference(self, &p0[s * self.nq], &p1[s * self.nq], &of[s * self.nv])
+        return out
+
+    def _local_rates(self, psi, v, int local=LOCAL_EXP):
+        """dτ⁻¹_{−ψ} v per joint (one state)."""
+        cdef cnp.ndarray pa = self._states(psi, self.nv, "dq")
+        cdef cnp.ndarray va = self._like(pa, v, self.nv, "v")
+        if cnp.PyArray_NDIM(pa) != 1:
+            raise InputError("one state expected")
+        out = np.empty(self.nv)
+        cdef double[::1] of = out
+        if self.nv:
+            local_rates(self, <double*>cnp.PyArray_DATA(pa), <double*>cnp.PyArray_DATA(va),
+                        local, &of[0])
+        return out
+
+    def _config_rate(self, q, v):
+        """q̇ ∈ R^nq of the vector-space form (one state)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError("one state expected")
+        out = np.empty(self.nq)
+        cdef double[::1] of = out
+        if self.nq:
+            config_rate(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va), &of[0])
+        return out
+
+    def _run(self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
+             int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
+             Py_ssize_t chunk=0):
+        """Integrate nsteps fixed steps (or one step with an error estimate when bhat
+        is given and nsteps == 1).  Returns (Q (nsteps+1, nq), V (nsteps+1, nv), err)."""
+        cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
+        cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError("q0: one initial state expected, shape (nq,)")
+        cdef int nq = self.nq, nv = self.nv, nb = self.nb
+        cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
+        cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
+        cdef double[::1] cb_ = np.ascontiguousarray(c, dtype=np.float64)
+        cdef double[::1] bh
+        cdef int s = bb.shape[0]
+        cdef double* bhp = NULL
+        if bhat is not None:
+            bh = np.ascontiguousarray(bhat, dtype=np.float64)
+            bhp = &bh[0]
+        cdef double[::1] tau_c = np.ascontiguousarray(
+            np.zeros(nv) if tau0 is None else tau0, dtype=np.float64).reshape(-1)
+        if tau_c.shape[0] != nv:
+            raise InputError(f"tau: expected shape ({nv},), got ({tau_c.shape[0]},)")
+        cdef ConstTorque ct
+        ct.nv = nv
+        ct.tau = &tau_c[0] if nv else NULL
+        cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
+        cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
+        cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
+        cdef const double* gp = &self.grav[0]
+        cdef double[::1] gbuf
+        if gravity is not None:
+            gbuf = np.ascontiguousarray(gravity, dtype=np.float64).reshape(3)
+            gp = &gbuf[0]
+        cdef cnp.ndarray fa = None
+        cdef const double* fp = NULL
+        cdef int fframe = 0
+        if f_ext is not None:
+            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fa = self._wrenches(qa, f_ext)
+            fp = <double*>cnp.PyArray_DATA(fa)
+        Q = np.empty((nsteps + 1, nq))
+        V = np.empty((nsteps + 1, nv))
+        err = np.zeros(2 * nv)
+        Q[0] = qa
+        V[0] = va
+        cdef double[:, ::1] Qv = Q, Vv = V
+        cdef double[::1] ev = err
+        cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
+        cdef Py_ssize_t k, k0 = 0, k1
+        cdef int code = 0
+        if chunk <= 0:
+            chunk = nsteps if nsteps > 0 else 1
+        while k0 < nsteps and code == 0:
+            k1 = min(nsteps, k0 + chunk)
+            if controller is None:
+                with nogil:
+                    for k in range(k0, k1):
+                        code = rk_step(self, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                                       t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
+                                       fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
+                                       &Vv[k + 1, 0] if nv else NULL,
+                                       &ev[0] if nv else NULL)
+                        if code:
+                            break
+            else:
+                for k in range(k0, k1):
+                    code = rk_step(self, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                                   t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
+                                   fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
+                                   &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL)
+                    if code:
+                        break
+            if progress is not None and code == 0:
+                progress(k1 - k0)
+            k0 = k1
+        if code == STEP_CONTROLLER_ERROR:
+            raise pyc.error
+        if code == STEP_DIVERGED:
+            raise InputError(f"the simulation diverged (non-finite velocity) in the step "
+                             f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
+                             f"higher-order method")
+        if code > 0:
+            self._raise_bad_quaternion(code - 1, -1)
+        if code < 0:
+            self._raise_singular(-code - 1)
+        return Q, V, err
 
     def _spatial_screw_rates(self, q, v):
         """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)

@@ -8,7 +8,7 @@ scalar first (w, x, y, z).  No allocation, no Python objects: all functions are
 ``nogil`` and write into caller-owned buffers (outputs must not alias inputs
 unless stated).
 """
-from libc.math cimport sin, cos, sqrt, fabs
+from libc.math cimport sin, cos, sqrt, fabs, atan2
 
 cdef extern from "math.h" nogil:
     void sincos(double x, double* s, double* c)   # GNU extension (_GNU_SOURCE, setup.py)
@@ -232,3 +232,129 @@ cdef inline void wrench_from_world(int frame, const double* R, const double* r, 
         out[0] = t[0]; out[1] = t[1]; out[2] = t[2]
         out[3] = W[3]; out[4] = W[4]; out[5] = W[5]
 
+
+
+# ---------------------------------------------------------------- exp/log coefficients
+# The small-angle series of the kernels, in one place (Taylor series of the closed
+# forms; e.g. DLMF 4.19 for sin/cos).  φ = |x|.
+#   al(φ) = sin φ / φ                  a(φ) = (1 − cos φ) / φ²
+#   b(φ)  = (φ − sin φ) / φ³           d(φ) = (1 − α/β) / φ², β = 2a
+#   ap(φ) = a′(φ)/φ                    bp(φ) = b′(φ)/φ
+
+cdef inline void so3_coeffs(double phi, double* al, double* a, double* b,
+                            double* d) noexcept nogil:
+    cdef double p2 = phi * phi, s, c
+    if phi < 1e-2:
+        al[0] = 1.0 - p2 / 6.0 * (1.0 - p2 / 20.0 * (1.0 - p2 / 42.0))
+        a[0] = 0.5 - p2 / 24.0 * (1.0 - p2 / 30.0 * (1.0 - p2 / 56.0))
+        b[0] = 1.0 / 6.0 - p2 / 120.0 * (1.0 - p2 / 42.0 * (1.0 - p2 / 72.0))
+        d[0] = 1.0 / 12.0 + p2 / 720.0 + p2 * p2 / 30240.0 + p2 * p2 * p2 / 1209600.0
+        return
+    sincos(phi, &s, &c)
+    al[0] = s / phi
+    a[0] = (1.0 - c) / p2
+    b[0] = (phi - s) / (p2 * phi)
+    d[0] = (1.0 - al[0] / (2.0 * a[0])) / p2
+
+
+cdef inline void so3_dcoeffs(double phi, double* ap, double* bp) noexcept nogil:
+    cdef double p2 = phi * phi, s, c
+    if phi < 0.1:
+        ap[0] = -1.0 / 12.0 + p2 / 180.0 - p2 * p2 / 6720.0 + p2 * p2 * p2 / 453600.0
+        bp[0] = -1.0 / 60.0 + p2 / 1260.0 - p2 * p2 / 60480.0 + p2 * p2 * p2 / 4989600.0
+        return
+    sincos(phi, &s, &c)
+    ap[0] = (phi * s - 2.0 + 2.0 * c) / (p2 * p2)
+    bp[0] = (1.0 - c) / (p2 * p2) - 3.0 * (phi - s) / (p2 * p2 * phi)
+
+
+cdef inline void so3_exp_vec(const double* x, double* R) noexcept nogil:
+    """R = exp(x̂) = I + α x̂ + a x̂²·… (Rodrigues, any |x|)."""
+    cdef double al, a, b, d
+    cdef double phi = sqrt(dot3(x, x))
+    so3_coeffs(phi, &al, &a, &b, &d)
+    R[0] = 1.0 - a * (x[1] * x[1] + x[2] * x[2])
+    R[4] = 1.0 - a * (x[0] * x[0] + x[2] * x[2])
+    R[8] = 1.0 - a * (x[0] * x[0] + x[1] * x[1])
+    R[1] = -al * x[2] + a * x[0] * x[1]
+    R[3] = al * x[2] + a * x[0] * x[1]
+    R[2] = al * x[1] + a * x[0] * x[2]
+    R[6] = -al * x[1] + a * x[0] * x[2]
+    R[5] = -al * x[0] + a * x[1] * x[2]
+    R[7] = al * x[0] + a * x[1] * x[2]
+
+
+cdef inline void so3_left_jac(const double* x, const double* y, int inverse,
+                              double* out) noexcept nogil:
+    """out = dexp_x y = y + a x×y + b x×(x×y), or dexp_x⁻¹ y = y − ½ x×y + d x×(x×y)
+    (right-trivialized differential = left Jacobian; docs/conventions.md)."""
+    cdef double al, a, b, d
+    cdef double t1[3]
+    cdef double t2[3]
+    cdef int n
+    so3_coeffs(sqrt(dot3(x, x)), &al, &a, &b, &d)
+    cross(x, y, t1)
+    cross(x, t1, t2)
+    for n in range(3):
+        if inverse:
+            out[n] = y[n] - 0.5 * t1[n] + d * t2[n]
+        else:
+            out[n] = y[n] + a * t1[n] + b * t2[n]
+
+
+cdef inline void se3_dexp_Q(const double* x, const double* u, const double* w,
+                            double* out) noexcept nogil:
+    """out = Q(x, u) w, the lower-left block of the SE(3) dexp at X = (x, u):
+    Q = a û + b (x̂û + ûx̂) + (x·u)(a′/φ x̂ + b′/φ x̂²)."""
+    cdef double al, a, b, d, ap, bp, xu
+    cdef double phi = sqrt(dot3(x, x))
+    cdef double t1[3]
+    cdef double t2[3]
+    cdef double t3[3]
+    cdef int n
+    so3_coeffs(phi, &al, &a, &b, &d)
+    so3_dcoeffs(phi, &ap, &bp)
+    xu = dot3(x, u)
+    cross(u, w, t1)            # û w
+    cross(x, t1, t2)           # x̂ û w
+    for n in range(3):
+        out[n] = a * t1[n] + b * t2[n]
+    cross(x, w, t1)            # x̂ w
+    cross(u, t1, t2)           # û x̂ w
+    cross(x, t1, t3)           # x̂² w
+    for n in range(3):
+        out[n] += b * t2[n] + xu * (ap * t1[n] + bp * t3[n])
+
+
+cdef inline void quat_mul_c(const double* p, const double* q, double* out) noexcept nogil:
+    """Quaternion product (scalar first); out must not alias p or q."""
+    out[0] = p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3]
+    out[1] = p[0] * q[1] + q[0] * p[1] + p[2] * q[3] - p[3] * q[2]
+    out[2] = p[0] * q[2] + q[0] * p[2] + p[3] * q[1] - p[1] * q[3]
+    out[3] = p[0] * q[3] + q[0] * p[3] + p[1] * q[2] - p[2] * q[1]
+
+
+cdef inline void quat_of_rotvec(const double* x, double* Q) noexcept nogil:
+    """Unit quaternion of exp(x̂): (cos φ/2, sin(φ/2)/φ x)."""
+    cdef double phi = sqrt(dot3(x, x)), s, c, k
+    if phi < 1e-4:
+        k = 0.5 * (1.0 - phi * phi / 24.0)
+        c = 1.0 - phi * phi / 8.0 + phi * phi * phi * phi / 384.0
+    else:
+        sincos(0.5 * phi, &s, &c)
+        k = s / phi
+    Q[0] = c
+    Q[1] = k * x[0]; Q[2] = k * x[1]; Q[3] = k * x[2]
+
+
+cdef inline void quat_to_rotvec(const double* Q, double* x) noexcept nogil:
+    """x with exp(x̂) = R(Q), |x| ≤ π (Q and −Q give the same x)."""
+    cdef double w = Q[0], s, k
+    cdef double sgn = 1.0 if w >= 0.0 else -1.0
+    s = sqrt(Q[1] * Q[1] + Q[2] * Q[2] + Q[3] * Q[3])
+    w = sgn * w
+    if s < 1e-8:
+        k = 2.0 / w * (1.0 - s * s / (3.0 * w * w))
+    else:
+        k = 2.0 * atan2(s, w) / s
+    x[0] = sgn * k * Q[1]; x[1] = sgn * k * Q[2]; x[2] = sgn * k * Q[3]

@@ -4,13 +4,15 @@
 >>> model = td.load(td.robots.path("panda.urdf"))
 >>> poses = model.forward_kinematics(model.neutral())     # (n_bodies, 4, 4)
 """
-from . import lie, robots
+from . import integrators, lie, robots
 from .errors import InputError, ModelError, RobotFileError, SingularModelError, TreedynError
 from .graph import JointGraph
 from .io import load, load_graph, save
 from .model import LoopClosure, Model
+from .simulate import Trajectory, simulate
 
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "LoopClosure", "lie", "robots",
+           "simulate", "Trajectory", "integrators",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from . import dynamics as _dyn
+from . import integrators as _integ
 from . import kinematics as _kin
 from . import lie
 from ._kernels import ModelCore
@@ -475,6 +476,22 @@ class Model(ModelCore):
             f"{self.name}: the articulated inertia seen by joint '{self.joint_names[body]}' "
             f"is singular: the subtree it moves has no inertia along its axis and the joint "
             f"has no armature (add mass or armature)")
+
+    # group operations -------------------------------------------------------------
+    def integrate(self, q, v, dt=1.0, local_map="exp"):
+        """q ⊕ (v dt): move every joint on its own group by τ(v dt), τ = exp or the
+        Cayley map; quaternions stay unit by construction.  (nq,) or (N, nq)."""
+        dq = np.asarray(v, dtype=float) * float(dt)
+        return self._retract(q, dq, _integ.local_map_code(local_map))
+
+    def difference(self, q0, q1):
+        """Exponential coordinates ψ (nv,) with q1 = q0 ⊕ ψ (the inverse of integrate)."""
+        return self._difference(q0, q1)
+
+    def local_coordinate_rates(self, psi, v, local_map="exp"):
+        """ψ̇ = dτ⁻¹_{−ψ} v: rates of the local coordinates of q0 ⊕ ψ(t) moving with
+        body velocity v (dexp⁻¹ or dcay⁻¹ per joint; seed 000 eq. 37)."""
+        return self._local_rates(psi, v, _integ.local_map_code(local_map))
 
     # kinematics -------------------------------------------------------------------
     def body_velocities(self, q, v, representation="body"):

@@ -1,0 +1,206 @@
+# Per-joint group operations for time stepping (seed 001 §5-6; seed 000 eqs. 36-37).
+#
+# Every joint's configuration lives on its own group: R^k for screw chains,
+# SO(3) (unit quaternion) for spherical joints, SE(3) or SO(3)×R³ for free
+# joints.  Local coordinates ψ (one per velocity coordinate) act on the right:
+# q ⊕ ψ = q · τ(ψ) with τ = exp or the Cayley map τ(ψ) = cay(ψ/2) (so that
+# τ(ψ) = I + ψ̂ + O(ψ²) for both).  Velocities v are left-trivialized (body
+# twists), hence the rates of local coordinates are ψ̇ = dτ⁻¹_{−ψ} v.
+# SO(3)×R³ free joints carry (ω body, ṙ): the rotation part is as above, the
+# position part is additive.
+
+cdef enum:
+    LOCAL_EXP = 0
+    LOCAL_CAYLEY = 1
+
+
+cdef inline void _rot_step_quat(const double* x, int local, double* Q) noexcept nogil:
+    """Quaternion of τ(x) on SO(3)."""
+    cdef double c2
+    if local == LOCAL_EXP:
+        quat_of_rotvec(x, Q)
+    else:
+        # Rodrigues parameters c = x/2: Q = (1, c) / sqrt(1 + |c|²)
+        c2 = 1.0 / sqrt(1.0 + 0.25 * dot3(x, x))
+        Q[0] = c2
+        Q[1] = 0.5 * x[0] * c2; Q[2] = 0.5 * x[1] * c2; Q[3] = 0.5 * x[2] * c2
+
+
+cdef inline void _quat_right_step(const double* Q, const double* x, int local,
+                                  double* out) noexcept nogil:
+    cdef double D[4]
+    _rot_step_quat(x, local, D)
+    quat_mul_c(Q, D, out)
+
+
+cdef inline void _cayley_rot(const double* x, double* R) noexcept nogil:
+    """R = cay(x/2) = I + 4/(4 + |x|²) (x̂ + x̂²/2)."""
+    cdef double s = 4.0 / (4.0 + dot3(x, x))
+    cdef double h = 0.5 * s
+    R[0] = 1.0 - h * (x[1] * x[1] + x[2] * x[2])
+    R[4] = 1.0 - h * (x[0] * x[0] + x[2] * x[2])
+    R[8] = 1.0 - h * (x[0] * x[0] + x[1] * x[1])
+    R[1] = -s * x[2] + h * x[0] * x[1]
+    R[3] = s * x[2] + h * x[0] * x[1]
+    R[2] = s * x[1] + h * x[0] * x[2]
+    R[6] = -s * x[1] + h * x[0] * x[2]
+    R[5] = -s * x[0] + h * x[1] * x[2]
+    R[7] = s * x[0] + h * x[1] * x[2]
+
+
+cdef void config_retract(ModelCore m, const double* q, const double* psi, int local,
+                         double* out) noexcept nogil:
+    """out = q ⊕ ψ for all joints (out may not alias q)."""
+    cdef int i, k, qo, vo
+    cdef double R[9]
+    cdef double D[9]
+    cdef double t[3]
+    cdef double Rt[3]
+    for i in range(m.nb):
+        qo = m.qoff[i]
+        vo = m.voff[i]
+        if m.kind[i] == KIND_SCREWS:
+            for k in range(m.nvj[i]):
+                out[qo + k] = q[qo + k] + psi[vo + k]
+        elif m.kind[i] == KIND_SPHERICAL:
+            _quat_right_step(&q[qo], &psi[vo], local, &out[qo])
+        elif m.kind[i] == KIND_FREE_SO3R3:
+            for k in range(3):
+                out[qo + k] = q[qo + k] + psi[vo + 3 + k]
+            _quat_right_step(&q[qo + 3], &psi[vo], local, &out[qo + 3])
+        else:
+            # SE(3): (R, r) τ(ψ) = (R R_τ, r + R t_τ)
+            if local == LOCAL_EXP:
+                so3_left_jac(&psi[vo], &psi[vo + 3], 0, t)        # t = dexp_x u
+            else:
+                _cayley_rot(&psi[vo], D)
+                rot_vec(D, &psi[vo + 3], t)                        # t = (I + R_τ) u / 2
+                for k in range(3):
+                    t[k] = 0.5 * (t[k] + psi[vo + 3 + k])
+            quat_to_rot(&q[qo + 3], R)
+            rot_vec(R, t, Rt)
+            for k in range(3):
+                out[qo + k] = q[qo + k] + Rt[k]
+            _quat_right_step(&q[qo + 3], &psi[vo], local, &out[qo + 3])
+
+
+cdef void local_rates(ModelCore m, const double* psi, const double* v, int local,
+                      double* out) noexcept nogil:
+    """out = dτ⁻¹_{−ψ} v joint by joint (rates of the local coordinates ψ)."""
+    cdef int i, k, vo
+    cdef double x[3]
+    cdef double u[3]
+    cdef double t1[3]
+    cdef double t2[3]
+    cdef double xw
+    for i in range(m.nb):
+        vo = m.voff[i]
+        if m.kind[i] == KIND_SCREWS:
+            for k in range(m.nvj[i]):
+                out[vo + k] = v[vo + k]
+            continue
+        for k in range(3):
+            x[k] = -psi[vo + k]
+        # rotation part (spherical, both free groups)
+        if local == LOCAL_EXP:
+            so3_left_jac(x, &v[vo], 1, &out[vo])
+        else:
+            # dτ⁻¹_x w = w − ½ x×w + ¼ (x·w) x
+            cross(x, &v[vo], t1)
+            xw = 0.25 * dot3(x, &v[vo])
+            for k in range(3):
+                out[vo + k] = v[vo + k] - 0.5 * t1[k] + xw * x[k]
+        if m.kind[i] == KIND_SPHERICAL:
+            continue
+        if m.kind[i] == KIND_FREE_SO3R3:
+            for k in range(3):
+                out[vo + 3 + k] = v[vo + 3 + k]
+            continue
+        for k in range(3):
+            u[k] = -psi[vo + 3 + k]
+        if local == LOCAL_EXP:
+            # dexp⁻¹ = [[D⁻¹, 0], [−D⁻¹ Q D⁻¹, D⁻¹]]: k_v = D⁻¹ (v − Q k_ω)
+            se3_dexp_Q(x, u, &out[vo], t1)
+            for k in range(3):
+                t1[k] = v[vo + 3 + k] - t1[k]
+            so3_left_jac(x, t1, 1, &out[vo + 3])
+        else:
+            # k_v = v − ½ (x×v + u×w) − ¼ x×(w×u)
+            cross(x, &v[vo + 3], t1)
+            cross(u, &v[vo], t2)
+            for k in range(3):
+                out[vo + 3 + k] = v[vo + 3 + k] - 0.5 * (t1[k] + t2[k])
+            cross(&v[vo], u, t1)
+            cross(x, t1, t2)
+            for k in range(3):
+                out[vo + 3 + k] -= 0.25 * t2[k]
+
+
+cdef void config_difference(ModelCore m, const double* q0, const double* q1,
+                            double* out) noexcept nogil:
+    """out = ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
+    cdef int i, k, qo, vo
+    cdef double Qc[4]
+    cdef double Qd[4]
+    cdef double R[9]
+    cdef double t[3]
+    for i in range(m.nb):
+        qo = m.qoff[i]
+        vo = m.voff[i]
+        if m.kind[i] == KIND_SCREWS:
+            for k in range(m.nvj[i]):
+                out[vo + k] = q1[qo + k] - q0[qo + k]
+            continue
+        k = 0 if m.kind[i] == KIND_SPHERICAL else 3
+        Qc[0] = q0[qo + k]
+        Qc[1] = -q0[qo + k + 1]; Qc[2] = -q0[qo + k + 2]; Qc[3] = -q0[qo + k + 3]
+        quat_mul_c(Qc, &q1[qo + k], Qd)
+        quat_to_rotvec(Qd, &out[vo])
+        if m.kind[i] == KIND_SPHERICAL:
+            continue
+        for k in range(3):
+            t[k] = q1[qo + k] - q0[qo + k]
+        if m.kind[i] == KIND_FREE_SO3R3:
+            for k in range(3):
+                out[vo + 3 + k] = t[k]
+            continue
+        # SE(3): u = dexp_x⁻¹ R0ᵀ (r1 − r0)
+        quat_to_rot(&q0[qo + 3], R)
+        rotT_vec(R, t, Qd)
+        so3_left_jac(&out[vo], Qd, 1, &out[vo + 3])
+
+
+cdef void config_rate(ModelCore m, const double* q, const double* v,
+                      double* qdot) noexcept nogil:
+    """q̇ as a vector in R^nq (for vector-space integrators): Q̇ = ½ Q ⊗ (0, ω),
+    ṙ = R v (SE(3)) or ṙ = v (SO(3)×R³), q̇ = v for screw chains."""
+    cdef int i, k, qo, vo, j
+    cdef double W[4]
+    cdef double R[9]
+    for i in range(m.nb):
+        qo = m.qoff[i]
+        vo = m.voff[i]
+        if m.kind[i] == KIND_SCREWS:
+            for k in range(m.nvj[i]):
+                qdot[qo + k] = v[vo + k]
+            continue
+        j = qo if m.kind[i] == KIND_SPHERICAL else qo + 3
+        W[0] = 0.0; W[1] = 0.5 * v[vo]; W[2] = 0.5 * v[vo + 1]; W[3] = 0.5 * v[vo + 2]
+        quat_mul_c(&q[j], W, &qdot[j])
+        if m.kind[i] == KIND_FREE_SO3R3:
+            for k in range(3):
+                qdot[qo + k] = v[vo + 3 + k]
+        elif m.kind[i] == KIND_FREE_SE3:
+            quat_to_rot(&q[j], R)
+            rot_vec(R, &v[vo + 3], &qdot[qo])
+
+
+cdef void normalize_quaternions(ModelCore m, double* q) noexcept nogil:
+    cdef int i, j
+    cdef double n
+    for i in range(m.nb):
+        if m.kind[i] == KIND_SCREWS:
+            continue
+        j = m.qoff[i] if m.kind[i] == KIND_SPHERICAL else m.qoff[i] + 3
+        n = sqrt(q[j] * q[j] + q[j + 1] * q[j + 1] + q[j + 2] * q[j + 2] + q[j + 3] * q[j + 3])
+        q[j] /= n; q[j + 1] /= n; q[j + 2] /= n; q[j + 3] /= n

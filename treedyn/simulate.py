@@ -1,0 +1,210 @@
+"""Forward simulation: :func:`simulate` and the :class:`Trajectory` it returns."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .integrators import get_method, local_map_code
+
+__all__ = ["simulate", "Trajectory"]
+
+
+@dataclass
+class Trajectory:
+    """A simulated motion.
+
+    Attributes
+    ----------
+    t : ndarray (n,)
+        Times, s.
+    q, v : ndarray (n, nq), (n, nv)
+        Configurations and velocities (layout in docs/conventions.md).
+    energy : ndarray (n,)
+        Kinetic + potential energy, J.
+    momentum : ndarray (n, 6)
+        Spatial momentum in the world frame about the world origin (angular first).
+    joint_names, method, local_map : metadata
+    """
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    energy: np.ndarray
+    momentum: np.ndarray
+    joint_names: list = field(default_factory=list)
+    q_names: list = field(default_factory=list)
+    v_names: list = field(default_factory=list)
+    method: str = ""
+    local_map: str = "exp"
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self):
+        return len(self.t)
+
+    def columns(self):
+        """(names, table) of all recorded series, one row per time."""
+        names = ["t"] + [f"q[{n}]" for n in self.q_names] + [f"v[{n}]" for n in self.v_names]
+        names += ["energy"] + [f"momentum[{k}]" for k in ("wx", "wy", "wz", "x", "y", "z")]
+        cols = [self.t[:, None], self.q, self.v, self.energy[:, None], self.momentum]
+        for key, val in self.extra.items():
+            val = np.asarray(val).reshape(len(self.t), -1)
+            names += [key] if val.shape[1] == 1 else [f"{key}[{k}]" for k in range(val.shape[1])]
+            cols.append(val)
+        return names, np.hstack(cols)
+
+    def to_csv(self, path):
+        """Write a CSV file with a header line (t, q[...], v[...], energy, momentum[...])."""
+        names, table = self.columns()
+        np.savetxt(path, table, delimiter=",", header=",".join(names), comments="")
+        return path
+
+    def to_npz(self, path):
+        """Write a NumPy .npz archive with t, q, v, energy, momentum and metadata."""
+        np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, momentum=self.momentum,
+                 joint_names=np.array(self.joint_names), method=self.method,
+                 local_map=self.local_map, **{k: np.asarray(v) for k, v in self.extra.items()})
+        return path
+
+
+def _names(model):
+    qn, vn = [], []
+    for i, name in enumerate(model.joint_names):
+        t = model.joint_types[i]
+        nq, nv = int(model.nqj[i]), int(model.nvj[i])
+        if t == "spherical":
+            qn += [f"{name}.q{c}" for c in "wxyz"]
+            vn += [f"{name}.w{c}" for c in "xyz"]
+        elif t == "free":
+            qn += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+            vn += [f"{name}.{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz")]
+        else:
+            qn += [name] if nq == 1 else [f"{name}.{k}" for k in range(nq)]
+            vn += [name] if nv == 1 else [f"{name}.{k}" for k in range(nv)]
+    return qn, vn
+
+
+def _progress_bar(progress, total):
+    """A callable advancing a tqdm bar (or None).  progress: None = auto (only on a
+    terminal and for long runs), True/False forces it."""
+    if progress is None:
+        progress = sys.stderr.isatty() and total >= 20000
+    if not progress:
+        return None, None
+    try:
+        from tqdm import tqdm
+    except ImportError:       # pragma: no cover - tqdm is a dependency
+        return None, None
+    bar = tqdm(total=total, unit="step", leave=False)
+    return bar.update, bar
+
+
+def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
+             local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
+             rtol=1e-6, atol=1e-9, max_steps=10_000_000):
+    """Integrate the equations of motion from (q0, v0) over [0, t_final].
+
+    Parameters
+    ----------
+    model : treedyn.Model
+    q0, v0 : array_like (nq,), (nv,)
+        Initial state; quaternions must be unit.
+    t_final, dt : float
+        End time and step, s (``rkmk45``: the initial step).
+    method : str or treedyn.integrators.Tableau
+        ``"euler"``, ``"rkmk2"``, ``"rkmk4"`` (default), ``"cg4"``, ``"rkmk45"``
+        (adaptive) or ``"rk4_vector"``; see :mod:`treedyn.integrators`.
+    controller : callable, optional
+        ``controller(t, q, v) -> tau`` (nv,), called at every stage.
+    tau : array_like (nv,), optional
+        Constant joint torques when there is no controller (default zero).
+    f_ext : array_like (nb, 6), optional
+        Constant external wrenches (frame ``f_ext_frame``, see inverse_dynamics).
+    local_map : {"exp", "cayley"}
+        Local coordinates of the group updates.
+    progress : bool or None
+        tqdm progress bar (None: only on a terminal and for ≥ 20 000 steps).
+    rtol, atol : float
+        Tolerances of ``rkmk45`` (error in local coordinates and velocities,
+        scaled by ``atol + rtol·|x|``).
+
+    Returns
+    -------
+    Trajectory
+    """
+    tab = get_method(method)
+    local = local_map_code(local_map)
+    if tab.scheme == "cg" and local_map != "exp":
+        raise InputError("Crouch–Grossman methods compose flows of frozen vector fields and "
+                         "keep their order only with local_map='exp' (with the Cayley map "
+                         "cg4 drops to order 2)")
+    if not (np.isfinite(t_final) and np.isfinite(dt) and dt > 0 and t_final >= 0):
+        raise InputError(f"need t_final >= 0 and dt > 0, got t_final={t_final}, dt={dt}")
+    if controller is not None and not callable(controller):
+        raise InputError("controller must be callable as controller(t, q, v) -> tau")
+    if controller is not None and tau is not None:
+        raise InputError("give either a controller or constant torques tau, not both")
+    q0 = np.array(q0, dtype=float)
+    v0 = np.array(v0, dtype=float)
+    args = (tab.scheme_code, tab.A, tab.b, tab.c)
+    if tab.bhat is None:
+        nsteps = int(np.ceil(t_final / dt - 1e-9))
+        if nsteps > max_steps:
+            raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
+        h = t_final / nsteps if nsteps else dt
+        update, bar = _progress_bar(progress, nsteps)
+        try:
+            Q, V, _ = model._run(q0, v0, 0.0, h, nsteps, *args, None, local, controller, tau,
+                                 f_ext, f_ext_frame, gravity, update,
+                                 max(1, nsteps // 200) if update else 0)
+        finally:
+            if bar is not None:
+                bar.close()
+        t = np.arange(nsteps + 1) * h
+    else:
+        t, Q, V = _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext,
+                            f_ext_frame, gravity, rtol, atol, max_steps, progress)
+    energy = model.kinetic_energy(Q, V) + model.potential_energy(Q, gravity)
+    mom = model.momentum(Q, V)
+    qn, vn = _names(model)
+    return Trajectory(t=t, q=Q, v=V, energy=energy, momentum=mom,
+                      joint_names=list(model.joint_names), q_names=qn, v_names=vn,
+                      method=tab.name, local_map=local_map)
+
+
+def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_ext_frame,
+              gravity, rtol, atol, max_steps, progress):
+    """Embedded-pair step-size control (Hairer, Nørsett & Wanner, §II.4)."""
+    p = min(tab.order, 5)
+    t, h = 0.0, min(dt, t_final) if t_final > 0 else dt
+    ts, qs, vs = [0.0], [q0], [v0]
+    q, v = q0, v0
+    steps = 0
+    update, bar = _progress_bar(progress, max(1, int(t_final / dt)))
+    try:
+        while t < t_final * (1 - 1e-14) and t_final > 0:
+            h = min(h, t_final - t)
+            Q, V, err = model._run(q, v, t, h, 1, tab.scheme_code, tab.A, tab.b, tab.c,
+                                   tab.bhat, local, controller, tau, f_ext, f_ext_frame,
+                                   gravity)
+            nv = model.nv
+            scale = np.concatenate([atol + rtol * np.ones(nv),
+                                    atol + rtol * np.maximum(np.abs(v), np.abs(V[1]))])
+            e = float(np.sqrt(np.mean((err / scale) ** 2))) if nv else 0.0
+            steps += 1
+            if steps > max_steps:
+                raise InputError(f"rkmk45 needed more than max_steps={max_steps} steps")
+            if e <= 1.0:
+                t += h
+                q, v = Q[1], V[1]
+                ts.append(t)
+                qs.append(q)
+                vs.append(v)
+                if update:
+                    update(1)
+            h *= min(5.0, max(0.2, 0.9 * (e if e > 0 else 1e-10) ** (-1.0 / p)))
+    finally:
+        if bar is not None:
+            bar.close()
+    return np.array(ts), np.array(qs), np.array(vs)
