@@ -411,7 +411,8 @@ def kinetic_energy(model, q, v):
     """
     q, v, _ = _states(model, q, v, where="kinetic_energy")
     V = model.body_velocities(q, v, "body")                              # (…, nb, 6)
-    T = 0.5 * np.einsum("...bi,bij,...bj->...", V, model.spatial_inertia, V)
+    MV = np.einsum("bij,...bj->...bi", model.spatial_inertia, V)
+    T = 0.5 * np.einsum("...bi,...bi->...", V, MV)
     T = T + 0.5 * (v * v) @ model.armature
     return T[()] if np.ndim(T) == 0 else T
 

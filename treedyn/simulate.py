@@ -23,16 +23,17 @@ class Trajectory:
     q, v : ndarray (n, nq), (n, nv)
         Configurations and velocities (layout in docs/conventions.md).
     energy : ndarray (n,)
-        Kinetic + potential energy, J.
+        Kinetic + potential energy, J (computed on first access, then cached).
     momentum : ndarray (n, 6)
-        Spatial momentum in the world frame about the world origin (angular first).
+        Spatial momentum in the world frame about the world origin (angular first;
+        computed on first access, then cached).
     joint_names, method, local_map : metadata
     """
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
-    energy: np.ndarray
-    momentum: np.ndarray
+    model: object = field(default=None, repr=False)
+    gravity: object = field(default=None, repr=False)
     joint_names: list = field(default_factory=list)
     q_names: list = field(default_factory=list)
     v_names: list = field(default_factory=list)
@@ -42,6 +43,23 @@ class Trajectory:
 
     def __len__(self):
         return len(self.t)
+
+    @property
+    def energy(self):
+        if "energy" not in self._cache:
+            m = self.model
+            self._cache["energy"] = (m.kinetic_energy(self.q, self.v)
+                                     + m.potential_energy(self.q, self.gravity))
+        return self._cache["energy"]
+
+    @property
+    def momentum(self):
+        if "momentum" not in self._cache:
+            self._cache["momentum"] = self.model.momentum(self.q, self.v)
+        return self._cache["momentum"]
+
+    def __post_init__(self):
+        self._cache = {}
 
     def columns(self):
         """(names, table) of all recorded series, one row per time."""
@@ -165,10 +183,8 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     else:
         t, Q, V = _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext,
                             f_ext_frame, gravity, rtol, atol, max_steps, progress)
-    energy = model.kinetic_energy(Q, V) + model.potential_energy(Q, gravity)
-    mom = model.momentum(Q, V)
     qn, vn = _names(model)
-    return Trajectory(t=t, q=Q, v=V, energy=energy, momentum=mom,
+    return Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
                       joint_names=list(model.joint_names), q_names=qn, v_names=vn,
                       method=tab.name, local_map=local_map)
 
