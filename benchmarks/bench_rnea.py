@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
                     chain_urdf, fmt, load_pair, machine_info, mark, pin_v_permutation,
-                    print_header, random_chain_links, robot_label, run_in_processes, time_calls,
+                    print_header, random_chain_links, robot_label, run_sections, time_calls,
                     to_pinocchio_q)
 
 REPS = ("body", "spatial", "hybrid")
@@ -290,9 +290,8 @@ def main(argv=None):
     kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
               else dict(quick=False, min_time=0.2, repeat=5))
     info = machine_info()
-    r, spread, runs = run_in_processes(__file__, "worker", kwargs, processes,
-                                       wait_idle=args.wait_idle)
-    info["foreign_load"] = [x.get("_foreign_load") for x in runs if "_foreign_load" in x]
+    r, spread, info["foreign_load"] = run_sections(__file__, ("robots", "chain", "batch"),
+                                                   kwargs, processes, args.wait_idle)
     report(r, spread, info, args.quick, processes)
     return 0
 

@@ -1,82 +1,49 @@
-# Forward dynamics by the O(n) articulated-body algorithm in body-fixed form
-# (Featherstone's ABA with the body-fixed twists of Müller 2018, eqs. 66-67):
-#   pass 1: V_i, bias acceleration c_i = ad_{V_i} S_i q̇_i + Ṡ_i q̇_i,
-#           Iᴬ_i = M_i, pᴬ_i = −ad_{V_i}ᵀ M_i V_i − W_i^ext
-#   pass 2: U = Iᴬ S, D = Sᵀ U + armature, u = τ − Sᵀ pᴬ,
-#           Iᵃ = Iᴬ − U D⁻¹ Uᵀ, pᵃ = pᴬ + Iᵃ c + U D⁻¹ u, carried to the parent
-#           by Ad_{T⁻¹}ᵀ (·) Ad_{T⁻¹}
-#   pass 3: a'_i = Ad_{T⁻¹} a_p + c_i, q̈_i = D⁻¹ (u − Uᵀ a'_i), a_i = a'_i + S q̈_i
-# Gravity is the base acceleration (0, −g).  The 6×6 congruence is done blockwise
-# with rotations and cross products.
+# Forward dynamics by the O(n) articulated-body algorithm in hybrid form
+# (Featherstone's ABA written with the hybrid twists of Müller 2018, eqs. 75-76:
+# twists (ω, ṙ) and wrenches at each body origin, in world axes).  All
+# quantities share the world axes, so carrying an articulated inertia to the
+# parent is a shift of reference point only, never a rotation:
+#   pass 1: V_i = Ad_{r_{i,p}} V_p + ⁰X_i q̇_i,
+#           c_i = ad_{(0, ṙ_p − ṙ_i)} V_p + ad_{Vʷ_i} ⁰X_i q̇_i + Ad_{R_i} Ṡ_i q̇_i,
+#           Iᴬ_i = Mʰ_i,  pᴬ_i = ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext
+#   pass 2: U = Iᴬ ⁰X, D = ⁰Xᵀ U + armature, u = τ − ⁰Xᵀ pᴬ,
+#           Iᵃ = Iᴬ − U D⁻¹ Uᵀ,  pᵃ = pᴬ + Iᵃ c + U D⁻¹ u,
+#           Iᴬ_p += Ad_{r_{i,p}}ᵀ Iᵃ Ad_{r_{i,p}},  pᴬ_p += Ad_{r_{i,p}}ᵀ pᵃ
+#   pass 3: a'_i = Ad_{r_{i,p}} a_p + c_i,  q̈_i = D⁻¹ (u − Uᵀ a'_i),  a_i = a'_i + ⁰X q̈_i
+# with r_{i,p} = r_p − r_i and gravity as the base acceleration (0, −g).
 
 cdef inline Py_ssize_t aba_ws_size(int nb, int nv) noexcept nogil:
     return 78 * <Py_ssize_t>nb + 19 * <Py_ssize_t>(nv if nv > 0 else 1) + 36
 
 
-cdef inline void sym6_congruence_to_parent(const double* R, const double* p,
-                                           const double* I, double* out) noexcept nogil:
-    """out += Xᵀ I X, X = Ad_{(R,p)⁻¹} = diag(Rᵀ, Rᵀ) [[1, 0], [−p̂, 1]]: a child-frame
-    symmetric 6×6 inertia expressed in the parent frame.  Blocks I = [[A, B], [Bᵀ, C]]
-    are first rotated (R A Rᵀ, R B Rᵀ, R C Rᵀ), then shifted:
-    A' = A + p̂ Bᵀ + (p̂ Bᵀ)ᵀ − p̂ C p̂,  B' = B + p̂ C,  C' = C."""
-    cdef double t[9]
-    cdef double A[9]
-    cdef double Bm[9]
-    cdef double C[9]
-    cdef double E[9]      # p̂ C
-    cdef double G[9]      # p̂ Bᵀ
-    cdef double px = p[0], py = p[1], pz = p[2]
+cdef inline void sym6_shift_to_parent(const double* d, const double* I,
+                                      double* out) noexcept nogil:
+    """out += Ad_dᵀ I Ad_d with Ad_d = [[1, 0], [d̂, 1]], d = r_p − r_i: a symmetric
+    6×6 inertia about the child origin moved to the parent origin (same axes).
+    Blocks I = [[A, B], [Bᵀ, C]]:  A' = A + B d̂ − d̂ Bᵀ − d̂ C d̂,  B' = B − d̂ C."""
+    cdef double E[9]      # d̂ C
+    cdef double G[9]      # B d̂
+    cdef double F[9]      # d̂ C d̂ = E d̂
+    cdef double dx = d[0], dy = d[1], dz = d[2]
     cdef int a, b
-    # rotated blocks: t = R X (X read straight from the 6×6), then (t Rᵀ)
+    for b in range(3):    # column b of d̂ C is d × C[:, b]
+        E[b] = dy * I[6 * 5 + 3 + b] - dz * I[6 * 4 + 3 + b]
+        E[3 + b] = dz * I[6 * 3 + 3 + b] - dx * I[6 * 5 + 3 + b]
+        E[6 + b] = dx * I[6 * 4 + 3 + b] - dy * I[6 * 3 + 3 + b]
+    for a in range(3):    # row a of X d̂ is X[a, :] × d
+        G[3 * a] = I[6 * a + 4] * dz - I[6 * a + 5] * dy
+        G[3 * a + 1] = I[6 * a + 5] * dx - I[6 * a + 3] * dz
+        G[3 * a + 2] = I[6 * a + 3] * dy - I[6 * a + 4] * dx
+        F[3 * a] = E[3 * a + 1] * dz - E[3 * a + 2] * dy
+        F[3 * a + 1] = E[3 * a + 2] * dx - E[3 * a] * dz
+        F[3 * a + 2] = E[3 * a] * dy - E[3 * a + 1] * dx
     for a in range(3):
         for b in range(3):
-            t[3 * a + b] = R[3 * a] * I[b] + R[3 * a + 1] * I[6 + b] + R[3 * a + 2] * I[12 + b]
-    for a in range(3):
-        for b in range(a, 3):
-            A[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
-            A[3 * b + a] = A[3 * a + b]
-    for a in range(3):
-        for b in range(3):
-            t[3 * a + b] = R[3 * a] * I[3 + b] + R[3 * a + 1] * I[9 + b] + R[3 * a + 2] * I[15 + b]
-    for a in range(3):
-        for b in range(3):
-            Bm[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
-    for a in range(3):
-        for b in range(3):
-            t[3 * a + b] = R[3 * a] * I[21 + b] + R[3 * a + 1] * I[27 + b] + R[3 * a + 2] * I[33 + b]
-    for a in range(3):
-        for b in range(a, 3):
-            C[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
-            C[3 * b + a] = C[3 * a + b]
-    # E = p̂ C and G = p̂ Bᵀ, column by column: (p̂ x) = p × x
-    for b in range(3):
-        E[b] = py * C[6 + b] - pz * C[3 + b]
-        E[3 + b] = pz * C[b] - px * C[6 + b]
-        E[6 + b] = px * C[3 + b] - py * C[b]
-        G[b] = py * Bm[3 * b + 2] - pz * Bm[3 * b + 1]
-        G[3 + b] = pz * Bm[3 * b] - px * Bm[3 * b + 2]
-        G[6 + b] = px * Bm[3 * b + 1] - py * Bm[3 * b]
-    # p̂ C p̂ = E p̂: row a of E p̂ is −(p × row a of E) = row_a × p
-    for a in range(3):
-        t[3 * a] = E[3 * a + 1] * pz - E[3 * a + 2] * py
-        t[3 * a + 1] = E[3 * a + 2] * px - E[3 * a] * pz
-        t[3 * a + 2] = E[3 * a] * py - E[3 * a + 1] * px
-    for a in range(3):
-        for b in range(3):
-            out[6 * a + b] += A[3 * a + b] + G[3 * a + b] + G[3 * b + a] - t[3 * a + b]
-            out[6 * a + 3 + b] += Bm[3 * a + b] + E[3 * a + b]
-            out[6 * (3 + b) + a] += Bm[3 * a + b] + E[3 * a + b]
-            out[6 * (3 + a) + 3 + b] += C[3 * a + b]
-
-
-cdef inline void _rot_congruence(const double* R, const double* X, double* out) noexcept nogil:
-    """out = R X Rᵀ (3 × 3)."""
-    cdef double t[9]
-    cdef int a, b
-    rot_mul(R, X, t)
-    for a in range(3):
-        for b in range(3):
-            out[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
+            # −d̂ Bᵀ = (B d̂)ᵀ since d̂ᵀ = −d̂
+            out[6 * a + b] += I[6 * a + b] + G[3 * a + b] + G[3 * b + a] - F[3 * a + b]
+            out[6 * a + 3 + b] += I[6 * a + 3 + b] - E[3 * a + b]
+            out[6 * (3 + b) + a] += I[6 * a + 3 + b] - E[3 * a + b]
+            out[6 * (3 + a) + 3 + b] += I[6 * (3 + a) + 3 + b]
 
 
 cdef inline void _spatial_inertia_matrix(double mass, const double* c, const double* Io,
@@ -93,18 +60,6 @@ cdef inline void _spatial_inertia_matrix(double mass, const double* c, const dou
     for a in range(3):
         for b in range(3):
             I[6 * (3 + b) + a] = I[6 * a + 3 + b]
-
-
-cdef inline void _rot_congruence_sym(const double* R, const double* X,
-                                     double* out) noexcept nogil:
-    """out = R X Rᵀ for a symmetric X (upper triangle computed, then mirrored)."""
-    cdef double t[9]
-    cdef int a, b
-    rot_mul(R, X, t)
-    for a in range(3):
-        for b in range(a, 3):
-            out[3 * a + b] = t[3 * a] * R[3 * b] + t[3 * a + 1] * R[3 * b + 1] + t[3 * a + 2] * R[3 * b + 2]
-            out[3 * b + a] = out[3 * a + b]
 
 
 cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
@@ -140,10 +95,10 @@ cdef inline void small_cho_solve(int k, const double* L, double* x) noexcept nog
 
 
 cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
-                                   const double* T, const double* S, double* U, double* Dl,
-                                   double* u, double* IA, double* pA, const double* cb,
-                                   double scale) noexcept nogil:
-    """Pass 2 of the ABA for a joint with one freedom (D scalar; Dl[6 o] = 1/D)."""
+                                   const double* Cw, const double* S, double* U,
+                                   double* Dl, double* u, double* IA, double* pA,
+                                   const double* cb, double scale) noexcept nogil:
+    """Pass 2 for a joint with one freedom (D scalar; Dl[6 o] = 1/D)."""
     cdef const double* s6 = &S[6 * o]
     cdef double* Ui = &U[6 * o]
     cdef double* I = &IA[36 * i]
@@ -151,21 +106,11 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     cdef double h[6]
     cdef double D, Dinv, ud
     cdef int a, b, par
-    cdef int fast = m.fast[i], k
-    cdef double sg
-    if fast != FAST_NONE and fast != FAST_SCREW:
-        # S = ±e_k: U is a column of Iᴬ, D a diagonal entry
-        k = fast - FAST_REV_X
-        sg = s6[k]
-        for a in range(6):
-            Ui[a] = sg * I[6 * a + k]
-        D = I[7 * k] + m.armature[o]
-    else:
-        for a in range(6):
-            Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
-                     + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
-        D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
-             + s6[5] * Ui[5]) + m.armature[o]
+    for a in range(6):
+        Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+                 + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
+    D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
+         + s6[5] * Ui[5]) + m.armature[o]
     if D <= 1e-13 * (scale if scale > 0.0 else 1e-300):
         return 1
     Dinv = 1.0 / D
@@ -184,9 +129,20 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
         h[a] = (pA[6 * i + a] + Ui[a] * ud + Ia[6 * a] * cb[6 * i] + Ia[6 * a + 1] * cb[6 * i + 1]
                 + Ia[6 * a + 2] * cb[6 * i + 2] + Ia[6 * a + 3] * cb[6 * i + 3]
                 + Ia[6 * a + 4] * cb[6 * i + 4] + Ia[6 * a + 5] * cb[6 * i + 5])
-    sym6_congruence_to_parent(&T[12 * i], &T[12 * i + 9], Ia, &IA[36 * par])
-    wrench_to_parent(&T[12 * i], &T[12 * i + 9], h, &pA[6 * par])
+    _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ia, h, &IA[36 * par], &pA[6 * par])
     return 0
+
+
+cdef inline void _carry_to_parent(const double* ri, const double* rp, const double* Ia,
+                                  const double* h, double* IAp, double* pAp) noexcept nogil:
+    """Iᴬ_p += Ad_dᵀ Iᵃ Ad_d and pᴬ_p += Ad_dᵀ pᵃ with d = r_p − r_i."""
+    cdef double d[3]
+    cdef double t[3]
+    d[0] = rp[0] - ri[0]; d[1] = rp[1] - ri[1]; d[2] = rp[2] - ri[2]
+    sym6_shift_to_parent(d, Ia, IAp)
+    cross(d, &h[3], t)               # moment about r_p: t − d × f
+    pAp[0] += h[0] - t[0]; pAp[1] += h[1] - t[1]; pAp[2] += h[2] - t[2]
+    pAp[3] += h[3]; pAp[4] += h[4]; pAp[5] += h[5]
 
 
 cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double* tau,
@@ -202,7 +158,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     cdef double* cb = &ws[30 * nb]
     cdef double* IA = &ws[36 * nb]        # 36 per body
     cdef double* pA = &ws[72 * nb]        # 6 per body
-    cdef double* S = &ws[78 * nb]         # 6 per freedom
+    cdef double* S = &ws[78 * nb]         # 6 per freedom: hybrid screws ⁰X
     cdef double* U = &ws[78 * nb + 6 * nv]
     cdef double* Dl = &ws[78 * nb + 12 * nv]   # k × k factor per body (≤ 6 per freedom)
     cdef double* u = &ws[78 * nb + 18 * nv]
@@ -215,67 +171,91 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     cdef double Ia[36]
     cdef double x[6]
     cdef double ap[6]
+    cdef double d[3]
+    cdef double w3[3]
+    cdef double ch[3]
+    cdef double tmp[9]
+    cdef double Io[9]
     cdef double scale
     cdef const double* B
     cdef const double* inr
     cdef double* Ti
+    cdef double* Ci
+    cdef double* Vi
+    cdef double* ci
     # ---- pass 1
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         Ti = &T[12 * i]
+        Ci = &Cw[12 * i]
+        Vi = &V[6 * i]
+        ci = &cb[6 * i]
         B = &m.Bref[i, 0]
         if m.fast[i] != FAST_NONE:
             joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
             for n in range(6):
-                S[6 * o + n] = m.X[o, n]
                 cJ[n] = 0.0
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
-            k = m.fast[i] - FAST_REV_X
             par = m.parent[i]
-            if par < 0:
-                for n in range(6):
-                    V[6 * i + n] = 0.0
-            else:
-                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
-            for n in range(6):
-                cb[6 * i + n] = 0.0
-            cross_add_axis(k, S[6 * o + k] * qd[o], &V[6 * i], &cb[6 * i])
-            cross_add_axis(k, S[6 * o + k] * qd[o], &V[6 * i + 3], &cb[6 * i + 3])
-            V[6 * i + k] += S[6 * o + k] * qd[o]
-        elif m.fast[i] != FAST_NONE:
-            pass
+            world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
+            rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
                           RJ, pJ, &S[6 * o], cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-        par = m.parent[i]
-        if m.fast[i] == FAST_NONE or m.fast[i] == FAST_SCREW:
-            subspace_times(nvi, &S[6 * o], &qd[o], vr)
-            if par < 0:
+            par = m.parent[i]
+            world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
+            for k in range(nvi):
                 for n in range(6):
-                    V[6 * i + n] = vr[n]
-            else:
-                twist_Ad_inv(Ti, &Ti[9], &V[6 * par], &V[6 * i])
-                twist_add(&V[6 * i], vr)
-            twist_bracket(&V[6 * i], vr, &cb[6 * i])
-            twist_add(&cb[6 * i], cJ)
-        # Iᴬ = Mᵇ = [[Io, m ĉ], [m ĉᵀ, m 1]] as a full 6×6
+                    t6[n] = S[6 * (o + k) + n]
+                rotate_twist(Ci, t6, &S[6 * (o + k)])
+        subspace_times(nvi, &S[6 * o], &qd[o], vr)
+        rotate_twist(Ci, cJ, ci)                        # Ad_R Ṡ q̇
+        if par < 0:
+            for n in range(6):
+                Vi[n] = vr[n]
+        else:
+            for n in range(3):
+                d[n] = Cw[12 * par + 9 + n] - Ci[9 + n]
+            cross(d, &V[6 * par], w3)
+            for n in range(3):
+                Vi[n] = V[6 * par + n] + vr[n]
+                Vi[3 + n] = V[6 * par + 3 + n] + w3[n] + vr[3 + n]
+            # ad_{(0, ṙ_p − ṙ_i)} V_p = (0, (ṙ_p − ṙ_i) × ω_p)
+            for n in range(3):
+                d[n] = V[6 * par + 3 + n] - Vi[3 + n]
+            cross(d, &V[6 * par], w3)
+            ci[3] += w3[0]; ci[4] += w3[1]; ci[5] += w3[2]
+        # ad_{Vʷ_i} ⁰X q̇ = (ω × vr_ω, ω × vr_v)
+        cross(Vi, vr, w3)
+        ci[0] += w3[0]; ci[1] += w3[1]; ci[2] += w3[2]
+        cross(Vi, &vr[3], w3)
+        ci[3] += w3[0]; ci[4] += w3[1]; ci[5] += w3[2]
+        # Iᴬ = Mʰ: COM offset R c and inertia R Θ_o Rᵀ about the body origin (world axes)
         inr = &m.inert[i, 0]
-        _spatial_inertia_matrix(inr[0], &inr[1], &inr[13], &IA[36 * i])
-        inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
+        rot_vec(Ci, &inr[1], ch)
+        rot_mul(Ci, &inr[13], tmp)
+        for a in range(3):
+            for b in range(a, 3):
+                Io[3 * a + b] = tmp[3 * a] * Ci[3 * b] + tmp[3 * a + 1] * Ci[3 * b + 1] \
+                    + tmp[3 * a + 2] * Ci[3 * b + 2]
+                Io[3 * b + a] = Io[3 * a + b]
+        _spatial_inertia_matrix(inr[0], ch, Io, &IA[36 * i])
+        # pᴬ = ad_{Vʷ} Mʰ Vʷ − W^ext, Vʷ = (ω, 0)
+        x[0] = Vi[0]; x[1] = Vi[1]; x[2] = Vi[2]
+        x[3] = 0.0; x[4] = 0.0; x[5] = 0.0
+        inertia_apply(inr[0], ch, Io, x, h)
         for n in range(6):
             pA[6 * i + n] = 0.0
-        add_gyroscopic(&V[6 * i], h, &pA[6 * i])
+        add_gyroscopic(x, h, &pA[6 * i])
         if fext != NULL:
-            if fext_frame == 1:
+            if fext_frame == 2:
                 for n in range(6):
                     pA[6 * i + n] -= fext[6 * i + n]
             else:
-                world_pose(NULL if par < 0 else &Cw[12 * par], Ti, &Cw[12 * i])
-                wrench_to_world(fext_frame, &Cw[12 * i], &Cw[12 * i + 9], &fext[6 * i], t6)
-                wrench_from_world(1, &Cw[12 * i], &Cw[12 * i + 9], t6, h)
+                wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
+                wrench_from_world(2, Ci, &Ci[9], t6, h)
                 for n in range(6):
                     pA[6 * i + n] -= h[n]
     if bad:
@@ -290,7 +270,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         for k in range(nvi):
             scale += m.armature[o + k]
         if nvi == 1:
-            if _aba_backward_1dof(m, i, o, tau, T, S, U, Dl, u, IA, pA, cb, scale):
+            if _aba_backward_1dof(m, i, o, tau, Cw, S, U, Dl, u, IA, pA, cb, scale):
                 return -(i + 1)
             continue
         for k in range(nvi):
@@ -316,7 +296,6 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         par = m.parent[i]
         if par < 0:
             continue
-        # Iᵃ = Iᴬ − U D⁻¹ Uᵀ ; pᵃ = pᴬ + Iᵃ c + U D⁻¹ u
         for n in range(36):
             Ia[n] = IA[36 * i + n]
         for a in range(6):
@@ -335,19 +314,22 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 h[a] += Ia[6 * a + b] * cb[6 * i + b]
             for k in range(nvi):
                 h[a] += U[6 * (o + k) + a] * x[k]
-        sym6_congruence_to_parent(&T[12 * i], &T[12 * i + 9], Ia, &IA[36 * par])
-        wrench_to_parent(&T[12 * i], &T[12 * i + 9], h, &pA[6 * par])
+        _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ia, h, &IA[36 * par], &pA[6 * par])
     # ---- pass 3 (accelerations stored in cb)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         par = m.parent[i]
         if par < 0:
-            t6[0] = 0.0; t6[1] = 0.0; t6[2] = 0.0
-            t6[3] = -g[0]; t6[4] = -g[1]; t6[5] = -g[2]
-            twist_Ad_inv(&T[12 * i], &T[12 * i + 9], t6, ap)
+            ap[0] = 0.0; ap[1] = 0.0; ap[2] = 0.0
+            ap[3] = -g[0]; ap[4] = -g[1]; ap[5] = -g[2]
         else:
-            twist_Ad_inv(&T[12 * i], &T[12 * i + 9], &cb[6 * par], ap)
+            for n in range(3):
+                d[n] = Cw[12 * par + 9 + n] - Cw[12 * i + 9 + n]
+            cross(d, &cb[6 * par], w3)
+            for n in range(3):
+                ap[n] = cb[6 * par + n]
+                ap[3 + n] = cb[6 * par + 3 + n] + w3[n]
         twist_add(ap, &cb[6 * i])
         for k in range(nvi):
             x[k] = u[o + k]
