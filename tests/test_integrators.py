@@ -222,3 +222,11 @@ def test_tableaux_are_consistent():
         assert tab.b.sum() == pytest.approx(1.0, abs=1e-15), name
         if tab.bhat is not None:
             assert tab.bhat.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+def test_progress_bar_counts_every_step(capsys):
+    top = heavy_top()
+    tr = td.simulate(top, top.neutral(), TOP_V0, 0.5, 1e-3, progress=True)
+    assert len(tr) == 501
+    err = capsys.readouterr().err
+    assert "500/500" in err or "500it" in err or "step" in err

@@ -110,10 +110,7 @@ def _progress_bar(progress, total):
         progress = sys.stderr.isatty() and total >= 20000
     if not progress:
         return None, None
-    try:
-        from tqdm import tqdm
-    except ImportError:       # pragma: no cover - tqdm is a dependency
-        return None, None
+    from tqdm import tqdm
     bar = tqdm(total=total, unit="step", leave=False)
     return bar.update, bar
 
