@@ -95,7 +95,8 @@ cdef class ModelCore:
         cdef cnp.ndarray arr
         cdef int nd
         if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
-                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x):
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
+                and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
             arr = <cnp.ndarray>x
         else:
             try:
@@ -500,9 +501,27 @@ cdef class ModelCore:
                                  f"(massless subtree without armature?)")
 
     # ------------------------------------------------------------------ time stepping
+    cdef _check_unit_quaternions(self, cnp.ndarray qa, str name):
+        """Raise unless every quaternion of q (or of each row) is unit to 1e-6."""
+        cdef Py_ssize_t N, s
+        cdef int i, j
+        cdef double n2
+        cdef double* p = <double*>cnp.PyArray_DATA(qa)
+        N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
+        for s in range(N):
+            for i in range(self.nb):
+                if self.kind[i] == KIND_SCREWS:
+                    continue
+                j = self.qoff[i] + (0 if self.kind[i] == KIND_SPHERICAL else 3)
+                n2 = (p[s * self.nq + j] ** 2 + p[s * self.nq + j + 1] ** 2
+                      + p[s * self.nq + j + 2] ** 2 + p[s * self.nq + j + 3] ** 2)
+                if fabs(sqrt(n2) - 1.0) > QUAT_NORM_TOL:
+                    self._raise_bad_quaternion(i, s if cnp.PyArray_NDIM(qa) == 2 else -1)
+
     def _retract(self, q, psi, int local=LOCAL_EXP):
         """q ⊕ ψ for one state (see treedyn.integrators)."""
         cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        self._check_unit_quaternions(qa, "q")
         cdef cnp.ndarray pa = self._like(qa, psi, self.nv, "dq")
         cdef Py_ssize_t N, s
         out = np.empty_like(qa)
@@ -518,6 +537,8 @@ cdef class ModelCore:
         """ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
         cdef cnp.ndarray a0 = self._states(q0, self.nq, "q0")
         cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
+        self._check_unit_quaternions(a0, "q0")
+        self._check_unit_quaternions(a1, "q1")
         cdef Py_ssize_t N, s
         lead = () if cnp.PyArray_NDIM(a0) == 1 else (int(cnp.PyArray_DIMS(a0)[0]),)
         out = np.empty(lead + (self.nv,))
@@ -563,6 +584,7 @@ cdef class ModelCore:
         cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
         if cnp.PyArray_NDIM(qa) != 1:
             raise InputError("q0: one initial state expected, shape (nq,)")
+        self._check_unit_quaternions(qa, "q0")
         cdef int nq = self.nq, nv = self.nv, nb = self.nb
         cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
         cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
@@ -573,10 +595,14 @@ cdef class ModelCore:
         if bhat is not None:
             bh = np.ascontiguousarray(bhat, dtype=np.float64)
             bhp = &bh[0]
-        cdef double[::1] tau_c = np.ascontiguousarray(
-            np.zeros(nv) if tau0 is None else tau0, dtype=np.float64).reshape(-1)
-        if tau_c.shape[0] != nv:
-            raise InputError(f"tau: expected shape ({nv},), got ({tau_c.shape[0]},)")
+        cdef double[::1] tau_c
+        if tau0 is None:
+            tau_c = np.zeros(nv)
+        else:
+            tarr = self._states(tau0, nv, "tau")
+            if cnp.PyArray_NDIM(tarr) != 1:
+                raise InputError(f"tau: constant torques of shape ({nv},) expected")
+            tau_c = tarr
         cdef ConstTorque ct
         ct.nv = nv
         ct.tau = &tau_c[0] if nv else NULL
@@ -586,12 +612,18 @@ cdef class ModelCore:
         cdef const double* gp = &self.grav[0]
         cdef double[::1] gbuf
         if gravity is not None:
-            gbuf = np.ascontiguousarray(gravity, dtype=np.float64).reshape(3)
+            garr = self._states(gravity, 3, "gravity")
+            if cnp.PyArray_NDIM(garr) != 1:
+                raise InputError("gravity: expected shape (3,)")
+            gbuf = garr
             gp = &gbuf[0]
         cdef cnp.ndarray fa = None
         cdef const double* fp = NULL
         cdef int fframe = 0
         if f_ext is not None:
+            if f_ext_frame not in _WRENCH_FRAMES:
+                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
+                                 f"got {f_ext_frame!r}")
             fframe = _WRENCH_FRAMES[f_ext_frame]
             fa = self._wrenches(qa, f_ext)
             fp = <double*>cnp.PyArray_DATA(fa)

@@ -10,8 +10,8 @@ unless stated).
 """
 from libc.math cimport sin, cos, sqrt, fabs, atan2
 
-cdef extern from "math.h" nogil:
-    void sincos(double x, double* s, double* c)   # GNU extension (_GNU_SOURCE, setup.py)
+cdef extern from "compat.h" nogil:
+    void sincos "td_sincos"(double x, double* s, double* c)   # sin and cos in one call
 
 
 cdef inline void cross_add_axis(int k, double s, const double* x, double* out) noexcept nogil:

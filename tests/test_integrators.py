@@ -230,3 +230,45 @@ def test_progress_bar_counts_every_step(capsys):
     assert len(tr) == 501
     err = capsys.readouterr().err
     assert "500/500" in err or "500it" in err or "step" in err
+
+
+def test_bad_tableaux_and_simulation_arguments():
+    with pytest.raises(InputError, match="bhat"):
+        Tableau([[0, 0], [0.5, 0]], [0, 1], [0, 0.5], 2, bhat=[1.0])
+    with pytest.raises(InputError, match="non-empty"):
+        Tableau(np.zeros((0, 0)), [], [], 1)
+    with pytest.raises(InputError, match="order"):
+        Tableau([[0.0]], [1.0], [0.0], 0)
+    with pytest.raises(InputError, match="finite"):
+        Tableau([[0.0]], [np.nan], [0.0], 1)
+    with pytest.raises(InputError, match="explicit"):
+        Tableau([[1.0]], [1.0], [0.0], 1)
+    top = heavy_top()
+    q, v = top.neutral(), TOP_V0
+    with pytest.raises(InputError, match="gravity"):
+        td.simulate(top, q, v, 0.01, 1e-3, gravity=[0, 0])
+    with pytest.raises(InputError, match="tau"):
+        td.simulate(top, q, v, 0.01, 1e-3, tau=[np.nan] * 3)
+    with pytest.raises(InputError, match="f_ext_frame"):
+        td.simulate(top, q, v, 0.01, 1e-3, f_ext=np.zeros((1, 6)), f_ext_frame="local")
+    with pytest.raises(InputError, match="numbers"):
+        td.simulate(top, q, v, "one", 1e-3)
+    with pytest.raises(InputError, match="not unit"):
+        td.simulate(top, 2 * q, v, 0.01, 1e-3, method="rk4_vector")
+    with pytest.raises(InputError, match="not unit"):
+        top.integrate(2 * q, v)
+    with pytest.raises(InputError, match="not unit"):
+        top.difference(q, np.zeros(4))
+    with pytest.raises(InputError, match="local_map"):
+        td.simulate(top, q, v, 0.01, 1e-3, method="rk4_vector", local_map="cayley")
+    tr = td.simulate(top, q, v, 1e-10, 1.0)
+    assert len(tr) == 2 and tr.t[-1] == 1e-10
+
+
+def test_cholesky_path_checks_tau():
+    arm = td.load(robot_file("panda.urdf"))
+    q, v = arm.neutral(), np.zeros(arm.nv)
+    with pytest.raises(InputError, match="tau"):
+        arm.forward_dynamics(q, v, np.full(arm.nv, np.nan), method="cholesky")
+    with pytest.raises(InputError, match="tau"):
+        arm.forward_dynamics(q, v, np.zeros(3), method="cholesky")

@@ -48,7 +48,7 @@ def expect_error(path, *fragments, **kw):
 
 def test_good_urdf_loads(tmp_path):
     model = td.load(write(tmp_path, GOOD_URDF))
-    assert model.nq == 1 and model.joint_names == ["j1"]
+    assert model.nq == 1 and model.joint_names == ("j1",)
 
 
 @pytest.mark.parametrize("old,new,fragments", [
@@ -276,3 +276,20 @@ def test_bad_state_arrays_raise_input_errors(tmp_path):
     assert model.forward_kinematics(np.asarray(q, dtype=np.float32)).shape == (model.nb, 4, 4)
     Q = np.repeat(q[None], 4, axis=0)
     assert model.forward_kinematics(Q[::2]).shape == (2, model.nb, 4, 4)
+
+
+def test_non_native_byte_order_is_converted():
+    model = td.load(td.robots.path("panda.urdf"))
+    q = model.random_configuration(0)
+    v = np.ones(model.nv)
+    np.testing.assert_array_equal(model.inverse_dynamics(q.astype(">f8"), v, v),
+                                  model.inverse_dynamics(q, v, v))
+    np.testing.assert_array_equal(model.forward_kinematics(q.astype(">f8")),
+                                  model.forward_kinematics(q))
+
+
+def test_urdf_joint_named_root_joint(tmp_path):
+    text = GOOD_URDF.replace('name="j1"', 'name="root_joint"')
+    model = td.load(write(tmp_path, text), floating_base=True)
+    assert "root_joint" in model.joint_names and model.joint_types[0] == "free"
+    assert model.joint_names[0] != "root_joint"

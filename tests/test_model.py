@@ -132,3 +132,18 @@ def test_loop_closures_are_kept():
     lc = model.loop_closures[0]
     assert lc.type == "revolute" and lc.Y.shape == (1, 6)
     assert lc.name not in model.joint_names
+
+
+def test_model_does_not_share_the_mutable_graph(tmp_path):
+    g = td.JointGraph("one")
+    g.add_body("a", mass=1.0, inertia=np.eye(3))
+    g.add_joint("j", "revolute", "world", "a", axis=[0, 0, 1])
+    m = g.compile()
+    g.add_body("b", mass=1.0, inertia=np.eye(3))
+    g.add_joint("k", "revolute", "a", "b", axis=[0, 0, 1])
+    assert pickle.loads(pickle.dumps(m)).nb == 1
+    assert td.load(td.save(m, tmp_path / "one.toml")).nb == 1
+    with pytest.raises(AttributeError):
+        m.joint_names.append("zzz")
+    with pytest.raises(TypeError):
+        m.idx_q["zzz"] = 3

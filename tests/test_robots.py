@@ -84,7 +84,7 @@ def test_shipped_urdf_equals_pinocchio(name):
 
 def test_heavy_top_is_the_paper_top():
     top = td.load(robot_file("heavy_top.toml"))
-    assert top.joint_types == ["spherical"]
+    assert top.joint_types == ("spherical",)
     assert top.mass[0] == pytest.approx(21.6)
     Rc = np.linalg.eigvalsh(top.inertia[0])
     np.testing.assert_allclose(sorted(Rc), sorted([0.36, 0.306, 0.09]), rtol=1e-12)

@@ -72,3 +72,12 @@ def test_free_group_override():
     m = td.load(robot_file("floating_bodies.toml"), free_group="SO3xR3")
     assert set(m.free_groups.values()) == {"SO3xR3"}
     assert set(m.kind[[i for i, t in enumerate(m.joint_types) if t == "free"]]) == {3}
+
+
+def test_planar_joint_without_x_axis_round_trips(tmp_path):
+    g = td.JointGraph("slider")
+    g.add_body("puck", mass=1.0, inertia=np.eye(3) * 0.1)
+    g.add_joint("plane", "planar", "world", "puck", axis=[0, 0, 1], point=[1, 2, 3])
+    m1 = g.compile()
+    m2 = td.load(td.save(m1, tmp_path / "p.toml"))
+    assert_identical(m1, m2)

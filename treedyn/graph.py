@@ -196,6 +196,8 @@ class JointGraph:
             _fail(f"joint '{name}' connects body '{parent}' to itself", source, "child")
         if child == WORLD and not loop:
             _fail(f"joint '{name}': the world cannot be a child", source, "child")
+        if parent == WORLD and child == WORLD:
+            _fail(f"joint '{name}' connects the world to itself", source, "child")
         nq, nv = JOINT_TYPES[type]
         data = dict(name=name, type=type, loop=bool(loop), source=source,
                     point=_array(point, (3,), "point", source), pitch=0.0,
@@ -252,9 +254,12 @@ class JointGraph:
 
     def add_mimic(self, joint, leader, multiplier=1.0, offset=0.0, source=None):
         """Record q_joint = multiplier · q_leader + offset (kept, never dropped)."""
-        self.mimic.append(dict(joint=str(joint), leader=str(leader),
-                               multiplier=float(multiplier), offset=float(offset),
-                               source=source))
+        if str(joint) == str(leader):
+            _fail(f"mimic: joint '{joint}' cannot mimic itself", source, "joint")
+        mult = float(_array(multiplier, (), "multiplier", source))
+        off = float(_array(offset, (), "offset", source))
+        self.mimic.append(dict(joint=str(joint), leader=str(leader), multiplier=mult,
+                               offset=off, source=source))
 
     # ------------------------------------------------------------------ queries
     @property

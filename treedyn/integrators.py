@@ -62,10 +62,22 @@ class Tableau:
     name: str = "custom"
 
     def __post_init__(self):
-        A, b, c = (np.asarray(x, dtype=float) for x in (self.A, self.b, self.c))
+        try:
+            A, b, c = (np.asarray(x, dtype=float) for x in (self.A, self.b, self.c))
+            bhat = None if self.bhat is None else np.asarray(self.bhat, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("tableau: A, b, c (and bhat) must be real numbers") from None
+        if b.ndim != 1 or len(b) < 1:
+            raise InputError("tableau: b must be a non-empty vector")
         s = len(b)
         if A.shape != (s, s) or c.shape != (s,):
             raise InputError(f"tableau: A must be {s}×{s} and c of length {s}")
+        if bhat is not None and bhat.shape != (s,):
+            raise InputError(f"tableau: bhat must have length {s}")
+        if not all(np.all(np.isfinite(x)) for x in (A, b, c) + (() if bhat is None else (bhat,))):
+            raise InputError("tableau: coefficients must be finite")
+        if int(self.order) < 1:
+            raise InputError("tableau: order must be >= 1")
         if np.any(np.triu(A) != 0):
             raise InputError("tableau: only explicit methods (A strictly lower triangular)")
         if self.scheme not in ("rkmk", "cg", "vector"):
@@ -73,8 +85,7 @@ class Tableau:
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "c", c)
-        if self.bhat is not None:
-            object.__setattr__(self, "bhat", np.asarray(self.bhat, dtype=float))
+        object.__setattr__(self, "bhat", bhat)
 
     @property
     def scheme_code(self):

@@ -51,7 +51,7 @@ def _rotT(R, x):
 
 def _frame_target(model, frame):
     """(body index or -1, 4x4 offset) of a body or named frame."""
-    if isinstance(frame, (int, np.integer)):
+    if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
         if not 0 <= frame < model.nb:
             raise InputError(f"body index {frame} out of range 0..{model.nb - 1}")
         return int(frame), None

@@ -15,6 +15,7 @@ reference pose and ``A_i`` the pose at q = 0; body-fixed joint screws
 from __future__ import annotations
 
 import copy
+import types
 import warnings
 
 import numpy as np
@@ -31,6 +32,19 @@ __all__ = ["Model", "LoopClosure", "compile_model"]
 
 # kernel joint kinds (cysrc/joints.pxi)
 KIND_SCREWS, KIND_SPHERICAL, KIND_FREE_SE3, KIND_FREE_SO3R3 = 0, 1, 2, 3
+
+
+def _checked(x, shape, name):
+    """x as a finite float array of the given shape, or InputError."""
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected real numbers") from None
+    if arr.shape != shape:
+        raise InputError(f"{name}: expected shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"{name}: contains NaN or infinity")
+    return arr
 
 
 class LoopClosure:
@@ -129,7 +143,11 @@ def spatial_inertia(mass, com, inertia):
 
 
 def compile_model(graph):
-    """Compile a :class:`~treedyn.graph.JointGraph` into a :class:`Model`."""
+    """Compile a :class:`~treedyn.graph.JointGraph` into a :class:`Model`.
+
+    The model keeps a private copy of the graph: later edits of ``graph`` do not
+    change the model (nor what pickling or ``treedyn.save`` reproduce)."""
+    graph = copy.deepcopy(graph)
     order, parent_joint = graph.spanning_tree()
     moving = [b for b in order if parent_joint[b]["type"] != "fixed"]
     index = {b: i for i, b in enumerate(moving)}
@@ -313,12 +331,16 @@ class Model(ModelCore):
             val = np.ascontiguousarray(val)
             val.setflags(write=False)
             d[key] = val
-        d.update(names)
+        for key, val in names.items():
+            d[key] = tuple(val) if isinstance(val, list) else val
+        d["free_groups"] = types.MappingProxyType(dict(names["free_groups"]))
         d["graph"] = graph
         d["loop_closures"] = tuple(closures)
         d["mimic"] = tuple(mimic)
-        d["idx_q"] = {n: int(arrays["qoff"][k]) for k, n in enumerate(names["joint_names"])}
-        d["idx_v"] = {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])}
+        d["idx_q"] = types.MappingProxyType(
+            {n: int(arrays["qoff"][k]) for k, n in enumerate(names["joint_names"])})
+        d["idx_v"] = types.MappingProxyType(
+            {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
         d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
         d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
         self._init_core(arrays)
@@ -428,9 +450,11 @@ class Model(ModelCore):
 
     def _forward_dynamics_cholesky(self, q, v, tau, f_ext, gravity, f_ext_frame):
         """forward_dynamics(method="cholesky"): M (CRBA) and h (RNEA), Cholesky solve."""
-        tau_a = np.asarray(tau, dtype=float)
-        h = self.inverse_dynamics(q, v, np.zeros_like(tau_a), f_ext=f_ext, gravity=gravity,
+        v_a = np.asarray(v)
+        zero = np.zeros(v_a.shape if v_a.dtype.kind in "fiu" else (self.nv,))
+        h = self.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
                                   f_ext_frame=f_ext_frame)
+        tau_a = _checked(tau, h.shape, "tau")
         M = self.mass_matrix(q)
         try:
             L = np.linalg.cholesky(M)

@@ -126,7 +126,9 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     q0, v0 : array_like (nq,), (nv,)
         Initial state; quaternions must be unit.
     t_final, dt : float
-        End time and step, s (``rkmk45``: the initial step).
+        End time and step, s.  Fixed-step methods take ceil(t_final/dt) equal steps
+        of t_final/ceil(t_final/dt) ≤ dt, so the last point is exactly t_final;
+        ``rkmk45``: dt is the initial step.
     method : str or treedyn.integrators.Tableau
         ``"euler"``, ``"rkmk2"``, ``"rkmk4"`` (default), ``"cg4"``, ``"rkmk45"``
         (adaptive) or ``"rk4_vector"``; see :mod:`treedyn.integrators`.
@@ -141,8 +143,9 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     progress : bool or None
         tqdm progress bar (None: only on a terminal and for ≥ 20 000 steps).
     rtol, atol : float
-        Tolerances of ``rkmk45`` (error in local coordinates and velocities,
-        scaled by ``atol + rtol·|x|``).
+        Tolerances of ``rkmk45``: the embedded error estimate of the local
+        coordinates is scaled by ``atol + rtol`` (coordinates of order 1: rad,
+        m), that of the velocities by ``atol + rtol·|v|``.
 
     Returns
     -------
@@ -154,8 +157,14 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         raise InputError("Crouch–Grossman methods compose flows of frozen vector fields and "
                          "keep their order only with local_map='exp' (with the Cayley map "
                          "cg4 drops to order 2)")
+    try:
+        t_final, dt = float(t_final), float(dt)
+    except (TypeError, ValueError):
+        raise InputError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
     if not (np.isfinite(t_final) and np.isfinite(dt) and dt > 0 and t_final >= 0):
         raise InputError(f"need t_final >= 0 and dt > 0, got t_final={t_final}, dt={dt}")
+    if tab.scheme == "vector" and local_map != "exp":
+        raise InputError("rk4_vector integrates in vector space: local_map does not apply")
     if controller is not None and not callable(controller):
         raise InputError("controller must be callable as controller(t, q, v) -> tau")
     if controller is not None and tau is not None:
@@ -164,7 +173,8 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     v0 = np.array(v0, dtype=float)
     args = (tab.scheme_code, tab.A, tab.b, tab.c)
     if tab.bhat is None:
-        nsteps = int(np.ceil(t_final / dt - 1e-9))
+        nsteps = int(np.ceil(t_final / dt - 1e-9)) if t_final > 0 else 0
+        nsteps = max(nsteps, 1) if t_final > 0 else 0
         if nsteps > max_steps:
             raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
         h = t_final / nsteps if nsteps else dt

@@ -190,7 +190,7 @@ def graph_to_dict(graph):
             out["pitch"] = float(j["pitch"])
         if t == "universal":
             out["axes"] = [_floats(a) for a in j["axes"]]
-        if t == "planar":
+        if t == "planar" and j["x_axis"] is not None:
             out["x_axis"] = _floats(j["x_axis"])
         if t == "free":
             out["group"] = j["group"]

@@ -204,7 +204,10 @@ class _Reader:
             g.add_body(lname, mass=mass, com=com, inertia=inertia, frame=frame[lname],
                        source=(self.file, f'<link name="{lname}">'))
         if not base_is_world:
-            g.add_joint("root_joint", "free" if floating_base else "fixed", WORLD, base,
+            root = "root_joint"          # Pinocchio's name for the free flyer
+            while root in joints:
+                root = "_" + root
+            g.add_joint(root, "free" if floating_base else "fixed", WORLD, base,
                         group=free_group, source=(self.file, f'<link name="{base}">'))
         for jname, (el, jtype, par, chi) in joints.items():
             where = f'<joint name="{jname}">'
