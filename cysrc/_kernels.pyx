@@ -324,6 +324,8 @@ cdef class ModelCore:
         if A is not None:
             Ap = <double*>cnp.PyArray_DATA(A)
         errs = np.zeros(N, dtype=np.int32)
+        if not lead:
+            nth = 1          # one state: no thread team (its start-up would dominate)
         work = np.empty((nth, rnea_ws_size(nb, nv)))
         with nogil:
             for s in prange(N, schedule="static", num_threads=nth):
@@ -355,6 +357,8 @@ cdef class ModelCore:
         Cp = <double*>cnp.PyArray_DATA(C)
         Jp = <double*>cnp.PyArray_DATA(J)
         errs = np.zeros(N, dtype=np.int32)
+        if not lead:
+            nth = 1
         work = np.empty((nth, rnea_ws_size(nb, nv)))
         with nogil:
             for s in prange(N, schedule="static", num_threads=nth):

@@ -39,14 +39,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kinematics as _kin
 from .errors import InputError, ModelError
-from .lie import hat3, so3_log
+from .lie import so3_log
 
 __all__ = ["ConstraintSet"]
 
 _ROWS = {"spherical": 3, "revolute": 5, "continuous": 5, "helical": 5, "prismatic": 5,
          "cylindrical": 4, "universal": 4, "planar": 3, "fixed": 6, "free": 0}
+
+
+def _x(a, b):
+    """a × b for a (3,) and b (3,) or (3, n) (column by column): fast path for
+    the small products of the constraint rows (np.cross is slow on 3-vectors)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
 
 
 def _unit(x):
@@ -58,49 +64,86 @@ def _perp_basis(e):
     """Two unit vectors completing e to a right-handed orthonormal basis."""
     trial = np.eye(3)[np.argmin(np.abs(e))]
     u1 = _unit(trial - e * (e @ trial))
-    return u1, np.cross(e, u1)
+    return u1, _x(e, u1)
+
+
+class _Motion:
+    """World poses, hybrid twists, hybrid twist derivatives at v̇ = 0 and hybrid
+    Jacobians of the bodies of one state, from one pass of the kinematics kernels."""
+
+    def __init__(self, model, q, v):
+        C, V, A = model._body_motion(q, v, np.zeros(model.nv))
+        self.C, self.V, self.A = C, V, A
+        self.model = model
+        self._Js = None
+        self._q = q
+
+    def body(self, b):
+        """(T 4×4, ω, ṙ, α0, r̈0, Jω 3×nv, Jṙ 3×nv) of body b (world axes, body origin)."""
+        m = self.model
+        R = self.C[b, :9].reshape(3, 3)
+        r = self.C[b, 9:]
+        w_b, v_b = self.V[b, :3], self.V[b, 3:]
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = R, r
+        w = R @ w_b
+        rdot = R @ v_b
+        alpha0 = R @ self.A[b, :3]
+        rddot0 = R @ (self.A[b, 3:] + _x(w_b, v_b))
+        if self._Js is None:
+            self._Js = m._spatial_screws(self._q)[1].T        # (6, nv) spatial columns
+        Js = self._Js * m.support[b]
+        Jw = Js[:3]
+        Jr = Js[3:] - _x(r, Jw)                               # ṙ = v + ω × r
+        return T, w, rdot, alpha0, rddot0, Jw, Jr
 
 
 class _Side:
     """Kinematics of one attachment frame at a state: pose, world twist parts."""
 
-    def __init__(self, model, body, offset, q, v):
+    def __init__(self, model, body, offset, motion, virtual=False):
         self.body = body
+        if virtual:
+            # the frame moves with 6 free "virtual" velocities (ω, ṙ of its origin):
+            # rows evaluated with it give the map from the frame's twist to residual rates
+            self.T = (np.eye(4) if body < 0 else motion.body(body)[0]) @ offset
+            self.w = self.alpha0 = self.rdot = self.rddot0 = np.zeros(3)
+            self.Jw = np.hstack([np.eye(3), np.zeros((3, 3))])
+            self.Jr = np.hstack([np.zeros((3, 3)), np.eye(3)])
+            return
+        nv = model.nv if not virtual else 6
         if body < 0:
             self.T = offset.copy()
             self.w = np.zeros(3)          # angular velocity (world)
             self.alpha0 = np.zeros(3)     # angular acceleration at v̇ = 0
             self.rdot = np.zeros(3)       # velocity of the frame origin
             self.rddot0 = np.zeros(3)
-            self.Jw = np.zeros((3, model.nv))
-            self.Jr = np.zeros((3, model.nv))
+            self.Jw = np.zeros((3, nv))
+            self.Jr = np.zeros((3, nv))
             return
-        T, V, A = _kin.frame_motion(model, q, v, np.zeros(model.nv), body, "hybrid")
+        T, w, rdot_b, alpha0, rddot0_b, Jw, Jr_b = motion.body(body)
         self.T = T @ offset
-        r_body = T[:3, 3]
-        self.w, self.alpha0 = V[:3], A[:3]
-        J = _kin.jacobian(model, q, body, "hybrid")
-        self.Jw = J[:3]
+        self.w, self.alpha0, self.Jw = w, alpha0, Jw
         # frame origin = body origin + d (rigid): ṙ_F = ṙ_B + ω × d
-        d = self.T[:3, 3] - r_body
-        self.rdot = V[3:] + np.cross(self.w, d)
-        self.rddot0 = A[3:] + np.cross(self.alpha0, d) + np.cross(self.w, np.cross(self.w, d))
-        self.Jr = J[3:] - hat3(d) @ J[:3]
+        d = self.T[:3, 3] - T[:3, 3]
+        self.rdot = rdot_b + _x(w, d)
+        self.rddot0 = rddot0_b + _x(alpha0, d) + _x(w, _x(w, d))
+        self.Jr = Jr_b - _x(d, Jw)
 
     # rigidly attached point / direction given in the frame's coordinates
     def point(self, x_local):
         x = self.T[:3, :3] @ x_local + self.T[:3, 3]
         d = x - self.T[:3, 3]
-        xd = self.rdot + np.cross(self.w, d)
-        xdd0 = self.rddot0 + np.cross(self.alpha0, d) + np.cross(self.w, np.cross(self.w, d))
-        Jx = self.Jr - hat3(d) @ self.Jw
+        xd = self.rdot + _x(self.w, d)
+        xdd0 = self.rddot0 + _x(self.alpha0, d) + _x(self.w, _x(self.w, d))
+        Jx = self.Jr - _x(d, self.Jw)
         return x, xd, xdd0, Jx
 
     def direction(self, e_local):
         e = self.T[:3, :3] @ e_local
-        ed = np.cross(self.w, e)
-        edd0 = np.cross(self.alpha0, e) + np.cross(self.w, ed)
-        Je = -hat3(e) @ self.Jw            # ė = ω × e = −ê ω
+        ed = _x(self.w, e)
+        edd0 = _x(self.alpha0, e) + _x(self.w, ed)
+        Je = -_x(e, self.Jw)               # ė = ω × e = −ê ω
         return e, ed, edd0, Je
 
 
@@ -156,8 +199,9 @@ class ConstraintSet:
         if q.shape != (m.nq,) or v.shape != (m.nv,):
             raise InputError(f"constraints: expected q ({m.nq},) and v ({m.nv},)")
         g, G, gam = [], [], []
+        motion = _Motion(m, q, v) if self.closures else None
         for c in self.closures:
-            rows = self._closure_rows(c, q, v)
+            rows = self._closure_rows(c, motion)
             for val, rate_J, acc0 in rows:
                 g.append(val)
                 G.append(rate_J)
@@ -171,11 +215,30 @@ class ConstraintSet:
             gam.append(0.0)
         return (np.array(g), np.array(G).reshape(len(g), m.nv), np.array(gam))
 
-    def _closure_rows(self, c, q, v):
+    def wrench_maps(self, q):
+        """Per closure, the (rows × 6) map D from the child-side frame's twist
+        (ω, ṙ of the child link origin, world axes) to the residual rates: the
+        constraint wrench on the child link is Dᵀ λ (torque about the child link
+        origin, then force; world axes)."""
+        motion = _Motion(self.model, np.asarray(q, dtype=float), np.zeros(self.model.nv))
+        out = []
+        for c in self.closures:
+            rows = self._closure_rows(c, motion, child_virtual=True)
+            out.append(np.array([r[1] for r in rows]).reshape(len(rows), 6))
+        return out
+
+    def _closure_rows(self, c, motion, child_virtual=False):
         m = self.model
         lc, geo, t = c["lc"], c["geo"], c["type"]
-        P = _Side(m, lc.parent_body, c["offsets"][0], q, v)
-        C = _Side(m, lc.child_body, c["offsets"][1], q, v)
+        if child_virtual:
+            P = _Side(m, -1, np.eye(4), motion)
+            P.T = (np.eye(4) if lc.parent_body < 0 else motion.body(lc.parent_body)[0]) \
+                @ c["offsets"][0]
+            P.Jw = P.Jr = np.zeros((3, 6))
+            C = _Side(m, lc.child_body, c["offsets"][1], motion, virtual=True)
+        else:
+            P = _Side(m, lc.parent_body, c["offsets"][0], motion)
+            C = _Side(m, lc.child_body, c["offsets"][1], motion)
         rows = []
 
         def vec_rows(a, b, basis=None):
@@ -224,9 +287,9 @@ def _cross_rows(a, b):
     """The moving vector a × b."""
     x, xd, xdd0, Jx = a
     y, yd, ydd0, Jy = b
-    return (np.cross(x, y), np.cross(xd, y) + np.cross(x, yd),
-            np.cross(xdd0, y) + 2 * np.cross(xd, yd) + np.cross(x, ydd0),
-            hat3(x) @ Jy - hat3(y) @ Jx)
+    return (_x(x, y), _x(xd, y) + _x(x, yd),
+            _x(xdd0, y) + 2 * _x(xd, yd) + _x(x, ydd0),
+            _x(x, Jy) - _x(y, Jx))
 
 
 def _orientation_rows(P, C):
@@ -237,7 +300,7 @@ def _orientation_rows(P, C):
     # R_Pᵀ(α_C − α_P) − ω_P × R_Pᵀ(ω_C − ω_P) (first order in the error)
     dw = C.w - P.w
     rate_J = RP.T @ (C.Jw - P.Jw)
-    acc0 = RP.T @ (C.alpha0 - P.alpha0) - np.cross(RP.T @ P.w, RP.T @ dw)
+    acc0 = RP.T @ (C.alpha0 - P.alpha0) - _x(RP.T @ P.w, RP.T @ dw)
     return [(phi[k], rate_J[k], acc0[k]) for k in range(3)]
 
 
@@ -263,3 +326,115 @@ def _mimic_value(model, q, f, l, mult, off):
     qf = q[model.qoff[list(model.voff).index(f)]]
     ql = q[model.qoff[list(model.voff).index(l)]]
     return qf - mult * ql - off
+
+
+# ---------------------------------------------------------------------- dynamics
+def _pinv_solve(A, b, rcond):
+    """Minimal-norm least-squares solution of A x = b by a rank-revealing SVD:
+    redundant constraint rows (e.g. a planar four-bar closed by a 3-D revolute)
+    give a singular A; their multipliers are the minimal-norm choice."""
+    U, s, Vt = np.linalg.svd(A)
+    keep = s > rcond * (s[0] if s.size else 1.0)
+    return Vt[keep].T @ ((U[:, keep].T @ b) / s[keep])
+
+
+def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
+                                 f_ext_frame="world", baumgarte=None, rcond=1e-10):
+    """Accelerations and multipliers of M a + h = τ + Gᵀλ, G a = −Ġv (index 1,
+    seed 000 eq. 3).  ``baumgarte=(α, β, dt)`` adds −(2α/dt) G v − (β/dt)² g to the
+    right-hand side (dimensionless gains α, β).  Returns (a, λ, g)."""
+    tau = np.asarray(tau, dtype=float)
+    zero = np.zeros(model.nv)
+    h = model.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
+                               f_ext_frame=f_ext_frame)
+    M = model.mass_matrix(q)
+    L = np.linalg.cholesky(M)
+    a_u = _cho(L, tau - h)
+    g, G, gam = cs.evaluate(q, v)
+    if G.shape[0] == 0:
+        return a_u, np.zeros(0), g
+    rhs = -gam
+    if baumgarte is not None:
+        alpha, beta, dt = baumgarte
+        rhs = rhs - (2.0 * alpha / dt) * (G @ v) - (beta / dt) ** 2 * g
+    MinvGt = _cho(L, G.T)
+    lam = _pinv_solve(G @ MinvGt, rhs - G @ a_u, rcond)
+    return a_u + MinvGt @ lam, lam, g
+
+
+def _cho(L, b):
+    y = np.linalg.solve(L, b)
+    return np.linalg.solve(L.T, y)
+
+
+def project_velocity(model, cs, q, v, rcond=1e-10):
+    """The velocity nearest to v in the kinetic-energy metric with G v = 0."""
+    _, G, _ = cs.evaluate(q)
+    if G.shape[0] == 0:
+        return np.array(v, dtype=float)
+    L = np.linalg.cholesky(model.mass_matrix(q))
+    MinvGt = _cho(L, G.T)
+    return v - MinvGt @ _pinv_solve(G @ MinvGt, G @ v, rcond)
+
+
+def project_position(model, cs, q, tol=1e-12, max_iter=20, rcond=1e-10):
+    """Gauss–Newton projection onto g(q) = 0 in the kinetic-energy metric
+    (small corrections; used after each time step).  Returns (q, max|g|)."""
+    L = None
+    for _ in range(max_iter):
+        g, G, _ = cs.evaluate(q)
+        err = np.abs(g).max() if g.size else 0.0
+        if err <= tol:
+            return q, err
+        if L is None:
+            L = np.linalg.cholesky(model.mass_matrix(q))
+        MinvGt = _cho(L, G.T)
+        q = model.integrate(q, -MinvGt @ _pinv_solve(G @ MinvGt, g, rcond))
+    g = cs.evaluate(q)[0]
+    return q, (np.abs(g).max() if g.size else 0.0)
+
+
+def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
+    """Solve g(q) = 0 from q_guess by Levenberg–Marquardt with step control,
+    keeping the coordinates of the joints in ``fixed`` ({name: value}) at the given
+    values.  Raises ModelError with the residual if it does not converge."""
+    q = np.array(q_guess, dtype=float)
+    free = np.ones(model.nv, dtype=bool)
+    for name, value in (fixed or {}).items():
+        if name not in model.idx_q:
+            raise InputError(f"assemble: no moving joint named {name!r}")
+        i = model.joint_names.index(name)
+        if model.joint_types[i] in ("spherical", "free"):
+            raise InputError(f"assemble: joint {name!r} has a quaternion; only joints whose "
+                             f"coordinates are numbers can be fixed")
+        vals = np.broadcast_to(np.asarray(value, dtype=float), (int(model.nqj[i]),))
+        q[model.qoff[i]:model.qoff[i] + model.nqj[i]] = vals
+        free[model.voff[i]:model.voff[i] + model.nvj[i]] = False
+    g = cs.evaluate(q)[0]
+    cost = 0.5 * g @ g
+    mu = 1e-3
+    for it in range(max_iter):
+        if not g.size or np.abs(g).max() <= tol:
+            return q
+        _, G, _ = cs.evaluate(q)
+        Gf = G[:, free]
+        H = Gf.T @ Gf
+        grad = Gf.T @ g
+        while True:
+            step = np.zeros(model.nv)
+            step[free] = -np.linalg.solve(H + mu * (np.diag(np.diag(H)) + 1e-12 * np.eye(len(H))),
+                                          grad)
+            q_new = model.integrate(q, step)
+            g_new = cs.evaluate(q_new)[0]
+            cost_new = 0.5 * g_new @ g_new
+            if cost_new < cost:
+                q, g, cost = q_new, g_new, cost_new
+                mu = max(mu / 3.0, 1e-12)
+                break
+            mu *= 4.0
+            if mu > 1e12:
+                raise ModelError(
+                    f"assemble: no progress at residual {np.abs(g).max():.3e} after {it} "
+                    f"iterations: the loops cannot be closed near this guess (singular or "
+                    f"unreachable configuration)")
+    raise ModelError(f"assemble: residual {np.abs(g).max():.3e} after {max_iter} iterations")

@@ -22,6 +22,7 @@ element)``, makes errors name the robot file and element they came from.
 """
 from __future__ import annotations
 
+import copy
 import warnings
 
 import networkx as nx
@@ -331,6 +332,35 @@ class JointGraph:
                 order.append(node)
             stack.extend(reversed(children[node]))
         return order, parent_joint
+
+    def to_absolute(self, free_group="SE3"):
+        """The same mechanism in absolute coordinates (seed 000): every body that a
+        moving tree joint carries gets its own free joint to the world (group
+        ``free_group``) and every such joint becomes a loop-closing constraint of its
+        own type.  Fixed joints stay (their links are merged as usual)."""
+        if free_group not in FREE_GROUPS:
+            raise ModelError(f"free_group must be one of {FREE_GROUPS}, got {free_group!r}")
+        if self.mimic:
+            raise ModelError("absolute coordinates: mimic couplings refer to joint "
+                             "coordinates, which this formulation does not have")
+        out = copy.deepcopy(self)
+        out.name = f"{self.name}_absolute"
+        for parent, child, key, data in list(out.graph.edges(keys=True, data=True)):
+            if data["loop"] or data["type"] == "fixed":
+                continue
+            if data["type"] == "free" and parent == WORLD:
+                data["group"] = free_group
+                continue
+            data["loop"] = True
+            name = f"{child}_free"
+            while name in out._joint_edges:
+                name = "_" + name
+            out.graph.add_edge(WORLD, child, key=name, name=name, type="free", loop=False,
+                               source=data["source"], point=np.zeros(3), pitch=0.0, axis=None,
+                               axes=None, x_axis=None, group=free_group,
+                               armature=np.zeros(6), limits=_limits(None, name, None))
+            out._joint_edges[name] = (WORLD, child)
+        return out
 
     def compile(self):
         """Compile into an immutable :class:`treedyn.model.Model`."""

@@ -501,6 +501,57 @@ class Model(ModelCore):
             f"is singular: the subtree it moves has no inertia along its axis and the joint "
             f"has no armature (add mass or armature)")
 
+    # constraints ------------------------------------------------------------------
+    @property
+    def constraints(self):
+        """The :class:`treedyn.constraints.ConstraintSet` of the loop closures and mimic
+        couplings (built on first use)."""
+        cs = self.__dict__.get("_constraints")
+        if cs is None:
+            from .constraints import ConstraintSet
+            cs = ConstraintSet(self)
+            self.__dict__["_constraints"] = cs
+        return cs
+
+    def constraint_residual(self, q):
+        """Residuals g(q) (m,) of all loop closures and mimic couplings (rows as in
+        treedyn.constraints): zero when every loop is closed."""
+        return self.constraints.evaluate(q)[0]
+
+    def constraint_jacobian(self, q):
+        """Constraint Jacobian G(q) (m, nv): ġ = G v."""
+        return self.constraints.evaluate(q)[1]
+
+    def constrained_forward_dynamics(self, q, v, tau, f_ext=None, gravity=None,
+                                     f_ext_frame="world", baumgarte=None):
+        """(q̈, λ) of M q̈ + h = τ + Gᵀλ, G q̈ = −Ġv (redundant rows allowed: λ is the
+        minimal-norm choice); Gᵀλ are the generalized constraint forces."""
+        from .constraints import constrained_forward_dynamics
+        a, lam, _ = constrained_forward_dynamics(self, self.constraints, q, v, tau, f_ext,
+                                                 gravity, f_ext_frame, baumgarte)
+        return a, lam
+
+    def constraint_wrenches(self, q, lam):
+        """Per loop closure, the wrench (torque, force) (6,) the closing joint applies to
+        its child-side link, about that link's origin in world axes, from multipliers λ."""
+        maps = self.constraints.wrench_maps(q)
+        out, k = [], 0
+        for D in maps:
+            out.append(D.T @ lam[k:k + D.shape[0]])
+            k += D.shape[0]
+        return out
+
+    def assemble(self, q_guess, fixed=None, tol=1e-12, max_iter=200):
+        """A configuration closing every loop, near ``q_guess``, with the joints in
+        ``fixed`` ({name: value}) held (damped Gauss–Newton / Levenberg–Marquardt)."""
+        from .constraints import assemble
+        return assemble(self, self.constraints, q_guess, fixed, tol, max_iter)
+
+    def project_velocity(self, q, v):
+        """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0."""
+        from .constraints import project_velocity
+        return project_velocity(self, self.constraints, q, v)
+
     # group operations -------------------------------------------------------------
     def integrate(self, q, v, dt=1.0, local_map="exp"):
         """q ⊕ (v dt): move every joint on its own group by τ(v dt), τ = exp or the

@@ -117,7 +117,8 @@ def _progress_bar(progress, total):
 
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
-             rtol=1e-6, atol=1e-9, max_steps=10_000_000):
+             rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
+             baumgarte=(1.0, 1.0)):
     """Integrate the equations of motion from (q0, v0) over [0, t_final].
 
     Parameters
@@ -142,6 +143,14 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         Local coordinates of the group updates.
     progress : bool or None
         tqdm progress bar (None: only on a terminal and for ≥ 20 000 steps).
+    stabilization : {"projection", "baumgarte", None}
+        Models with loop closures or mimic couplings: the index-1 equations
+        (seed 000, eq. 3) are integrated and the drift off the constraint
+        manifold is removed by projecting q and v after every step (default;
+        q0 and v0 are projected first), damped by Baumgarte terms with the
+        dimensionless gains ``baumgarte=(α, β)`` (−(2α/dt) ġ − (β/dt)² g), or
+        left alone (None).  The trajectory then records ``constraint_residual``
+        (max |g(q)| per step) in ``extra``.
     rtol, atol : float
         Tolerances of ``rkmk45``: the embedded error estimate of the local
         coordinates is scaled by ``atol + rtol`` (coordinates of order 1: rad,
@@ -171,6 +180,10 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         raise InputError("give either a controller or constant torques tau, not both")
     q0 = np.array(q0, dtype=float)
     v0 = np.array(v0, dtype=float)
+    if model.loop_closures or model.mimic:
+        return _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
+                                     tau, f_ext, f_ext_frame, gravity, stabilization,
+                                     baumgarte, progress, max_steps)
     args = (tab.scheme_code, tab.A, tab.b, tab.c)
     if tab.bhat is None:
         nsteps = int(np.ceil(t_final / dt - 1e-9)) if t_final > 0 else 0
@@ -231,3 +244,82 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
         if bar is not None:
             bar.close()
     return np.array(ts), np.array(qs), np.array(vs)
+
+
+def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller, tau, f_ext,
+                          f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps):
+    """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations."""
+    from . import constraints as con
+    if stabilization not in ("projection", "baumgarte", None):
+        raise InputError(f"stabilization must be 'projection', 'baumgarte' or None, "
+                         f"got {stabilization!r}")
+    if tab.bhat is not None or tab.scheme == "vector":
+        raise InputError(f"method {tab.name!r} is not available for models with loop closures; "
+                         f"use a fixed-step Lie-group method (rkmk4, cg4, rkmk2, euler)")
+    cs = model.constraints
+    nsteps = max(1, int(np.ceil(t_final / dt - 1e-9))) if t_final > 0 else 0
+    if nsteps > max_steps:
+        raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
+    h = t_final / nsteps if nsteps else dt
+    tau0 = np.zeros(model.nv) if tau is None else np.asarray(tau, dtype=float)
+    bg = None
+    if stabilization == "baumgarte":
+        bg = (float(baumgarte[0]), float(baumgarte[1]), h)
+    q, v = model.integrate(q0, np.zeros(model.nv)), np.array(v0, dtype=float)
+    if stabilization == "projection":
+        q, _ = con.project_position(model, cs, q)
+        v = con.project_velocity(model, cs, q, v)
+    s = len(tab.b)
+    A, b, c = tab.A, tab.b, tab.c
+    Q = np.empty((nsteps + 1, model.nq))
+    V = np.empty((nsteps + 1, model.nv))
+    res = np.empty(nsteps + 1)
+    Q[0], V[0] = q, v
+    res[0] = np.abs(cs.evaluate(q)[0]).max()
+    update, bar = _progress_bar(progress, nsteps)
+    try:
+        for n in range(nsteps):
+            t = n * h
+            Kp = np.zeros((s, model.nv))
+            Kv = np.zeros((s, model.nv))
+            for j in range(s):
+                vs = v + h * (A[j, :j] @ Kv[:j])
+                if tab.scheme == "rkmk":
+                    psi = h * (A[j, :j] @ Kp[:j])
+                    qs = model.integrate(q, psi, local_map=local_map)
+                else:
+                    qs = q
+                    for l in range(j):
+                        if A[j, l] != 0.0:
+                            qs = model.integrate(qs, h * A[j, l] * Kp[l], local_map=local_map)
+                tj = tau0 if controller is None else np.asarray(
+                    controller(t + c[j] * h, qs.copy(), vs.copy()), dtype=float)
+                Kv[j] = con.constrained_forward_dynamics(model, cs, qs, vs, tj, f_ext, gravity,
+                                                         f_ext_frame, bg)[0]
+                Kp[j] = (model.local_coordinate_rates(psi, vs, local_map)
+                         if tab.scheme == "rkmk" else vs)
+            v = v + h * (b @ Kv)
+            if tab.scheme == "rkmk":
+                q = model.integrate(q, h * (b @ Kp), local_map=local_map)
+            else:
+                for j in range(s):
+                    if b[j] != 0.0:
+                        q = model.integrate(q, h * b[j] * Kp[j], local_map=local_map)
+            if not np.all(np.isfinite(v)):
+                raise InputError(f"the simulation diverged (non-finite velocity) in the step "
+                                 f"starting at t = {t:.6g} s: reduce dt")
+            if stabilization == "projection":
+                q, _ = con.project_position(model, cs, q)
+                v = con.project_velocity(model, cs, q, v)
+            Q[n + 1], V[n + 1] = q, v
+            res[n + 1] = np.abs(cs.evaluate(q)[0]).max()
+            if update:
+                update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    qn, vn = _names(model)
+    return Trajectory(t=np.arange(nsteps + 1) * h, q=Q, v=V, model=model, gravity=gravity,
+                      joint_names=list(model.joint_names), q_names=qn, v_names=vn,
+                      method=tab.name, local_map=local_map,
+                      extra={"constraint_residual": res})

@@ -10,13 +10,20 @@ from .urdf import read_urdf
 __all__ = ["load", "load_graph", "save"]
 
 
-def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True):
+def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
+               coordinates="relative"):
     """Read a robot file (``.urdf`` or ``.toml``) into an editable JointGraph."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()
     if free_group not in (None, "SE3", "SO3xR3"):
         raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
                              file=path)
+    if coordinates not in ("relative", "absolute"):
+        raise RobotFileError(f"coordinates must be 'relative' or 'absolute', got {coordinates!r}",
+                             file=path)
+    if coordinates == "absolute":
+        graph = load_graph(path, floating_base, free_group, gravity, strict_inertia)
+        return graph.to_absolute(free_group or "SE3")
     if ext == ".urdf":
         return read_urdf(path, floating_base=floating_base, free_group=free_group or "SE3",
                          gravity=gravity, strict_inertia=strict_inertia)
@@ -34,7 +41,8 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
                          file=path)
 
 
-def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True):
+def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
+         coordinates="relative"):
     """Load a robot file and compile it.
 
     Parameters
@@ -53,12 +61,18 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
         Raise on a non-physical inertia (default).  ``False`` accepts it with a
         warning: some published robot files (e.g. TIAGo's antenna links) contain
         slightly non-positive-semidefinite inertias.
+    coordinates : {"relative", "absolute"}
+        "relative" (default): a spanning tree of the joints with loop closures as
+        constraints.  "absolute": every moving body on its own free joint to the
+        world (group ``free_group``, default SE3) and every physical joint a
+        constraint (the formulation compared in seed 000).
 
     Returns
     -------
     treedyn.Model
     """
-    return load_graph(path, floating_base, free_group, gravity, strict_inertia).compile()
+    return load_graph(path, floating_base, free_group, gravity, strict_inertia,
+                      coordinates).compile()
 
 
 def save(model, path):
