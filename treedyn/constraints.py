@@ -305,21 +305,21 @@ def _orientation_rows(P, C):
 
 
 def _helical_row(P, C, geo):
-    """Advance along the axis minus pitch times the rotation about it."""
+    """Advance of the axis point along the axis minus pitch × rotation about it:
+    e_P·(x_C − x_P) − h θ, θ = e·log(R_Pᵀ R_C).  On a helical motion φ ∥ e, so
+    θ̇ = e_P·(ω_C − ω_P) and θ̈ = ė_P·(ω_C − ω_P) + e_P·(α_C − α_P)."""
     e = geo["axis"]
     RP, RC = P.T[:3, :3], C.T[:3, :3]
-    phi = so3_log(RP.T @ RC)
-    theta = phi @ e
-    x_P, _, _, _ = P.point(geo["point"])
-    x_C, _, _, _ = C.point(geo["point"])
-    adv = (RP.T @ (x_C - x_P)) @ e
-    # rates (to first order in the small off-axis errors)
-    eP = RP @ e
-    rate_J = eP @ (C.point(geo["point"])[3] - P.point(geo["point"])[3]) \
-        - geo["pitch"] * (eP @ (C.Jw - P.Jw))
-    acc0 = eP @ (C.point(geo["point"])[2] - P.point(geo["point"])[2]) \
-        - geo["pitch"] * (eP @ (C.alpha0 - P.alpha0))
-    return (adv - geo["pitch"] * theta, rate_J, acc0)
+    theta = so3_log(RP.T @ RC) @ e
+    xP, xC = P.point(geo["point"]), C.point(geo["point"])
+    dx = (xC[0] - xP[0], xC[1] - xP[1], xC[2] - xP[2], xC[3] - xP[3])
+    eP = P.direction(e)
+    adv, _, adv_J, adv_acc = _dot_rows(eP, dx)
+    dw = C.w - P.w
+    th_J = eP[0] @ (C.Jw - P.Jw)
+    th_acc = eP[1] @ dw + eP[0] @ (C.alpha0 - P.alpha0)
+    pitch = geo["pitch"]
+    return (adv - pitch * theta, adv_J - pitch * th_J, adv_acc - pitch * th_acc)
 
 
 def _mimic_value(model, q, f, l, mult, off):
@@ -438,3 +438,64 @@ def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
                     f"iterations: the loops cannot be closed near this guess (singular or "
                     f"unreachable configuration)")
     raise ModelError(f"assemble: residual {np.abs(g).max():.3e} after {max_iter} iterations")
+
+
+def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_guess=None,
+                                 gravity=None, rcond=1e-10):
+    """Actuator forces of a closed-loop mechanism for a desired motion of its
+    actuated (independent) joints.
+
+    The dependent coordinates follow from the loop constraints: q by assembly with
+    the actuated joints held, v from G v = 0, v̇ from G v̇ = −Ġ v.  Then the tree's
+    inverse dynamics τ = M v̇ + h must be produced by the actuators and the closing
+    joints: τ = Sᵀ τ_act + Gᵀ λ, solved in the least-squares (minimal-norm λ) sense.
+
+    Returns a dict with ``tau`` (actuator forces, one per actuated coordinate),
+    ``q``, ``v``, ``a`` (full tree state), ``lam`` (multipliers), ``wrenches``
+    (per closure, see Model.constraint_wrenches) and ``residual`` (how well the
+    actuators and constraints balance τ; non-zero only for under-actuated demands).
+    """
+    idx = []
+    for name in actuated:
+        if name not in model.idx_v:
+            raise InputError(f"actuated joint {name!r} is not a moving tree joint")
+        i = model.joint_names.index(name)
+        idx += list(range(model.voff[i], model.voff[i] + model.nvj[i]))
+    idx = np.array(idx, dtype=int)
+    q_ind, v_ind, a_ind = (np.asarray(x, dtype=float).reshape(-1) for x in (q_ind, v_ind, a_ind))
+    if not (len(q_ind) == len(v_ind) == len(a_ind) == len(idx)):
+        raise InputError(f"need {len(idx)} values for q_ind, v_ind and a_ind "
+                         f"(one per actuated coordinate)")
+    fixed = {}
+    k = 0
+    for name in actuated:
+        i = model.joint_names.index(name)
+        n = int(model.nqj[i])
+        if model.joint_types[i] in ("spherical", "free"):
+            raise InputError(f"actuated joint {name!r}: only joints whose coordinates are "
+                             f"numbers can be actuated here")
+        fixed[name] = q_ind[k:k + n]
+        k += n
+    q = assemble(model, cs, model.neutral() if q_guess is None else q_guess, fixed)
+    dep = np.setdiff1d(np.arange(model.nv), idx)
+    _, G, _ = cs.evaluate(q)
+    v = np.zeros(model.nv)
+    v[idx] = v_ind
+    v[dep] = -_pinv_solve(G[:, dep], G[:, idx] @ v_ind, rcond)
+    _, G, gam = cs.evaluate(q, v)
+    a = np.zeros(model.nv)
+    a[idx] = a_ind
+    a[dep] = -_pinv_solve(G[:, dep], G[:, idx] @ a_ind + gam, rcond)
+    tau_tree = model.inverse_dynamics(q, v, a, gravity=gravity)
+    S = np.zeros((len(idx), model.nv))
+    S[np.arange(len(idx)), idx] = 1.0
+    A = np.vstack([S, G]).T                                # τ = Sᵀ τ_act + Gᵀ λ
+    x = _pinv_solve(A, tau_tree, rcond)
+    tau_act, lam = x[:len(idx)], x[len(idx):]
+    maps = cs.wrench_maps(q)
+    wrenches, k = [], 0
+    for D in maps:
+        wrenches.append(D.T @ lam[k:k + D.shape[0]])
+        k += D.shape[0]
+    return dict(tau=tau_act, q=q, v=v, a=a, lam=lam, wrenches=wrenches,
+                residual=float(np.abs(A @ x - tau_tree).max()))

@@ -547,6 +547,15 @@ class Model(ModelCore):
         from .constraints import assemble
         return assemble(self, self.constraints, q_guess, fixed, tol, max_iter)
 
+    def closed_loop_inverse_dynamics(self, actuated, q_ind, v_ind, a_ind, q_guess=None,
+                                     gravity=None):
+        """Actuator forces (and constraint wrenches) of a closed-loop mechanism for a
+        desired motion of its actuated joints; see
+        :func:`treedyn.constraints.closed_loop_inverse_dynamics`."""
+        from .constraints import closed_loop_inverse_dynamics
+        return closed_loop_inverse_dynamics(self, self.constraints, actuated, q_ind, v_ind,
+                                            a_ind, q_guess, gravity)
+
     def project_velocity(self, q, v):
         """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0."""
         from .constraints import project_velocity

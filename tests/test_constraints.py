@@ -1,0 +1,229 @@
+"""Loop closures as constraints, constrained dynamics, assembly, closed-loop inverse
+dynamics, simulation with loops and the absolute-coordinate formulation.
+
+Oracles: finite differences of the residuals along group curves (for G and Ġv);
+the index-1 equations themselves (G a = −Ġv, M a + h = τ + Gᵀλ) checked
+independently; statics of a hanging body; the same mechanism in relative and in
+absolute coordinates; inverse against forward dynamics for the Delta robot;
+Pinocchio's constraint dynamics for spherical (3-D) and weld (6-D) closures.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import treedyn as td
+from treedyn.errors import ModelError
+from conftest import curve, erd_path, robot_file, to_pinocchio_q, to_pinocchio_v
+
+CLOSURE_TYPES = ["spherical", "revolute", "universal", "cylindrical", "planar", "prismatic",
+                 "fixed", "helical"]
+
+
+def chain_with_closure(closure_type, rng):
+    """world -S- b0 -S- b1 -S- b2, closed back to the world by a joint of the given type."""
+    from treedyn import lie
+    g = td.JointGraph("closure", gravity=(0.0, 0.0, -9.81))
+    pts = [np.zeros(3), np.array([0.5, 0.1, 0.0]), np.array([0.9, 0.5, 0.2]),
+           np.array([0.6, 0.9, 0.4])]
+    parent = "world"
+    for i in range(3):
+        frame = np.eye(4)
+        frame[:3, :3] = lie.so3_exp(rng.normal(size=3))
+        frame[:3, 3] = pts[i] + 0.1 * rng.normal(size=3)
+        g.add_body(f"b{i}", mass=1.0 + i, com=rng.normal(scale=0.1, size=3),
+                   inertia=np.diag([0.02, 0.03, 0.04]), frame=frame)
+        g.add_joint(f"s{i}", "spherical", parent, f"b{i}", point=pts[i])
+        parent = f"b{i}"
+    kw = dict(point=pts[3], axis=rng.normal(size=3))
+    if closure_type == "universal":
+        kw = dict(point=pts[3], axes=[[1.0, 0.2, 0.0], [0.0, 0.3, 1.0]])
+    if closure_type == "helical":
+        kw["pitch"] = 0.05
+    if closure_type in ("spherical", "fixed"):
+        kw.pop("axis")
+    g.add_joint("close", closure_type, "b2", "world", loop=True, **kw)
+    return g.compile()
+
+
+@pytest.mark.parametrize("closure_type", CLOSURE_TYPES)
+def test_jacobian_and_acceleration_term_against_finite_differences(closure_type):
+    rng = np.random.default_rng(CLOSURE_TYPES.index(closure_type))
+    model = chain_with_closure(closure_type, rng)
+    assert len(model.loop_closures) == 1
+    q = model.assemble(model.integrate(model.neutral(), 0.2 * rng.normal(size=model.nv)))
+    assert np.abs(model.constraint_residual(q)).max() < 1e-12
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    cs = model.constraints
+    g, G, gam = cs.evaluate(q, v)
+    h = 1e-6                     # first derivative: O(h²) truncation + 1e-16/h round-off
+    gp = cs.evaluate(curve(model, q, v, a, h)[0])[0]
+    gm = cs.evaluate(curve(model, q, v, a, -h)[0])[0]
+    assert np.abs((gp - gm) / (2 * h) - G @ v).max() < 1e-8
+    # second derivative along a motion that respects the joint (G v = 0): the
+    # velocity-product term is exact there for every closure type
+    v = model.project_velocity(q, v)
+    g, G, gam = cs.evaluate(q, v)
+    h = 1e-4                     # O(h²) truncation + 1e-16/h² round-off
+    gp = cs.evaluate(curve(model, q, v, a, h)[0])[0]
+    gm = cs.evaluate(curve(model, q, v, a, -h)[0])[0]
+    assert np.abs((gp - 2 * g + gm) / h ** 2 - (G @ a + gam)).max() < 1e-5
+
+
+@pytest.mark.parametrize("name", ["four_bar.toml", "slider_crank.toml", "delta.toml",
+                                  "spherical_three_bar.toml", "floating_bodies.toml"])
+def test_shipped_loops_close_and_have_the_documented_mobility(name):
+    model = td.load(robot_file(name))
+    q = model.neutral()
+    assert np.abs(model.constraint_residual(q)).max() < 1e-12
+    G = model.constraint_jacobian(q)
+    mobility = {"four_bar.toml": 1, "slider_crank.toml": 1, "delta.toml": 3,
+                "spherical_three_bar.toml": 3, "floating_bodies.toml": 9}[name]
+    assert model.nv - np.linalg.matrix_rank(G, 1e-9) == mobility
+
+
+def test_constrained_dynamics_with_redundant_rows():
+    """Planar four-bar closed by a 3-D revolute: 5 rows, rank 2."""
+    model = td.load(robot_file("four_bar.toml"))
+    q = model.assemble(model.neutral(), fixed={"ground_crank": 0.7})
+    v = model.project_velocity(q, np.array([1.5, 0.0, 0.0]))
+    g, G, gam = model.constraints.evaluate(q, v)
+    assert np.linalg.matrix_rank(G, 1e-9) == 2
+    tau = np.array([0.3, 0.0, 0.0])
+    a, lam = model.constrained_forward_dynamics(q, v, tau)
+    assert np.all(np.isfinite(lam))
+    assert np.abs(G @ a + gam).max() < 1e-10                       # acceleration constraint
+    resid = model.mass_matrix(q) @ a + model.bias_forces(q, v) - tau - G.T @ lam
+    assert np.abs(resid).max() < 1e-10                             # equations of motion
+
+
+def test_statics_of_a_hanging_body():
+    """A body hanging from a spherical closure below its pivot: at rest the closure
+    carries the weight (force m g upwards, no torque about the pivot)."""
+    g = td.JointGraph("hang")
+    g.add_body("bob", mass=3.0, com=[0, 0, -1.0], inertia=np.diag([0.1, 0.1, 0.05]))
+    g.add_joint("float", "free", "world", "bob")
+    g.add_joint("pivot", "spherical", "world", "bob", point=[0, 0, 0], loop=True)
+    model = g.compile()
+    q, v = model.neutral(), np.zeros(model.nv)
+    a, lam = model.constrained_forward_dynamics(q, v, np.zeros(model.nv))
+    assert np.abs(a).max() < 1e-12
+    (w,) = model.constraint_wrenches(q, lam)
+    np.testing.assert_allclose(w, [0, 0, 0, 0, 0, 3.0 * 9.81], atol=1e-10)
+
+
+def test_assembly_reports_unreachable_configurations():
+    model = td.load(robot_file("four_bar.toml"))
+    with pytest.raises(ModelError, match="assemble"):
+        model.assemble(model.neutral(), fixed={"ground_crank": 0.0, "ground_rocker": 2.0})
+
+
+@pytest.mark.parametrize("name,dt", [("four_bar.toml", 2e-3), ("slider_crank.toml", 2e-3)])
+def test_ten_second_simulation_with_projection(name, dt):
+    model = td.load(robot_file(name))
+    first = model.joint_names[0]
+    q0 = model.assemble(model.neutral(), fixed={first: 0.4})
+    v0 = model.project_velocity(q0, np.eye(model.nv)[0] * 3.0)
+    tr = td.simulate(model, q0, v0, 10.0, dt)
+    res = tr.extra["constraint_residual"]
+    drift = np.ptp(tr.energy) / abs(tr.energy).max()
+    print(f"{name}: max residual {res.max():.1e}, relative energy drift {drift:.1e}")
+    assert res.max() <= 1e-10
+    assert drift < 1e-6
+
+
+def test_baumgarte_and_unstabilized_runs_stay_close_to_the_manifold():
+    model = td.load(robot_file("four_bar.toml"))
+    q0 = model.assemble(model.neutral(), fixed={"ground_crank": 0.4})
+    v0 = model.project_velocity(q0, [3.0, 0, 0])
+    bg = td.simulate(model, q0, v0, 1.0, 2e-3, stabilization="baumgarte")
+    free = td.simulate(model, q0, v0, 1.0, 2e-3, stabilization=None)
+    assert bg.extra["constraint_residual"].max() < 1e-6
+    assert free.extra["constraint_residual"].max() < 1e-6
+
+
+def test_relative_and_absolute_coordinates_give_the_same_motion():
+    rel = td.load(robot_file("spherical_double_pendulum.toml"))
+    ab = td.load(robot_file("spherical_double_pendulum.toml"), coordinates="absolute")
+    assert ab.joint_types == ("free", "free") and len(ab.loop_closures) == 2
+    v_rel = np.array([0.5, -1.0, 0.3, 1.0, 0.2, -0.4])
+    v_ab = rel.body_velocities(rel.neutral(), v_rel, "body").reshape(-1)
+    a = td.simulate(rel, rel.neutral(), v_rel, 0.5, 1e-3)
+    b = td.simulate(ab, ab.neutral(), v_ab, 0.5, 1e-3)
+    assert np.abs(rel.forward_kinematics(a.q[-1]) - ab.forward_kinematics(b.q[-1])).max() < 1e-7
+    assert b.extra["constraint_residual"].max() < 1e-10
+    assert abs(a.energy[-1] - b.energy[-1]) < 1e-6 * abs(a.energy[0])
+
+
+def test_delta_inverse_dynamics_is_consistent_with_forward_dynamics():
+    model = td.load(robot_file("delta.toml"))
+    act = ["motor1", "motor2", "motor3"]
+    res = model.closed_loop_inverse_dynamics(act, [0.3, 0.2, 0.25], [0.5, -0.4, 0.1],
+                                             [1.0, 2.0, -1.0])
+    assert res["residual"] < 1e-10
+    assert np.abs(model.constraint_residual(res["q"])).max() < 1e-12
+    tau = np.zeros(model.nv)
+    idx = [model.idx_v[n] for n in act]
+    tau[idx] = res["tau"]
+    a, lam = model.constrained_forward_dynamics(res["q"], res["v"], tau)
+    np.testing.assert_allclose(a, res["a"], atol=1e-10)
+    np.testing.assert_allclose(a[idx], [1.0, 2.0, -1.0], atol=1e-10)
+    assert len(res["wrenches"]) == 2 and all(w.shape == (6,) for w in res["wrenches"])
+
+
+def test_mimic_couplings_are_enforced_in_simulation():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        panda = td.load(erd_path("panda"))
+    assert len(panda.mimic) == 1
+    q0 = panda.neutral()
+    tr = td.simulate(panda, q0, np.zeros(panda.nv), 0.1, 2e-3)
+    f1, f2 = panda.idx_q["panda_finger_joint1"], panda.idx_q["panda_finger_joint2"]
+    assert np.abs(tr.q[:, f1] - tr.q[:, f2]).max() < 1e-10
+
+
+@pytest.mark.parametrize("kind", ["3D", "6D"])
+def test_equals_pinocchio_constraint_dynamics(kind):
+    """Spherical (3-D contact) and weld (6-D) closures between two links of a
+    free-flying Solo-12, against pin.constraintDynamics at an assembled state."""
+    pin = pytest.importorskip("pinocchio")
+    path = erd_path("solo12")
+    graph = td.load_graph(path, floating_base=True)
+    a_link, b_link = "FL_LOWER_LEG", "FR_LOWER_LEG"
+    base = td.load(path, floating_base=True)
+    A = base.frame_pose(base.neutral(), b_link)
+    point = A[:3, 3]
+    graph.add_joint("closure", "spherical" if kind == "3D" else "fixed", a_link, b_link,
+                    point=point, loop=True)
+    model = graph.compile()
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    # closure frames: the child link frame at q = 0, seen from both links
+    ja = pmodel.frames[pmodel.getFrameId(a_link)].parentJoint
+    jb = pmodel.frames[pmodel.getFrameId(b_link)].parentJoint
+    pd0 = pmodel.createData()
+    pin.forwardKinematics(pmodel, pd0, to_pinocchio_q(model, pmodel, model.neutral()))
+    F = pin.SE3(A[:3, :3], A[:3, 3])
+    pa = pd0.oMi[ja].actInv(F)
+    pb = pd0.oMi[jb].actInv(F)
+    ctype = pin.ContactType.CONTACT_3D if kind == "3D" else pin.ContactType.CONTACT_6D
+    cm = pin.RigidConstraintModel(ctype, pmodel, ja, pa, jb, pb, pin.ReferenceFrame.LOCAL)
+    cd = cm.createData()
+    pdata = pmodel.createData()
+    models = pin.StdVec_RigidConstraintModel()
+    models.append(cm)
+    datas = pin.StdVec_RigidConstraintData()
+    datas.append(cd)
+    pin.initConstraintDynamics(pmodel, pdata, models, datas)
+    prox = pin.ProximalSettings(1e-14, 1e-12, 20)
+    rng = np.random.default_rng(3)
+    q = model.assemble(model.integrate(model.neutral(), 0.05 * rng.normal(size=model.nv)))
+    v = model.project_velocity(q, rng.normal(size=model.nv))
+    tau = rng.normal(size=model.nv)
+    a, _ = model.constrained_forward_dynamics(q, v, tau)
+    ap = pin.constraintDynamics(pmodel, pdata, to_pinocchio_q(model, pmodel, q),
+                                to_pinocchio_v(model, pmodel, v),
+                                to_pinocchio_v(model, pmodel, tau), models, datas, prox)
+    P = np.array([to_pinocchio_v(model, pmodel, e) for e in np.eye(model.nv)]).T
+    err = np.abs(P @ a - ap).max() / max(1.0, np.abs(ap).max())
+    print(f"constraint dynamics {kind}: relative error vs Pinocchio {err:.1e}")
+    assert err < 1e-8
