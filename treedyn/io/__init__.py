@@ -80,6 +80,7 @@ def save(model, path):
     path = os.fspath(path)
     if os.path.splitext(path)[1].lower() != ".toml":
         raise RobotFileError("treedyn writes the TOML format only: use a .toml path", file=path)
-    graph = getattr(model, "graph", model)
+    from ..graph import JointGraph
+    graph = model if isinstance(model, JointGraph) else model.graph
     write_toml(graph, path)
     return path
