@@ -23,3 +23,30 @@ def test_configuration_space_study_short_run(tmp_path):
     se3 = by[[k for k in top if k[1] == "SE3"][0]][3].max()
     so3 = by[[k for k in top if k[1] == "SO3xR3"][0]][3].max()
     assert se3 < 1e-12 < 1e-9 < so3          # the paper's heavy-top finding, already at 50 ms
+
+
+def test_inverse_dynamics_example():
+    taus = load_example("inverse_dynamics_urdf").main(quick=True)
+    assert max(abs(taus["body"] - taus[r]).max() for r in ("spatial", "hybrid")) < 1e-10
+
+
+def test_batch_example():
+    import numpy as np
+    tau, acc, M = load_example("batch_evaluation").main(quick=True)
+    assert tau.shape == (2000, 7) and M.shape == (2000, 7, 7) and np.all(np.isfinite(acc))
+
+
+def test_controlled_simulation_example():
+    traj, err = load_example("controlled_simulation").main(quick=True)
+    assert err < 1e-6
+
+
+def test_closed_loops_example():
+    traj, res = load_example("closed_loops").main(quick=True)
+    assert traj.extra["constraint_residual"].max() < 1e-10
+    assert res["residual"] < 1e-10
+
+
+def test_quadruped_drop_example():
+    traj, drop, free_fall = load_example("quadruped_drop").main(quick=True)
+    assert abs(drop - free_fall) < 1e-4
