@@ -162,7 +162,7 @@ cdef class ModelCore:
         op = <double*>cnp.PyArray_DATA(out)
         errs = np.zeros(N, dtype=np.int32)
         with nogil:
-            for s in prange(N, schedule="static"):
+            for s in prange(N, schedule="dynamic", chunksize=16):
                 errs[s] = fk_kernel(self, &qp[s * self.nq], &op[s * 16 * self.nb])
         for s in range(N):
             if errs[s]:
@@ -277,7 +277,7 @@ cdef class ModelCore:
         cdef double* ap = <double*>cnp.PyArray_DATA(aa)
         cdef double* op = <double*>cnp.PyArray_DATA(out)
         with nogil:
-            for s in prange(N, schedule="static", num_threads=nth):
+            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = fn(self, &qp[s * nq], &vp[s * nv], &ap[s * nv], gp,
                              NULL if fp == NULL else &fp[s * 6 * nb], fframe,
                              &work[threadid(), 0], &op[s * nv])
@@ -328,7 +328,7 @@ cdef class ModelCore:
             nth = 1          # one state: no thread team (its start-up would dominate)
         work = np.empty((nth, rnea_ws_size(nb, nv)))
         with nogil:
-            for s in prange(N, schedule="static", num_threads=nth):
+            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = body_motion_kernel(
                     self, &qp[s * nq], NULL if vp == NULL else &vp[s * nv],
                     NULL if ap == NULL else &ap[s * nv], &work[threadid(), 0],
@@ -361,7 +361,7 @@ cdef class ModelCore:
             nth = 1
         work = np.empty((nth, rnea_ws_size(nb, nv)))
         with nogil:
-            for s in prange(N, schedule="static", num_threads=nth):
+            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = spatial_screws_kernel(self, &qp[s * nq], &work[threadid(), 0],
                                                 &Cp[s * 12 * nb], &Jp[s * 6 * nv])
         for s in range(N):
@@ -406,7 +406,7 @@ cdef class ModelCore:
         errs = np.zeros(N, dtype=np.int32)
         work = np.empty((nth, crba_ws_size(nb, nv)))
         with nogil:
-            for s in prange(N, schedule="static", num_threads=nth):
+            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = crba_kernel(self, &qp[s * nq], &work[threadid(), 0], &op[s * nv * nv])
         for s in range(N):
             if errs[s]:
@@ -489,7 +489,7 @@ cdef class ModelCore:
             errs = np.zeros(N, dtype=np.int32)
             work = np.empty((nth, aba_ws_size(nb, nv)))
             with nogil:
-                for s in prange(N, schedule="static", num_threads=nth):
+                for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                     errs[s] = aba_kernel(self, &qp[s * nq], &vp[s * nv], &tp[s * nv], gp,
                                          NULL if fp == NULL else &fp[s * 6 * nb], fframe,
                                          &work[threadid(), 0], &op[s * nv])
