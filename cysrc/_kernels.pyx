@@ -219,19 +219,9 @@ cdef class ModelCore:
         else:
             raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
                              f"got {representation!r}")
-        if gravity is not None:
-            garr = self._states(gravity, 3, "gravity")
-            if cnp.PyArray_NDIM(garr) != 1:
-                raise InputError("gravity: expected shape (3,)")
-            gbuf[0] = (<double*>cnp.PyArray_DATA(garr))[0]
-            gbuf[1] = (<double*>cnp.PyArray_DATA(garr))[1]
-            gbuf[2] = (<double*>cnp.PyArray_DATA(garr))[2]
-            gp = gbuf
+        gp = self._gravity_ptr(gravity, gbuf)
         if f_ext is not None:
-            if f_ext_frame not in _WRENCH_FRAMES:
-                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
-                                 f"got {f_ext_frame!r}")
-            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fframe = self._wrench_frame(f_ext_frame)
             fa = self._wrenches(qa, f_ext)
             fp = <double*>cnp.PyArray_DATA(fa)
         if cnp.PyArray_NDIM(qa) == 1:
@@ -244,6 +234,25 @@ cdef class ModelCore:
                 self._raise_bad_quaternion(bad - 1, -1)
             return out
         return self._rnea_batch(fn, qa, va, aa, gp, fp, fframe)
+
+    cdef const double* _gravity_ptr(self, object gravity, double* gbuf) except NULL:
+        """Pointer to the gravity to use: the model's, or ``gravity`` copied into gbuf."""
+        cdef cnp.ndarray garr
+        cdef int k
+        if gravity is None:
+            return &self.grav[0]
+        garr = self._states(gravity, 3, "gravity")
+        if cnp.PyArray_NDIM(garr) != 1:
+            raise InputError("gravity: expected shape (3,)")
+        for k in range(3):
+            gbuf[k] = (<double*>cnp.PyArray_DATA(garr))[k]
+        return gbuf
+
+    cdef int _wrench_frame(self, object f_ext_frame) except -1:
+        if f_ext_frame not in _WRENCH_FRAMES:
+            raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
+                             f"got {f_ext_frame!r}")
+        return _WRENCH_FRAMES[f_ext_frame]
 
     cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
         cdef cnp.ndarray fa
@@ -456,18 +465,9 @@ cdef class ModelCore:
         cdef double* vp = <double*>cnp.PyArray_DATA(va)
         cdef double* tp = <double*>cnp.PyArray_DATA(ta)
         cdef double* op
-        if gravity is not None:
-            garr = self._states(gravity, 3, "gravity")
-            if cnp.PyArray_NDIM(garr) != 1:
-                raise InputError("gravity: expected shape (3,)")
-            for s in range(3):
-                gbuf[s] = (<double*>cnp.PyArray_DATA(garr))[s]
-            gp = gbuf
+        gp = self._gravity_ptr(gravity, gbuf)
         if f_ext is not None:
-            if f_ext_frame not in _WRENCH_FRAMES:
-                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
-                                 f"got {f_ext_frame!r}")
-            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fframe = self._wrench_frame(f_ext_frame)
             fa = self._wrenches(qa, f_ext)
             fp = <double*>cnp.PyArray_DATA(fa)
         if cnp.PyArray_NDIM(qa) == 2:
@@ -613,22 +613,13 @@ cdef class ModelCore:
         cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
         cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
         cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
-        cdef const double* gp = &self.grav[0]
-        cdef double[::1] gbuf
-        if gravity is not None:
-            garr = self._states(gravity, 3, "gravity")
-            if cnp.PyArray_NDIM(garr) != 1:
-                raise InputError("gravity: expected shape (3,)")
-            gbuf = garr
-            gp = &gbuf[0]
+        cdef double gbuf[3]
+        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
         cdef cnp.ndarray fa = None
         cdef const double* fp = NULL
         cdef int fframe = 0
         if f_ext is not None:
-            if f_ext_frame not in _WRENCH_FRAMES:
-                raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
-                                 f"got {f_ext_frame!r}")
-            fframe = _WRENCH_FRAMES[f_ext_frame]
+            fframe = self._wrench_frame(f_ext_frame)
             fa = self._wrenches(qa, f_ext)
             fp = <double*>cnp.PyArray_DATA(fa)
         Q = np.empty((nsteps + 1, nq))
