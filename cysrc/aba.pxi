@@ -106,11 +106,18 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     cdef double h[6]
     cdef double D, Dinv, ud
     cdef int a, b, par
-    for a in range(6):
-        Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
-                 + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
-    D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
-         + s6[5] * Ui[5]) + m.armature[o]
+    if s6[3] == 0.0 and s6[4] == 0.0 and s6[5] == 0.0:
+        # a rotation about an axis through the body origin (most robot joints):
+        # ⁰X = (s, 0) touches only the first three columns of Iᴬ
+        for a in range(6):
+            Ui[a] = I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+        D = s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + m.armature[o]
+    else:
+        for a in range(6):
+            Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+                     + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
+        D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
+             + s6[5] * Ui[5]) + m.armature[o]
     if D <= 1e-13 * (scale if scale > 0.0 else 1e-300):
         return 1
     Dinv = 1.0 / D
@@ -198,7 +205,15 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 cJ[n] = 0.0
             par = m.parent[i]
             world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
-            rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
+            if m.fast[i] == FAST_SCREW:
+                rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
+            else:
+                # ±e_k about the body origin: ⁰X = (±R[:, k], 0)
+                k = m.fast[i] - FAST_REV_X
+                S[6 * o] = m.X[o, k] * Ci[k]
+                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
+                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
+                S[6 * o + 3] = 0.0; S[6 * o + 4] = 0.0; S[6 * o + 5] = 0.0
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
                           RJ, pJ, &S[6 * o], cJ) and bad == 0:

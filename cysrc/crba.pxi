@@ -87,6 +87,7 @@ cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexce
         o = m.voff[i]
         for k in range(m.nvj[i]):
             inertia_apply_h(Ic[13 * i], &Ic[13 * i + 1], &Ic[13 * i + 4], &S[6 * (o + k)], F)
+            # (the column force is carried to the root below: M[ancestor dofs, o + k])
             for l in range(k, m.nvj[i]):
                 M[(o + l) * nv + o + k] = (S[6 * (o + l)] * F[0] + S[6 * (o + l) + 1] * F[1]
                     + S[6 * (o + l) + 2] * F[2] + S[6 * (o + l) + 3] * F[3]
