@@ -279,7 +279,7 @@ cdef class ModelCore:
         cdef int nq = self.nq, nv = self.nv, nb = self.nb, nth = _num_threads()
         cdef Py_ssize_t wsz = rnea_ws_size(nb, nv)
         cdef cnp.ndarray out = np.empty((N, nv))
-        cdef double[:, ::1] work = np.empty((nth, wsz))
+        cdef double[:, ::1] work = _thread_workspaces(nth, wsz)
         cdef int[::1] errs = np.zeros(N, dtype=np.int32)
         cdef double* qp = <double*>cnp.PyArray_DATA(qa)
         cdef double* vp = <double*>cnp.PyArray_DATA(va)
@@ -335,7 +335,7 @@ cdef class ModelCore:
         errs = np.zeros(N, dtype=np.int32)
         if not lead:
             nth = 1          # one state: no thread team (its start-up would dominate)
-        work = np.empty((nth, rnea_ws_size(nb, nv)))
+        work = _thread_workspaces(nth, rnea_ws_size(nb, nv))
         with nogil:
             for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = body_motion_kernel(
@@ -368,7 +368,7 @@ cdef class ModelCore:
         errs = np.zeros(N, dtype=np.int32)
         if not lead:
             nth = 1
-        work = np.empty((nth, rnea_ws_size(nb, nv)))
+        work = _thread_workspaces(nth, rnea_ws_size(nb, nv))
         with nogil:
             for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = spatial_screws_kernel(self, &qp[s * nq], &work[threadid(), 0],
@@ -413,7 +413,7 @@ cdef class ModelCore:
         out = np.empty((N, nv, nv))
         op = <double*>cnp.PyArray_DATA(out)
         errs = np.zeros(N, dtype=np.int32)
-        work = np.empty((nth, crba_ws_size(nb, nv)))
+        work = _thread_workspaces(nth, crba_ws_size(nb, nv))
         with nogil:
             for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                 errs[s] = crba_kernel(self, &qp[s * nq], &work[threadid(), 0], &op[s * nv * nv])
@@ -487,7 +487,7 @@ cdef class ModelCore:
         else:
             nth = _num_threads()
             errs = np.zeros(N, dtype=np.int32)
-            work = np.empty((nth, aba_ws_size(nb, nv)))
+            work = _thread_workspaces(nth, aba_ws_size(nb, nv))
             with nogil:
                 for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
                     errs[s] = aba_kernel(self, &qp[s * nq], &vp[s * nv], &tp[s * nv], gp,
@@ -705,6 +705,13 @@ def _fast_codes(kind, nvj, voff, X):
                 if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
                     codes[i] = FAST_REV_X + k
     return codes
+
+
+def _thread_workspaces(int nth, Py_ssize_t size):
+    """One workspace row per thread, each row padded to whole 64-byte cache lines
+    plus one spare line, so that threads never write to a shared cache line."""
+    cdef Py_ssize_t padded = ((size + 7) // 8 + 1) * 8
+    return np.empty((nth, padded))
 
 
 cdef int _num_threads():
