@@ -305,6 +305,7 @@ def main(argv=None):
     info = machine_info()
     r, spread, info["foreign_load"] = run_sections(__file__, ("robots", "chain", "batch"),
                                                    kwargs, processes, args.wait_idle)
+    info["kernels"] = r["_kernels"]
     report(r, spread, info, args.quick, processes)
     return 0
 

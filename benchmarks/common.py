@@ -133,7 +133,22 @@ def wait_for_idle(max_wait, threshold=0.15, window=2.0, verbose=True):
                   file=sys.stderr, flush=True)
 
 
+def kernels_stamp():
+    """Modification time of treedyn's compiled kernels (to detect a rebuild mid-run)."""
+    import glob
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("treedyn")
+        files = glob.glob(os.path.join(os.path.dirname(spec.origin), "_kernels*"))
+        files = [f for f in files if f.endswith((".so", ".pyd"))]
+        return datetime.datetime.fromtimestamp(max(os.path.getmtime(f) for f in files)
+                                               ).isoformat(timespec="seconds")
+    except (AttributeError, TypeError, ValueError, OSError):
+        return "?"
+
+
 def _run_worker(script, func, kwargs, env, k):
+    stamp = kernels_stamp()
     with LoadMonitor() as mon:
         proc = subprocess.run([sys.executable, "-c", _WORKER_CODE, os.path.abspath(script),
                                func, json.dumps(kwargs)],
@@ -146,6 +161,7 @@ def _run_worker(script, func, kwargs, env, k):
     res = json.loads(line[len(_MARKER):])
     if mon.result is not None:       # cores used by other processes meanwhile
         res["_foreign_load"] = mon.result["foreign"] + mon.result["steal"]
+    res["_kernels"] = stamp if stamp == kernels_stamp() else "rebuilt while running"
     return res
 
 
@@ -340,6 +356,12 @@ def print_header(title, info, processes, quick):
           f"OMP_NUM_THREADS={info['OMP_NUM_THREADS']}")
     print(f"median over {processes} fresh process(es)" + (" · QUICK mode (indicative only)"
                                                          if quick else ""))
+    stamps = info.get("kernels")
+    if stamps:
+        print(f"treedyn kernels built {stamps}")
+        if "," in stamps or "rebuilt" in stamps:
+            print("WARNING: treedyn's kernels were rebuilt during the run: the processes "
+                  "did not all time the same code. Rerun.")
     load = info.get("foreign_load")          # {section: [cores per worker process]}
     if load:
         print("CPU used by other processes while the workers ran (cores, per process): "
@@ -356,13 +378,15 @@ def print_header(title, info, processes, quick):
 def run_sections(script, sections, kwargs, processes, wait_idle=0.0):
     """:func:`run_in_processes` once per section (shorter workers are less likely to
     be disturbed on a shared machine); merged (median, spread, foreign load)."""
-    median, spread, load = {}, {}, {}
+    median, spread, load, stamps = {}, {}, {}, set()
     for sec in sections:
         m, s, runs = run_in_processes(script, "worker", dict(kwargs, sections=[sec]),
                                       processes, wait_idle=wait_idle)
         median.update(m)
         spread.update(s)
         load[sec] = [x["_foreign_load"] for x in runs if "_foreign_load" in x]
+        stamps.update(x.get("_kernels", "?") for x in runs)
+    median["_kernels"] = ", ".join(sorted(stamps))
     return median, spread, load
 
 

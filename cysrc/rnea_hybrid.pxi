@@ -28,7 +28,6 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
     cdef double u[3]
     cdef double ch[3]
     cdef double tmp[9]
-    cdef double RT[9]
     cdef double Io[9]
     cdef double Vw[6]
     cdef const double* B
@@ -45,18 +44,33 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         Ci = &C[12 * i]
         Vi = &V[6 * i]
         Ai = &A[6 * i]
-        if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                      RJ, pJ, &S[6 * o], cJ) and bad == 0:
-            bad = i + 1
         B = &m.Bref[i, 0]
-        pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
         par = m.parent[i]
-        world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-        # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
-        for k in range(nvi):
+        if m.fast[i] != FAST_NONE:
+            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
+            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             for n in range(6):
-                t6[n] = S[6 * (o + k) + n]
-            rotate_twist(Ci, t6, &S[6 * (o + k)])
+                cJ[n] = 0.0
+            if m.fast[i] == FAST_SCREW:
+                rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
+            else:
+                # ±e_k about the body origin: ⁰X = (±R[:, k], 0)
+                k = m.fast[i] - FAST_REV_X
+                S[6 * o] = m.X[o, k] * Ci[k]
+                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
+                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
+                S[6 * o + 3] = 0.0; S[6 * o + 4] = 0.0; S[6 * o + 5] = 0.0
+        else:
+            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
+                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                bad = i + 1
+            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
+            for k in range(nvi):
+                for n in range(6):
+                    t6[n] = S[6 * (o + k) + n]
+                rotate_twist(Ci, t6, &S[6 * (o + k)])
         subspace_times(nvi, &S[6 * o], &qd[o], vr)
         subspace_times(nvi, &S[6 * o], &qdd[o], ar)
         rotate_twist(Ci, cJ, t6)
@@ -95,10 +109,11 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         inr = &m.inert[i, 0]
         rot_vec(Ci, &inr[1], ch)
         rot_mul(Ci, &inr[13], tmp)
-        for a in range(3):
-            for b in range(3):
-                RT[3 * a + b] = Ci[3 * b + a]
-        rot_mul(tmp, RT, Io)
+        for a in range(3):      # symmetric: upper triangle, mirrored
+            for b in range(a, 3):
+                Io[3 * a + b] = tmp[3 * a] * Ci[3 * b] + tmp[3 * a + 1] * Ci[3 * b + 1] \
+                    + tmp[3 * a + 2] * Ci[3 * b + 2]
+                Io[3 * b + a] = Io[3 * a + b]
         inertia_apply(inr[0], ch, Io, Ai, &F[6 * i])
         Vw[0] = Vi[0]; Vw[1] = Vi[1]; Vw[2] = Vi[2]
         Vw[3] = 0.0; Vw[4] = 0.0; Vw[5] = 0.0

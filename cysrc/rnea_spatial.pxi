@@ -11,16 +11,16 @@ cdef inline void world_inertia_about_origin(const double* R, const double* r,
                                             double* Io) noexcept nogil:
     """COM c (world) and rotational inertia Io about the world origin (world axes)."""
     cdef double tmp[9]
-    cdef double RT[9]
     cdef double m = inr[0], c2
     cdef int a, b
     rot_vec(R, &inr[1], c)
     c[0] += r[0]; c[1] += r[1]; c[2] += r[2]
     rot_mul(R, &inr[4], tmp)
-    for a in range(3):
-        for b in range(3):
-            RT[3 * a + b] = R[3 * b + a]
-    rot_mul(tmp, RT, Io)
+    for a in range(3):          # R Θ_c Rᵀ is symmetric: upper triangle, mirrored
+        for b in range(a, 3):
+            Io[3 * a + b] = tmp[3 * a] * R[3 * b] + tmp[3 * a + 1] * R[3 * b + 1] \
+                + tmp[3 * a + 2] * R[3 * b + 2]
+            Io[3 * b + a] = Io[3 * a + b]
     c2 = dot3(c, c)
     for a in range(3):
         for b in range(3):
@@ -55,18 +55,33 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
         nvi = m.nvj[i]
         Ti = &T[12 * i]
         Ci = &C[12 * i]
-        if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                      RJ, pJ, &S[6 * o], cJ) and bad == 0:
-            bad = i + 1
         B = &m.Bref[i, 0]
-        pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
         par = m.parent[i]
-        world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-        # spatial joint screws J_i = Ad_{C_i} S_i (overwrite S)
-        for k in range(nvi):
+        if m.fast[i] != FAST_NONE:
+            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
+            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             for n in range(6):
-                t6[n] = S[6 * (o + k) + n]
-            twist_Ad(Ci, &Ci[9], t6, &S[6 * (o + k)])
+                cJ[n] = 0.0
+            if m.fast[i] == FAST_SCREW:
+                twist_Ad(Ci, &Ci[9], &m.X[o, 0], &S[6 * o])
+            else:
+                # ±e_k about the body origin: J = (w, r × w), w = ±R[:, k]
+                k = m.fast[i] - FAST_REV_X
+                S[6 * o] = m.X[o, k] * Ci[k]
+                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
+                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
+                cross(&Ci[9], &S[6 * o], &S[6 * o + 3])
+        else:
+            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
+                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                bad = i + 1
+            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
+            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            # spatial joint screws J_i = Ad_{C_i} S_i (overwrite S)
+            for k in range(nvi):
+                for n in range(6):
+                    t6[n] = S[6 * (o + k) + n]
+                twist_Ad(Ci, &Ci[9], t6, &S[6 * (o + k)])
         subspace_times(nvi, &S[6 * o], &qd[o], vr)
         subspace_times(nvi, &S[6 * o], &qdd[o], ar)
         twist_Ad(Ci, &Ci[9], cJ, t6)

@@ -144,12 +144,19 @@ def jacobian(model, q, frame, representation="body"):
     if representation == "spatial":
         return Js
     w, vs = Js[..., :3, :], Js[..., 3:, :]
-    rdot = vs + np.cross(w, r[..., None, :], axisa=-2, axisb=-1, axisc=-2)   # ṙ = v + ω × r
+    rxw = _cross_columns(r, w)                       # r × ω, column by column
+    rdot = vs - rxw                                  # ṙ = v + ω × r
     if representation == "hybrid":
         return np.concatenate([w, rdot], axis=-2)
     RT = np.swapaxes(R, -1, -2)
     wb = RT @ w
     if representation == "mixed":
         return np.concatenate([wb, rdot], axis=-2)
-    return np.concatenate([wb, RT @ (vs - np.cross(r[..., None, :], w, axisa=-1, axisb=-2,
-                                                     axisc=-2))], axis=-2)
+    return np.concatenate([wb, RT @ (vs - rxw)], axis=-2)
+
+
+def _cross_columns(r, W):
+    """r × W[:, j] for every column j; r (…, 3), W (…, 3, n)."""
+    r0, r1, r2 = r[..., 0, None], r[..., 1, None], r[..., 2, None]
+    w0, w1, w2 = W[..., 0, :], W[..., 1, :], W[..., 2, :]
+    return np.stack([r1 * w2 - r2 * w1, r2 * w0 - r0 * w2, r0 * w1 - r1 * w0], axis=-2)
