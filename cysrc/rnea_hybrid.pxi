@@ -73,9 +73,10 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                 rotate_twist(Ci, t6, &S[6 * (o + k)])
         subspace_times(nvi, &S[6 * o], &qd[o], vr)
         subspace_times(nvi, &S[6 * o], &qdd[o], ar)
-        rotate_twist(Ci, cJ, t6)
-        for n in range(6):
-            ar[n] += t6[n]
+        if m.fast[i] == FAST_NONE:          # Ṡq̇ vanishes for one-freedom joints
+            rotate_twist(Ci, cJ, t6)
+            for n in range(6):
+                ar[n] += t6[n]
         if par < 0:
             for n in range(6):
                 Vi[n] = vr[n]

@@ -84,7 +84,11 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                 twist_Ad(Ci, &Ci[9], t6, &S[6 * (o + k)])
         subspace_times(nvi, &S[6 * o], &qd[o], vr)
         subspace_times(nvi, &S[6 * o], &qdd[o], ar)
-        twist_Ad(Ci, &Ci[9], cJ, t6)
+        if m.fast[i] == FAST_NONE:          # Ṡq̇ vanishes for one-freedom joints
+            twist_Ad(Ci, &Ci[9], cJ, t6)
+        else:
+            for n in range(6):
+                t6[n] = 0.0
         if par < 0:
             for n in range(6):
                 V[6 * i + n] = vr[n]
