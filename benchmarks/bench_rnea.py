@@ -20,9 +20,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
-                    chain_urdf, fmt, load_pair, machine_info, mark, pin_v_permutation,
+                    chain_urdf, load_pair, machine_info, mark, pin_v_permutation,
                     print_header, random_chain_links, robot_label, run_sections, time_calls,
-                    to_pinocchio_q)
+                    to_pinocchio_q, use_snapshot)
 
 REPS = ("body", "spatial", "hybrid")
 CHAIN_SIZES = (10, 30, 100, 300, 1000)
@@ -298,14 +298,20 @@ def main(argv=None):
     ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                     help="before each process, wait up to SECONDS for other processes to "
                          "leave the CPU idle (shared machines)")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="workers import a private copy of the installed treedyn taken at "
+                         "the start (treedyn being rebuilt while the benchmark runs)")
     args = ap.parse_args(argv)
     processes = args.processes or (1 if args.quick else 5)
     kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
               else dict(quick=False, min_time=0.2, repeat=5))
     info = machine_info()
+    if args.snapshot:
+        info["snapshot"] = use_snapshot()
     r, spread, info["foreign_load"] = run_sections(__file__, ("robots", "chain", "batch"),
                                                    kwargs, processes, args.wait_idle)
     info["kernels"] = r["_kernels"]
+    info["treedyn_file"] = r.get("_treedyn_file")
     report(r, spread, info, args.quick, processes)
     return 0
 

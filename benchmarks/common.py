@@ -26,7 +26,8 @@ import subprocess
 import sys
 import timeit
 
-__all__ = ["time_call", "time_calls", "run_in_processes", "run_sections", "default_env", "LoadMonitor", "busy_cores", "wait_for_idle", "Table", "fmt", "mark",
+__all__ = ["time_call", "time_calls", "run_in_processes", "run_sections", "use_snapshot",
+           "default_env", "LoadMonitor", "busy_cores", "wait_for_idle", "Table", "fmt", "mark",
            "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
            "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
            "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
@@ -90,6 +91,8 @@ mod = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = mod
 spec.loader.exec_module(mod)
 result = getattr(mod, func)(**kwargs)
+import treedyn
+result["_treedyn_file"] = treedyn.__file__
 sys.stdout.write("\n" + MARKER + json.dumps(result) + "\n")
 """.replace("MARKER", repr(_MARKER))
 
@@ -103,6 +106,9 @@ def default_env():
     """
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if _SNAPSHOT is not None:         # the private copy first (the worker's cwd too)
+        env["PYTHONPATH"] = os.pathsep.join([_SNAPSHOT] + [x for x in env.get(
+            "PYTHONPATH", "").split(os.pathsep) if x])
     return env
 
 
@@ -133,13 +139,40 @@ def wait_for_idle(max_wait, threshold=0.15, window=2.0, verbose=True):
                   file=sys.stderr, flush=True)
 
 
+_SNAPSHOT = None        # directory holding a private copy of the treedyn package
+
+
+def use_snapshot():
+    """Copy the installed treedyn package (Python files and compiled kernels) to a
+    temporary directory and make the worker processes import that copy.
+
+    On a machine where treedyn is installed editable and being rebuilt while the
+    benchmark runs, this keeps every worker on the same code.  Returns the
+    package directory that was copied.
+    """
+    global _SNAPSHOT
+    import importlib.util
+    import shutil
+    import tempfile
+    src = os.path.dirname(importlib.util.find_spec("treedyn").origin)
+    import atexit
+    _SNAPSHOT = tempfile.mkdtemp(prefix="treedyn-bench-")
+    atexit.register(shutil.rmtree, _SNAPSHOT, True)
+    shutil.copytree(src, os.path.join(_SNAPSHOT, "treedyn"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return src
+
+
 def kernels_stamp():
     """Modification time of treedyn's compiled kernels (to detect a rebuild mid-run)."""
     import glob
     import importlib.util
     try:
-        spec = importlib.util.find_spec("treedyn")
-        files = glob.glob(os.path.join(os.path.dirname(spec.origin), "_kernels*"))
+        if _SNAPSHOT is not None:
+            pkg = os.path.join(_SNAPSHOT, "treedyn")
+        else:
+            pkg = os.path.dirname(importlib.util.find_spec("treedyn").origin)
+        files = glob.glob(os.path.join(pkg, "_kernels*"))
         files = [f for f in files if f.endswith((".so", ".pyd"))]
         return datetime.datetime.fromtimestamp(max(os.path.getmtime(f) for f in files)
                                                ).isoformat(timespec="seconds")
@@ -152,7 +185,7 @@ def _run_worker(script, func, kwargs, env, k):
     with LoadMonitor() as mon:
         proc = subprocess.run([sys.executable, "-c", _WORKER_CODE, os.path.abspath(script),
                                func, json.dumps(kwargs)],
-                              capture_output=True, text=True, env=env)
+                              capture_output=True, text=True, env=env, cwd=_SNAPSHOT)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-8000:] + "\n")
         raise RuntimeError(f"benchmark worker {func} failed in process {k + 1} "
@@ -284,7 +317,8 @@ class Table:
     def __str__(self):
         cols = [self.headers] + self.rows
         width = [max(len(r[i]) for r in cols) for i in range(len(self.headers))]
-        line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, width)) + " |"  # noqa: E731
+        def line(r):
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(r, width)) + " |"
         sep = "|" + "|".join("-" * (w + 2) for w in width) + "|"
         return "\n".join([line(self.headers), sep] + [line(r) for r in self.rows])
 
@@ -356,6 +390,9 @@ def print_header(title, info, processes, quick):
           f"OMP_NUM_THREADS={info['OMP_NUM_THREADS']}")
     print(f"median over {processes} fresh process(es)" + (" · QUICK mode (indicative only)"
                                                          if quick else ""))
+    if info.get("snapshot"):
+        print(f"workers import a snapshot of {info['snapshot']} taken at the start "
+              f"(imported: {info.get('treedyn_file', '?')})")
     stamps = info.get("kernels")
     if stamps:
         print(f"treedyn kernels built {stamps}")

@@ -56,6 +56,9 @@ cdef class ModelCore:
     cdef const double[::1] armature    # (nv,)
     cdef const double[::1] grav        # (3,)
     cdef double[::1] ws                # single-call workspace
+    cdef const int[::1] fbody          # owning body of each named frame (-1: world)
+    cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
+    cdef const unsigned char[:, ::1] supp   # (nb, nv): freedoms on the path world -> body
 
     def _init_core(self, dict arr):
         """Set the kernel arrays from the compiler's dict (called once per model)."""
@@ -88,6 +91,14 @@ cdef class ModelCore:
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.ws = np.zeros(max(rnea_ws_size(nb, nv), crba_ws_size(nb, nv), aba_ws_size(nb, nv)))
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
+        fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
+        foff = np.empty((fo.shape[0], 12))
+        foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
+        foff[:, 9:] = fo[:, :3, 3]
+        self.fbody = np.ascontiguousarray(arr["frame_body"], dtype=np.int32)
+        self.supp = np.ascontiguousarray(arr["support"], dtype=np.uint8).reshape(nb, nv) \
+            if nv > 0 and nb > 0 else np.zeros((1, 1), dtype=np.uint8)
+        self.foff = foff
 
     # ------------------------------------------------------------------ input checks
     cdef cnp.ndarray _states(self, object x, int width, str name):
@@ -169,6 +180,104 @@ cdef class ModelCore:
                 self._raise_bad_quaternion(errs[s] - 1, s)
         return out
 
+
+    def _jacobian1(self, q, int body, offset, int rep):
+        """Jacobian (6, nv) of body ``body`` (frame pose = C_body · offset) for one
+        state; rep 0 body, 1 spatial, 2 hybrid, 3 mixed (see treedyn.kinematics)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError("q: one state expected")
+        cdef int nb = self.nb, nv = self.nv, k, bad
+        out = np.zeros((6, nv))
+        if nv == 0:
+            return out
+        cdef double[:, ::1] Ov = out
+        cdef double[::1] work = np.empty(rnea_ws_size(nb, nv) + 12 * nb + 6 * nv)
+        cdef double* Cp = &work[rnea_ws_size(nb, nv)]
+        cdef double* Jp = &Cp[12 * nb]
+        cdef const double[:, ::1] Of
+        cdef double R[9]
+        cdef double r[3]
+        cdef double w[3]
+        cdef double v[3]
+        cdef double t[3]
+        cdef double u[3]
+        bad = spatial_screws_kernel(self, <double*>cnp.PyArray_DATA(qa), &work[0], Cp, Jp)
+        if bad:
+            self._raise_bad_quaternion(bad - 1, -1)
+        for k in range(9):
+            R[k] = Cp[12 * body + k]
+        for k in range(3):
+            r[k] = Cp[12 * body + 9 + k]
+        if offset is not None:
+            Of = np.ascontiguousarray(offset, dtype=np.float64)
+            for k in range(3):
+                t[k] = Of[k, 3]
+            rot_vec(R, t, u)
+            for k in range(3):
+                r[k] += u[k]
+            _compose_rotation(R, Of)
+        with nogil:
+            for k in range(nv):
+                if not self.supp[body, k]:
+                    continue
+                w[0] = Jp[6 * k]; w[1] = Jp[6 * k + 1]; w[2] = Jp[6 * k + 2]
+                v[0] = Jp[6 * k + 3]; v[1] = Jp[6 * k + 4]; v[2] = Jp[6 * k + 5]
+                if rep == 1:
+                    Ov[0, k] = w[0]; Ov[1, k] = w[1]; Ov[2, k] = w[2]
+                    Ov[3, k] = v[0]; Ov[4, k] = v[1]; Ov[5, k] = v[2]
+                    continue
+                cross(r, w, t)                      # r × ω
+                if rep == 2 or rep == 3:            # ṙ = v + ω × r = v − r × ω
+                    Ov[3, k] = v[0] - t[0]; Ov[4, k] = v[1] - t[1]; Ov[5, k] = v[2] - t[2]
+                    if rep == 2:
+                        Ov[0, k] = w[0]; Ov[1, k] = w[1]; Ov[2, k] = w[2]
+                    else:
+                        rotT_vec(R, w, u)
+                        Ov[0, k] = u[0]; Ov[1, k] = u[1]; Ov[2, k] = u[2]
+                    continue
+                rotT_vec(R, w, u)                   # body: (Rᵀω, Rᵀ(v − r × ω))
+                Ov[0, k] = u[0]; Ov[1, k] = u[1]; Ov[2, k] = u[2]
+                v[0] -= t[0]; v[1] -= t[1]; v[2] -= t[2]
+                rotT_vec(R, v, u)
+                Ov[3, k] = u[0]; Ov[4, k] = u[1]; Ov[5, k] = u[2]
+        return out
+
+    def frame_poses(self, q):
+        """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
+        in ``frame_names`` order: the world, every link (moving or merged), extra frames."""
+        C = self.forward_kinematics(q)
+        cdef Py_ssize_t N = 1 if C.ndim == 3 else C.shape[0], s
+        cdef int nf = self.fbody.shape[0], f, b, r
+        out = np.empty(C.shape[:-3] + (nf, 4, 4))
+        cdef double[::1] Cv = C.reshape(-1)
+        cdef double[::1] Ov = out.reshape(-1)
+        cdef double R[9]
+        cdef double p[3]
+        cdef double Rf[9]
+        cdef double pf[3]
+        cdef double* o
+        cdef const double* c
+        with nogil:
+            for s in range(N):
+                for f in range(nf):
+                    b = self.fbody[f]
+                    o = &Ov[(s * nf + f) * 16]
+                    if b < 0:
+                        for r in range(9):
+                            Rf[r] = self.foff[f, r]
+                        pf[0] = self.foff[f, 9]; pf[1] = self.foff[f, 10]; pf[2] = self.foff[f, 11]
+                    else:
+                        c = &Cv[(s * self.nb + b) * 16]
+                        for r in range(3):
+                            R[3 * r] = c[4 * r]; R[3 * r + 1] = c[4 * r + 1]
+                            R[3 * r + 2] = c[4 * r + 2]; p[r] = c[4 * r + 3]
+                        pose_mul(R, p, &self.foff[f, 0], &self.foff[f, 9], Rf, pf)
+                    for r in range(3):
+                        o[4 * r] = Rf[3 * r]; o[4 * r + 1] = Rf[3 * r + 1]
+                        o[4 * r + 2] = Rf[3 * r + 2]; o[4 * r + 3] = pf[r]
+                    o[12] = 0.0; o[13] = 0.0; o[14] = 0.0; o[15] = 1.0
+        return out
 
     # ------------------------------------------------------------------ dynamics
     def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
@@ -705,6 +814,19 @@ def _fast_codes(kind, nvj, voff, X):
                 if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
                     codes[i] = FAST_REV_X + k
     return codes
+
+
+cdef void _compose_rotation(double* R, const double[:, ::1] O):
+    """R <- R · O[:3, :3]."""
+    cdef double t[9]
+    cdef double Ro[9]
+    cdef int a, b
+    for a in range(3):
+        for b in range(3):
+            Ro[3 * a + b] = O[a, b]
+    rot_mul(R, Ro, t)
+    for a in range(9):
+        R[a] = t[a]
 
 
 def _thread_workspaces(int nth, Py_ssize_t size):

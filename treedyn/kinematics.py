@@ -27,7 +27,7 @@ from .errors import InputError
 
 __all__ = ["REPRESENTATIONS"]
 
-REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
+REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")   # kernel codes 0, 1, 2, 3
 
 
 def _check_rep(representation):
@@ -133,6 +133,8 @@ def jacobian(model, q, frame, representation="body"):
     """Geometric Jacobian (…, 6, nv) of a body or frame: twist = J v."""
     _check_rep(representation)
     b, O = _frame_target(model, frame)
+    if b >= 0 and np.ndim(q) == 1:          # one state: the whole Jacobian in the kernel
+        return model._jacobian1(q, b, O, REPRESENTATIONS.index(representation))
     C, J = model._spatial_screws(q)
     lead = C.shape[:-2]
     if b < 0:

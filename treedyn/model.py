@@ -619,16 +619,6 @@ class Model(ModelCore):
         except KeyError:
             raise InputError(f"no body named {name!r}") from None
 
-    def frame_poses(self, q):
-        """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
-        in ``frame_names`` order: links (moving and merged), the world, extra frames."""
-        C = self.forward_kinematics(q)
-        lead = C.shape[:-3]
-        full = np.empty(lead + (self.nb + 1, 4, 4))
-        full[..., 0, :, :] = np.eye(4)
-        full[..., 1:, :, :] = C
-        return full[..., self.frame_body + 1, :, :] @ self.frame_offset
-
     def frame_pose(self, q, name):
         """World pose (4, 4) (or (N, 4, 4)) of the named frame (any link name, merged
         links included)."""
