@@ -16,13 +16,12 @@ processes.  Results of both libraries are checked to agree before timing.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (QUICK_ROBOTS, ROBOTS, Table, chain_treedyn,  # noqa: E402
+from common import (bench_main, QUICK_ROBOTS, ROBOTS, Table, chain_treedyn,  # noqa: E402
                     chain_urdf, load_pair, machine_info, pin_v_permutation, print_header,
                     random_chain_links, robot_label, run_sections, time_calls,
                     to_pinocchio_q, use_snapshot)
@@ -286,30 +285,7 @@ def report(r, spread, info, quick, processes):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="few robots, small chains, short repeats (< 20 s; numbers indicative)")
-    ap.add_argument("--processes", type=int, default=None,
-                    help="fresh processes per benchmark (default 5, --quick 1)")
-    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
-                    help="before each process, wait up to SECONDS for other processes to "
-                         "leave the CPU idle (shared machines)")
-    ap.add_argument("--snapshot", action="store_true",
-                    help="workers import a private copy of the installed treedyn taken at "
-                         "the start (treedyn being rebuilt while the benchmark runs)")
-    args = ap.parse_args(argv)
-    processes = args.processes or (1 if args.quick else 5)
-    kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
-              else dict(quick=False, min_time=0.2, repeat=5))
-    info = machine_info()
-    if args.snapshot:
-        info["snapshot"] = use_snapshot()
-    r, spread, info["foreign_load"] = run_sections(__file__, ("robots", "chain", "batch"),
-                                                   kwargs, processes, args.wait_idle)
-    info["kernels"] = r["_kernels"]
-    info["treedyn_file"] = r.get("_treedyn_file")
-    report(r, spread, info, args.quick, processes)
-    return 0
+    return bench_main(__file__, report, __doc__, argv)
 
 
 if __name__ == "__main__":

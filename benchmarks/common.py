@@ -16,6 +16,7 @@ taken from the first process) plus the relative spread.
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib.metadata
 import json
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import timeit
 
-__all__ = ["time_call", "time_calls", "run_in_processes", "run_sections", "use_snapshot",
+__all__ = ["bench_main", "time_call", "time_calls", "run_in_processes", "run_sections", "use_snapshot",
            "default_env", "LoadMonitor", "busy_cores", "wait_for_idle", "Table", "fmt", "mark",
            "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
            "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
@@ -658,3 +659,33 @@ def median(xs):
 
 if __name__ == "__main__":          # smoke test of the timer
     print(f"{time_call('x + 1', {'x': 1.0}):.4f} µs for x + 1", file=sys.stdout)
+
+
+# ------------------------------------------------------------------ command line
+def bench_main(script, report, doc, argv=None):
+    """Command line shared by bench_rnea.py and bench_fk.py: parse the options, run the
+    sections in fresh processes and print the report."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="few robots, small chains, short repeats (< 20 s; numbers indicative)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="fresh processes per benchmark (default 5, --quick 1)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="before each process, wait up to SECONDS for other processes to "
+                         "leave the CPU idle (shared machines)")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="workers import a private copy of the installed treedyn taken at "
+                         "the start (treedyn being rebuilt while the benchmark runs)")
+    args = ap.parse_args(argv)
+    processes = args.processes or (1 if args.quick else 5)
+    kwargs = (dict(quick=True, min_time=0.02, repeat=3) if args.quick
+              else dict(quick=False, min_time=0.2, repeat=5))
+    info = machine_info()
+    if args.snapshot:
+        info["snapshot"] = use_snapshot()
+    r, spread, info["foreign_load"] = run_sections(script, ("robots", "chain", "batch"),
+                                                   kwargs, processes, args.wait_idle)
+    info["kernels"] = r["_kernels"]
+    info["treedyn_file"] = r.get("_treedyn_file")
+    report(r, spread, info, args.quick, processes)
+    return 0
