@@ -27,16 +27,13 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
     cdef double d[3]
     cdef double u[3]
     cdef double ch[3]
-    cdef double tmp[9]
-    cdef double Io[9]
-    cdef double Vw[6]
+    cdef double acc[3]
     cdef const double* B
     cdef const double* inr
     cdef double* Ti
     cdef double* Ci
     cdef double* Vi
     cdef double* Ai
-    cdef int a, b
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -106,20 +103,16 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         Ai[0] += u[0] + ar[0]; Ai[1] += u[1] + ar[1]; Ai[2] += u[2] + ar[2]
         cross(Vi, &vr[3], u)
         Ai[3] += u[0] + ar[3]; Ai[4] += u[1] + ar[4]; Ai[5] += u[2] + ar[5]
-        # Mʰ: COM offset R d and inertia about the body origin R Θ_o Rᵀ (world axes)
+        # Mʰ V̇ + ad_{Vʷ} Mʰ Vʷ as Newton–Euler about the COM, ρ = R d from r_i:
+        # c̈ = r̈ + ω̇ × ρ + ω × (ω × ρ)
         inr = &m.inert[i, 0]
         rot_vec(Ci, &inr[1], ch)
-        rot_mul(Ci, &inr[13], tmp)
-        for a in range(3):      # symmetric: upper triangle, mirrored
-            for b in range(a, 3):
-                Io[3 * a + b] = tmp[3 * a] * Ci[3 * b] + tmp[3 * a + 1] * Ci[3 * b + 1] \
-                    + tmp[3 * a + 2] * Ci[3 * b + 2]
-                Io[3 * b + a] = Io[3 * a + b]
-        inertia_apply(inr[0], ch, Io, Ai, &F[6 * i])
-        Vw[0] = Vi[0]; Vw[1] = Vi[1]; Vw[2] = Vi[2]
-        Vw[3] = 0.0; Vw[4] = 0.0; Vw[5] = 0.0
-        inertia_apply(inr[0], ch, Io, Vw, h)
-        add_gyroscopic(Vw, h, &F[6 * i])
+        cross(Vi, ch, d)
+        cross(Vi, d, acc)
+        cross(Ai, ch, u)
+        for n in range(3):
+            acc[n] += u[n] + Ai[3 + n]
+        com_wrench(inr[0], Ci, &inr[4], ch, Vi, Ai, acc, &F[6 * i])
         if fext != NULL:
             if fext_frame == 2:
                 for n in range(6):

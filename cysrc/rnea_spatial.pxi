@@ -4,29 +4,8 @@
 #   J_i = Ad_{C_i} S_i,  V_i = V_p + J_i q̇_i
 #   V̇_i = V̇_p + J_i q̈_i + Ad_{C_i} Ṡ_i q̇_i + ad_{V_i} J_i q̇_i
 #   W_i = Σ_c W_c + Mˢ_i V̇_i − ad_{V_i}ᵀ Mˢ_i V_i − W_i^ext,   Q_i = J_iᵀ W_i
-# Mˢ_i is applied from the world COM c = r + R d and Θ = R Θ_c Rᵀ − m ĉ².
-
-cdef inline void world_inertia_about_origin(const double* R, const double* r,
-                                            const double* inr, double* c,
-                                            double* Io) noexcept nogil:
-    """COM c (world) and rotational inertia Io about the world origin (world axes)."""
-    cdef double tmp[9]
-    cdef double m = inr[0], c2
-    cdef int a, b
-    rot_vec(R, &inr[1], c)
-    c[0] += r[0]; c[1] += r[1]; c[2] += r[2]
-    rot_mul(R, &inr[4], tmp)
-    for a in range(3):          # R Θ_c Rᵀ is symmetric: upper triangle, mirrored
-        for b in range(a, 3):
-            Io[3 * a + b] = tmp[3 * a] * R[3 * b] + tmp[3 * a + 1] * R[3 * b + 1] \
-                + tmp[3 * a + 2] * R[3 * b + 2]
-            Io[3 * b + a] = Io[3 * a + b]
-    c2 = dot3(c, c)
-    for a in range(3):
-        for b in range(3):
-            Io[3 * a + b] -= m * c[a] * c[b]
-        Io[4 * a] += m * c2
-
+# The body term Mˢ_i V̇_i − ad_{V_i}ᵀ Mˢ_i V_i is evaluated as Newton–Euler about the
+# world COM c = r + R d (se3.pxd com_wrench), never forming Mˢ_i.
 
 cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,
@@ -46,7 +25,9 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
     cdef double t6[6]
     cdef double h[6]
     cdef double cw[3]
-    cdef double Io[9]
+    cdef double u[3]
+    cdef double acc[3]
+    cdef const double* inr
     cdef const double* B
     cdef double* Ti
     cdef double* Ci
@@ -102,10 +83,18 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
             A[6 * i + n] += ar[n] + t6[n]
         twist_bracket(&V[6 * i], vr, t6)
         twist_add(&A[6 * i], t6)
-        world_inertia_about_origin(Ci, &Ci[9], &m.inert[i, 0], cw, Io)
-        inertia_apply(m.inert[i, 0], cw, Io, &A[6 * i], &F[6 * i])
-        inertia_apply(m.inert[i, 0], cw, Io, &V[6 * i], h)
-        add_gyroscopic(&V[6 * i], h, &F[6 * i])
+        # Mˢ V̇ − ad_Vᵀ Mˢ V as Newton–Euler about the world COM c = r + R d:
+        # ċ = v + ω × c, c̈ = v̇ + ω̇ × c + ω × ċ
+        inr = &m.inert[i, 0]
+        rot_vec(Ci, &inr[1], cw)
+        cw[0] += Ci[9]; cw[1] += Ci[10]; cw[2] += Ci[11]
+        cross(&V[6 * i], cw, u)
+        u[0] += V[6 * i + 3]; u[1] += V[6 * i + 4]; u[2] += V[6 * i + 5]
+        cross(&V[6 * i], u, acc)
+        cross(&A[6 * i], cw, u)
+        for n in range(3):
+            acc[n] += u[n] + A[6 * i + 3 + n]
+        com_wrench(inr[0], Ci, &inr[4], cw, &V[6 * i], &A[6 * i], acc, &F[6 * i])
         if fext != NULL:
             wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
             for n in range(6):

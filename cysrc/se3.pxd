@@ -183,6 +183,32 @@ cdef inline void inertia_apply(double m, const double* c, const double* Io, cons
     out[3] = m * (V[3] - t[0]); out[4] = m * (V[4] - t[1]); out[5] = m * (V[5] - t[2])
 
 
+cdef inline void com_wrench(double m, const double* R, const double* Thc, const double* rho,
+                            const double* w, const double* al, const double* acc,
+                            double* out) noexcept nogil:
+    """Newton–Euler wrench of one body about a point o, in world axes:
+    out = (Θ α + ω × Θ ω + ρ × f, f) with f = m acc, Θ = R Θ_c Rᵀ.
+    R: body orientation; Thc: rotational inertia about the COM (body axes);
+    rho: COM − o (world axes); w, al: angular velocity and acceleration (world);
+    acc: COM acceleration (world).  This equals Mᵒ V̇ − ad_Vᵀ Mᵒ V for the spatial
+    inertia Mᵒ about o, evaluated without forming Mᵒ; Θ is applied in body axes."""
+    cdef double wb[3]
+    cdef double ab[3]
+    cdef double hb[3]
+    cdef double nb[3]
+    cdef double t[3]
+    rotT_vec(R, w, wb)
+    rotT_vec(R, al, ab)
+    rot_vec(Thc, wb, hb)
+    cross(wb, hb, nb)
+    rot_vec(Thc, ab, hb)
+    nb[0] += hb[0]; nb[1] += hb[1]; nb[2] += hb[2]
+    rot_vec(R, nb, out)
+    out[3] = m * acc[0]; out[4] = m * acc[1]; out[5] = m * acc[2]
+    cross(rho, &out[3], t)
+    out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
+
+
 cdef inline void add_gyroscopic(const double* V, const double* h, double* out) noexcept nogil:
     """out += −ad_Vᵀ h = (ω × h_t + v × h_f, ω × h_f)."""
     cdef double t[3]
