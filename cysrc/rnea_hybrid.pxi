@@ -10,7 +10,8 @@
 cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                             const double* qdd, const double* g, const double* fext,
                             int fext_frame, double* ws, double* tau) noexcept nogil:
-    cdef int nb = m.nb, i, k, n, par, o, nvi, bad = 0
+    cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
+    cdef double sg, qdi, qddi
     cdef double* T = ws
     cdef double* C = &ws[12 * nb]
     cdef double* V = &ws[24 * nb]
@@ -34,6 +35,7 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
     cdef double* Ci
     cdef double* Vi
     cdef double* Ai
+    cdef double* Xi
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -43,34 +45,40 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         Ai = &A[6 * i]
         B = &m.Bref[i, 0]
         par = m.parent[i]
-        if m.fast[i] != FAST_NONE:
-            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
+        Xi = &S[6 * o]
+        fast = m.fast[i]
+        if fast != FAST_NONE:
+            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            for n in range(6):
-                cJ[n] = 0.0
-            if m.fast[i] == FAST_SCREW:
-                rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
+            if fast == FAST_SCREW:
+                rotate_twist(Ci, &m.X[o, 0], Xi)
             else:
                 # ±e_k about the body origin: ⁰X = (±R[:, k], 0)
-                k = m.fast[i] - FAST_REV_X
-                S[6 * o] = m.X[o, k] * Ci[k]
-                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
-                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
-                S[6 * o + 3] = 0.0; S[6 * o + 4] = 0.0; S[6 * o + 5] = 0.0
+                k = fast - FAST_REV_X
+                sg = m.X[o, k]
+                Xi[0] = sg * Ci[k]
+                Xi[1] = sg * Ci[3 + k]
+                Xi[2] = sg * Ci[6 + k]
+                Xi[3] = 0.0; Xi[4] = 0.0; Xi[5] = 0.0
+            # one freedom: Ṡq̇ = 0
+            qdi = qd[o]
+            qddi = qdd[o]
+            for n in range(6):
+                vr[n] = Xi[n] * qdi
+                ar[n] = Xi[n] * qddi
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                          RJ, pJ, Xi, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
             world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
             for k in range(nvi):
                 for n in range(6):
-                    t6[n] = S[6 * (o + k) + n]
-                rotate_twist(Ci, t6, &S[6 * (o + k)])
-        subspace_times(nvi, &S[6 * o], &qd[o], vr)
-        subspace_times(nvi, &S[6 * o], &qdd[o], ar)
-        if m.fast[i] == FAST_NONE:          # Ṡq̇ vanishes for one-freedom joints
+                    t6[n] = Xi[6 * k + n]
+                rotate_twist(Ci, t6, &Xi[6 * k])
+            subspace_times(nvi, Xi, &qd[o], vr)
+            subspace_times(nvi, Xi, &qdd[o], ar)
             rotate_twist(Ci, cJ, t6)
             for n in range(6):
                 ar[n] += t6[n]
@@ -98,11 +106,12 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                 d[n] = V[6 * par + 3 + n] - Vi[3 + n]
             cross(d, &V[6 * par], u)
             Ai[3] += u[0]; Ai[4] += u[1]; Ai[5] += u[2]
-        # ad_{Vʷ_i} vr = (ω_i × vr_ω, ω_i × vr_v)
+        # ad_{Vʷ_i} vr = (ω_i × vr_ω, ω_i × vr_v); vr_v = 0 for a revolute axis
         cross(Vi, vr, u)
         Ai[0] += u[0] + ar[0]; Ai[1] += u[1] + ar[1]; Ai[2] += u[2] + ar[2]
-        cross(Vi, &vr[3], u)
-        Ai[3] += u[0] + ar[3]; Ai[4] += u[1] + ar[4]; Ai[5] += u[2] + ar[5]
+        if fast == FAST_NONE or fast == FAST_SCREW:
+            cross(Vi, &vr[3], u)
+            Ai[3] += u[0] + ar[3]; Ai[4] += u[1] + ar[4]; Ai[5] += u[2] + ar[5]
         # Mʰ V̇ + ad_{Vʷ} Mʰ Vʷ as Newton–Euler about the COM, ρ = R d from r_i:
         # c̈ = r̈ + ω̇ × ρ + ω × (ω × ρ)
         inr = &m.inert[i, 0]

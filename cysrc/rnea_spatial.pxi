@@ -10,7 +10,8 @@
 cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,
                              int fext_frame, double* ws, double* tau) noexcept nogil:
-    cdef int nb = m.nb, i, k, n, par, o, nvi, bad = 0
+    cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
+    cdef double sg, qdi, qddi
     cdef double* T = ws
     cdef double* C = &ws[12 * nb]
     cdef double* V = &ws[24 * nb]
@@ -31,70 +32,87 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
     cdef const double* B
     cdef double* Ti
     cdef double* Ci
+    cdef double* Vi
+    cdef double* Ai
+    cdef double* Ji
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         Ti = &T[12 * i]
         Ci = &C[12 * i]
+        Vi = &V[6 * i]
+        Ai = &A[6 * i]
+        Ji = &S[6 * o]
         B = &m.Bref[i, 0]
         par = m.parent[i]
-        if m.fast[i] != FAST_NONE:
-            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
+        fast = m.fast[i]
+        if fast != FAST_NONE:
+            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            for n in range(6):
-                cJ[n] = 0.0
-            if m.fast[i] == FAST_SCREW:
-                twist_Ad(Ci, &Ci[9], &m.X[o, 0], &S[6 * o])
+            if fast == FAST_SCREW:
+                twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
             else:
                 # ±e_k about the body origin: J = (w, r × w), w = ±R[:, k]
-                k = m.fast[i] - FAST_REV_X
-                S[6 * o] = m.X[o, k] * Ci[k]
-                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
-                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
-                cross(&Ci[9], &S[6 * o], &S[6 * o + 3])
+                k = fast - FAST_REV_X
+                sg = m.X[o, k]
+                Ji[0] = sg * Ci[k]
+                Ji[1] = sg * Ci[3 + k]
+                Ji[2] = sg * Ci[6 + k]
+                cross(&Ci[9], Ji, &Ji[3])
+            # one freedom: Ṡq̇ = 0 and ad_{V_i} J q̇ = ad_{V_p} J q̇
+            qdi = qd[o]
+            qddi = qdd[o]
+            for n in range(6):
+                vr[n] = Ji[n] * qdi
+            if par < 0:
+                for n in range(6):
+                    Vi[n] = vr[n]
+                    Ai[n] = Ji[n] * qddi
+                Ai[3] -= g[0]; Ai[4] -= g[1]; Ai[5] -= g[2]
+            else:
+                twist_bracket(&V[6 * par], vr, t6)
+                for n in range(6):
+                    Vi[n] = V[6 * par + n] + vr[n]
+                    Ai[n] = A[6 * par + n] + Ji[n] * qddi + t6[n]
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                          RJ, pJ, Ji, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
             world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             # spatial joint screws J_i = Ad_{C_i} S_i (overwrite S)
             for k in range(nvi):
                 for n in range(6):
-                    t6[n] = S[6 * (o + k) + n]
-                twist_Ad(Ci, &Ci[9], t6, &S[6 * (o + k)])
-        subspace_times(nvi, &S[6 * o], &qd[o], vr)
-        subspace_times(nvi, &S[6 * o], &qdd[o], ar)
-        if m.fast[i] == FAST_NONE:          # Ṡq̇ vanishes for one-freedom joints
+                    t6[n] = Ji[6 * k + n]
+                twist_Ad(Ci, &Ci[9], t6, &Ji[6 * k])
+            subspace_times(nvi, Ji, &qd[o], vr)
+            subspace_times(nvi, Ji, &qdd[o], ar)
             twist_Ad(Ci, &Ci[9], cJ, t6)
-        else:
             for n in range(6):
-                t6[n] = 0.0
-        if par < 0:
-            for n in range(6):
-                V[6 * i + n] = vr[n]
-            A[6 * i + 0] = 0.0; A[6 * i + 1] = 0.0; A[6 * i + 2] = 0.0
-            A[6 * i + 3] = -g[0]; A[6 * i + 4] = -g[1]; A[6 * i + 5] = -g[2]
-        else:
-            for n in range(6):
-                V[6 * i + n] = V[6 * par + n] + vr[n]
-                A[6 * i + n] = A[6 * par + n]
-        for n in range(6):
-            A[6 * i + n] += ar[n] + t6[n]
-        twist_bracket(&V[6 * i], vr, t6)
-        twist_add(&A[6 * i], t6)
+                ar[n] += t6[n]
+            if par < 0:
+                for n in range(6):
+                    Vi[n] = vr[n]
+                    Ai[n] = ar[n]
+                Ai[3] -= g[0]; Ai[4] -= g[1]; Ai[5] -= g[2]
+            else:
+                for n in range(6):
+                    Vi[n] = V[6 * par + n] + vr[n]
+                    Ai[n] = A[6 * par + n] + ar[n]
+            twist_bracket(Vi, vr, t6)
+            twist_add(Ai, t6)
         # Mˢ V̇ − ad_Vᵀ Mˢ V as Newton–Euler about the world COM c = r + R d:
         # ċ = v + ω × c, c̈ = v̇ + ω̇ × c + ω × ċ
         inr = &m.inert[i, 0]
         rot_vec(Ci, &inr[1], cw)
         cw[0] += Ci[9]; cw[1] += Ci[10]; cw[2] += Ci[11]
-        cross(&V[6 * i], cw, u)
-        u[0] += V[6 * i + 3]; u[1] += V[6 * i + 4]; u[2] += V[6 * i + 5]
-        cross(&V[6 * i], u, acc)
-        cross(&A[6 * i], cw, u)
+        cross(Vi, cw, u)
+        u[0] += Vi[3]; u[1] += Vi[4]; u[2] += Vi[5]
+        cross(Vi, u, acc)
+        cross(Ai, cw, u)
         for n in range(3):
-            acc[n] += u[n] + A[6 * i + 3 + n]
-        com_wrench(inr[0], Ci, &inr[4], cw, &V[6 * i], &A[6 * i], acc, &F[6 * i])
+            acc[n] += u[n] + Ai[3 + n]
+        com_wrench(inr[0], Ci, &inr[4], cw, Vi, Ai, acc, &F[6 * i])
         if fext != NULL:
             wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
             for n in range(6):
