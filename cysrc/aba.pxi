@@ -13,53 +13,110 @@
 # with r_{i,p} = r_p − r_i and gravity as the base acceleration (0, −g).
 
 cdef inline Py_ssize_t aba_ws_size(int nb, int nv) noexcept nogil:
-    return 78 * <Py_ssize_t>nb + 19 * <Py_ssize_t>(nv if nv > 0 else 1) + 36
+    return 63 * <Py_ssize_t>nb + 19 * <Py_ssize_t>(nv if nv > 0 else 1) + 36
 
 
-cdef inline void sym6_shift_to_parent(const double* d, const double* I,
+# Articulated inertias are symmetric 6×6 matrices I = [[A, B], [Bᵀ, C]] stored
+# packed in 21 doubles: A upper triangle (a00 a01 a02 a11 a12 a22), B row-major
+# (9), C upper triangle (6).
+cdef inline void sym6_apply(const double* P, const double* x, double* y) noexcept nogil:
+    """y = I x for a packed symmetric 6×6 I."""
+    cdef const double* A = P
+    cdef const double* B = &P[6]
+    cdef const double* C = &P[15]
+    y[0] = (A[0] * x[0] + A[1] * x[1] + A[2] * x[2]
+            + B[0] * x[3] + B[1] * x[4] + B[2] * x[5])
+    y[1] = (A[1] * x[0] + A[3] * x[1] + A[4] * x[2]
+            + B[3] * x[3] + B[4] * x[4] + B[5] * x[5])
+    y[2] = (A[2] * x[0] + A[4] * x[1] + A[5] * x[2]
+            + B[6] * x[3] + B[7] * x[4] + B[8] * x[5])
+    y[3] = (B[0] * x[0] + B[3] * x[1] + B[6] * x[2]
+            + C[0] * x[3] + C[1] * x[4] + C[2] * x[5])
+    y[4] = (B[1] * x[0] + B[4] * x[1] + B[7] * x[2]
+            + C[1] * x[3] + C[3] * x[4] + C[4] * x[5])
+    y[5] = (B[2] * x[0] + B[5] * x[1] + B[8] * x[2]
+            + C[2] * x[3] + C[4] * x[4] + C[5] * x[5])
+
+
+cdef inline void sym6_apply_ang(const double* P, const double* x, double* y) noexcept nogil:
+    """y = I (x, 0): the product with a purely angular 6-vector."""
+    cdef const double* A = P
+    cdef const double* B = &P[6]
+    y[0] = A[0] * x[0] + A[1] * x[1] + A[2] * x[2]
+    y[1] = A[1] * x[0] + A[3] * x[1] + A[4] * x[2]
+    y[2] = A[2] * x[0] + A[4] * x[1] + A[5] * x[2]
+    y[3] = B[0] * x[0] + B[3] * x[1] + B[6] * x[2]
+    y[4] = B[1] * x[0] + B[4] * x[1] + B[7] * x[2]
+    y[5] = B[2] * x[0] + B[5] * x[1] + B[8] * x[2]
+
+
+cdef inline void sym6_unpack(const double* P, double* I) noexcept nogil:
+    """Full row-major 6×6 from packed."""
+    cdef int a, b
+    I[0] = P[0]; I[1] = P[1]; I[2] = P[2]
+    I[6] = P[1]; I[7] = P[3]; I[8] = P[4]
+    I[12] = P[2]; I[13] = P[4]; I[14] = P[5]
+    I[21] = P[15]; I[22] = P[16]; I[23] = P[17]
+    I[27] = P[16]; I[28] = P[18]; I[29] = P[19]
+    I[33] = P[17]; I[34] = P[19]; I[35] = P[20]
+    for a in range(3):
+        for b in range(3):
+            I[6 * a + 3 + b] = P[6 + 3 * a + b]
+            I[6 * (3 + b) + a] = P[6 + 3 * a + b]
+
+
+cdef inline void sym6_pack(const double* I, double* P) noexcept nogil:
+    """Packed from a full row-major symmetric 6×6 (upper triangle read)."""
+    cdef int a, b
+    P[0] = I[0]; P[1] = I[1]; P[2] = I[2]; P[3] = I[7]; P[4] = I[8]; P[5] = I[14]
+    for a in range(3):
+        for b in range(3):
+            P[6 + 3 * a + b] = I[6 * a + 3 + b]
+    P[15] = I[21]; P[16] = I[22]; P[17] = I[23]; P[18] = I[28]; P[19] = I[29]; P[20] = I[35]
+
+
+cdef inline void sym6_shift_to_parent(const double* d, const double* P,
                                       double* out) noexcept nogil:
-    """out += Ad_dᵀ I Ad_d with Ad_d = [[1, 0], [d̂, 1]], d = r_p − r_i: a symmetric
-    6×6 inertia about the child origin moved to the parent origin (same axes).
-    Blocks I = [[A, B], [Bᵀ, C]]:  A' = A + B d̂ − d̂ Bᵀ − d̂ C d̂,  B' = B − d̂ C."""
+    """out += Ad_dᵀ I Ad_d with Ad_d = [[1, 0], [d̂, 1]], d = r_p − r_i: a packed
+    symmetric inertia about the child origin moved to the parent origin (same axes).
+    A' = A + B d̂ − d̂ Bᵀ − d̂ C d̂,  B' = B − d̂ C,  C' = C."""
+    cdef const double* A = P
+    cdef const double* B = &P[6]
+    cdef const double* C = &P[15]
     cdef double E[9]      # d̂ C
     cdef double G[9]      # B d̂
-    cdef double F[9]      # d̂ C d̂ = E d̂
     cdef double dx = d[0], dy = d[1], dz = d[2]
-    cdef int a, b
-    for b in range(3):    # column b of d̂ C is d × C[:, b]
-        E[b] = dy * I[6 * 5 + 3 + b] - dz * I[6 * 4 + 3 + b]
-        E[3 + b] = dz * I[6 * 3 + 3 + b] - dx * I[6 * 5 + 3 + b]
-        E[6 + b] = dx * I[6 * 4 + 3 + b] - dy * I[6 * 3 + 3 + b]
-    for a in range(3):    # row a of X d̂ is X[a, :] × d
-        G[3 * a] = I[6 * a + 4] * dz - I[6 * a + 5] * dy
-        G[3 * a + 1] = I[6 * a + 5] * dx - I[6 * a + 3] * dz
-        G[3 * a + 2] = I[6 * a + 3] * dy - I[6 * a + 4] * dx
-        F[3 * a] = E[3 * a + 1] * dz - E[3 * a + 2] * dy
-        F[3 * a + 1] = E[3 * a + 2] * dx - E[3 * a] * dz
-        F[3 * a + 2] = E[3 * a] * dy - E[3 * a + 1] * dx
-    for a in range(3):
-        for b in range(3):
-            # −d̂ Bᵀ = (B d̂)ᵀ since d̂ᵀ = −d̂
-            out[6 * a + b] += I[6 * a + b] + G[3 * a + b] + G[3 * b + a] - F[3 * a + b]
-            out[6 * a + 3 + b] += I[6 * a + 3 + b] - E[3 * a + b]
-            out[6 * (3 + b) + a] += I[6 * a + 3 + b] - E[3 * a + b]
-            out[6 * (3 + a) + 3 + b] += I[6 * (3 + a) + 3 + b]
+    cdef double c00 = C[0], c01 = C[1], c02 = C[2], c11 = C[3], c12 = C[4], c22 = C[5]
+    cdef int a
+    # rows of d̂ C: (dy C[2,:] − dz C[1,:], dz C[0,:] − dx C[2,:], dx C[1,:] − dy C[0,:])
+    E[0] = dy * c02 - dz * c01; E[1] = dy * c12 - dz * c11; E[2] = dy * c22 - dz * c12
+    E[3] = dz * c00 - dx * c02; E[4] = dz * c01 - dx * c12; E[5] = dz * c02 - dx * c22
+    E[6] = dx * c01 - dy * c00; E[7] = dx * c11 - dy * c01; E[8] = dx * c12 - dy * c02
+    for a in range(3):    # row a of B d̂ is B[a, :] × d
+        G[3 * a] = B[3 * a + 1] * dz - B[3 * a + 2] * dy
+        G[3 * a + 1] = B[3 * a + 2] * dx - B[3 * a] * dz
+        G[3 * a + 2] = B[3 * a] * dy - B[3 * a + 1] * dx
+    # −d̂ Bᵀ = (B d̂)ᵀ; d̂ C d̂ = E d̂ (symmetric: upper triangle only)
+    out[0] += A[0] + 2.0 * G[0] - (E[1] * dz - E[2] * dy)
+    out[1] += A[1] + G[1] + G[3] - (E[2] * dx - E[0] * dz)
+    out[2] += A[2] + G[2] + G[6] - (E[0] * dy - E[1] * dx)
+    out[3] += A[3] + 2.0 * G[4] - (E[5] * dx - E[3] * dz)
+    out[4] += A[4] + G[5] + G[7] - (E[3] * dy - E[4] * dx)
+    out[5] += A[5] + 2.0 * G[8] - (E[6] * dy - E[7] * dx)
+    for a in range(9):
+        out[6 + a] += B[a] - E[a]
+    for a in range(6):
+        out[15 + a] += C[a]
 
 
-cdef inline void _spatial_inertia_matrix(double mass, const double* c, const double* Io,
-                                         double* I) noexcept nogil:
-    """The 6×6 body inertia [[Io, m ĉ], [m ĉᵀ, m 1]] (row-major)."""
-    cdef int a, b
-    for a in range(3):
-        for b in range(3):
-            I[6 * a + b] = Io[3 * a + b]
-            I[6 * (3 + a) + 3 + b] = mass if a == b else 0.0
-    I[6 * 0 + 3] = 0.0;             I[6 * 0 + 4] = -mass * c[2];   I[6 * 0 + 5] = mass * c[1]
-    I[6 * 1 + 3] = mass * c[2];     I[6 * 1 + 4] = 0.0;            I[6 * 1 + 5] = -mass * c[0]
-    I[6 * 2 + 3] = -mass * c[1];    I[6 * 2 + 4] = mass * c[0];    I[6 * 2 + 5] = 0.0
-    for a in range(3):
-        for b in range(3):
-            I[6 * (3 + b) + a] = I[6 * a + 3 + b]
+cdef inline void sym6_rigid(double mass, const double* c, const double* Io,
+                            double* P) noexcept nogil:
+    """Packed body inertia [[Io, m ĉ], [m ĉᵀ, m 1]] (Io symmetric, full 3×3 read)."""
+    P[0] = Io[0]; P[1] = Io[1]; P[2] = Io[2]; P[3] = Io[4]; P[4] = Io[5]; P[5] = Io[8]
+    P[6] = 0.0;             P[7] = -mass * c[2];   P[8] = mass * c[1]
+    P[9] = mass * c[2];     P[10] = 0.0;           P[11] = -mass * c[0]
+    P[12] = -mass * c[1];   P[13] = mass * c[0];   P[14] = 0.0
+    P[15] = mass; P[16] = 0.0; P[17] = 0.0; P[18] = mass; P[19] = 0.0; P[20] = mass
 
 
 cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
@@ -101,48 +158,55 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     """Pass 2 for a joint with one freedom (D scalar; Dl[6 o] = 1/D)."""
     cdef const double* s6 = &S[6 * o]
     cdef double* Ui = &U[6 * o]
-    cdef double* I = &IA[36 * i]
-    cdef double Ia[36]
+    cdef double* I = &IA[21 * i]
+    cdef double Ia[21]
     cdef double h[6]
     cdef double D, Dinv, ud
-    cdef int a, b, par
-    if s6[3] == 0.0 and s6[4] == 0.0 and s6[5] == 0.0:
-        # a rotation about an axis through the body origin (most robot joints):
-        # ⁰X = (s, 0) touches only the first three columns of Iᴬ
-        for a in range(6):
-            Ui[a] = I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
+    cdef int a, b, n, par
+    cdef bint ang = s6[3] == 0.0 and s6[4] == 0.0 and s6[5] == 0.0
+    if ang:
+        # a rotation about an axis through the body origin (most robot joints)
+        sym6_apply_ang(I, s6, Ui)
         D = s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + m.armature[o]
+        u[o] = tau[o] - (s6[0] * pA[6 * i] + s6[1] * pA[6 * i + 1] + s6[2] * pA[6 * i + 2])
     else:
-        for a in range(6):
-            Ui[a] = (I[6 * a] * s6[0] + I[6 * a + 1] * s6[1] + I[6 * a + 2] * s6[2]
-                     + I[6 * a + 3] * s6[3] + I[6 * a + 4] * s6[4] + I[6 * a + 5] * s6[5])
+        sym6_apply(I, s6, Ui)
         D = (s6[0] * Ui[0] + s6[1] * Ui[1] + s6[2] * Ui[2] + s6[3] * Ui[3] + s6[4] * Ui[4]
              + s6[5] * Ui[5]) + m.armature[o]
+        u[o] = tau[o] - (s6[0] * pA[6 * i] + s6[1] * pA[6 * i + 1] + s6[2] * pA[6 * i + 2]
+                         + s6[3] * pA[6 * i + 3] + s6[4] * pA[6 * i + 4] + s6[5] * pA[6 * i + 5])
     if D <= 1e-13 * (scale if scale > 0.0 else 1e-300):
         return 1
     Dinv = 1.0 / D
     Dl[6 * o] = Dinv
-    u[o] = tau[o] - (s6[0] * pA[6 * i] + s6[1] * pA[6 * i + 1] + s6[2] * pA[6 * i + 2]
-                     + s6[3] * pA[6 * i + 3] + s6[4] * pA[6 * i + 4] + s6[5] * pA[6 * i + 5])
     par = m.parent[i]
     if par < 0:
         return 0
-    for a in range(6):
-        for b in range(a, 6):
-            Ia[6 * a + b] = I[6 * a + b] - Ui[a] * Ui[b] * Dinv
-            Ia[6 * b + a] = Ia[6 * a + b]
+    # Iᵃ = Iᴬ − U D⁻¹ Uᵀ (packed)
+    n = 0
+    for a in range(3):
+        for b in range(a, 3):
+            Ia[n] = I[n] - Ui[a] * Ui[b] * Dinv
+            n += 1
+    for a in range(3):
+        for b in range(3):
+            Ia[6 + 3 * a + b] = I[6 + 3 * a + b] - Ui[a] * Ui[3 + b] * Dinv
+    n = 15
+    for a in range(3):
+        for b in range(a, 3):
+            Ia[n] = I[n] - Ui[3 + a] * Ui[3 + b] * Dinv
+            n += 1
     ud = u[o] * Dinv
+    sym6_apply(Ia, &cb[6 * i], h)
     for a in range(6):
-        h[a] = (pA[6 * i + a] + Ui[a] * ud + Ia[6 * a] * cb[6 * i] + Ia[6 * a + 1] * cb[6 * i + 1]
-                + Ia[6 * a + 2] * cb[6 * i + 2] + Ia[6 * a + 3] * cb[6 * i + 3]
-                + Ia[6 * a + 4] * cb[6 * i + 4] + Ia[6 * a + 5] * cb[6 * i + 5])
-    _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ia, h, &IA[36 * par], &pA[6 * par])
+        h[a] += pA[6 * i + a] + Ui[a] * ud
+    _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ia, h, &IA[21 * par], &pA[6 * par])
     return 0
 
 
 cdef inline void _carry_to_parent(const double* ri, const double* rp, const double* Ia,
                                   const double* h, double* IAp, double* pAp) noexcept nogil:
-    """Iᴬ_p += Ad_dᵀ Iᵃ Ad_d and pᴬ_p += Ad_dᵀ pᵃ with d = r_p − r_i."""
+    """Iᴬ_p += Ad_dᵀ Iᵃ Ad_d and pᴬ_p += Ad_dᵀ pᵃ with d = r_p − r_i (Iᵃ packed)."""
     cdef double d[3]
     cdef double t[3]
     d[0] = rp[0] - ri[0]; d[1] = rp[1] - ri[1]; d[2] = rp[2] - ri[2]
@@ -157,18 +221,19 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                     double* qdd) noexcept nogil:
     """Joint accelerations q̈ (nv).  Returns 0, i + 1 for a non-unit quaternion of
     joint i, or −(i + 1) if the articulated inertia of joint i is singular."""
-    cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b
+    cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b, fast
+    cdef double sg, qdi
     cdef int bad = 0
     cdef double* T = ws
     cdef double* Cw = &ws[12 * nb]
     cdef double* V = &ws[24 * nb]
     cdef double* cb = &ws[30 * nb]
-    cdef double* IA = &ws[36 * nb]        # 36 per body
-    cdef double* pA = &ws[72 * nb]        # 6 per body
-    cdef double* S = &ws[78 * nb]         # 6 per freedom: hybrid screws ⁰X
-    cdef double* U = &ws[78 * nb + 6 * nv]
-    cdef double* Dl = &ws[78 * nb + 12 * nv]   # k × k factor per body (≤ 6 per freedom)
-    cdef double* u = &ws[78 * nb + 18 * nv]
+    cdef double* IA = &ws[36 * nb]        # 21 per body (packed symmetric)
+    cdef double* pA = &ws[57 * nb]        # 6 per body
+    cdef double* S = &ws[63 * nb]         # 6 per freedom: hybrid screws ⁰X
+    cdef double* U = &ws[63 * nb + 6 * nv]
+    cdef double* Dl = &ws[63 * nb + 12 * nv]   # k × k factor per body (≤ 6 per freedom)
+    cdef double* u = &ws[63 * nb + 18 * nv]
     cdef double RJ[9]
     cdef double pJ[3]
     cdef double cJ[6]
@@ -176,6 +241,8 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     cdef double t6[6]
     cdef double h[6]
     cdef double Ia[36]
+    cdef double Ifull[36]
+    cdef double Ip[21]
     cdef double x[6]
     cdef double ap[6]
     cdef double d[3]
@@ -190,6 +257,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     cdef double* Ci
     cdef double* Vi
     cdef double* ci
+    cdef double* Xi
     # ---- pass 1
     for i in range(nb):
         o = m.voff[i]
@@ -199,34 +267,41 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         Vi = &V[6 * i]
         ci = &cb[6 * i]
         B = &m.Bref[i, 0]
-        if m.fast[i] != FAST_NONE:
-            joint_pose_1dof(m.fast[i], &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            for n in range(6):
-                cJ[n] = 0.0
-            par = m.parent[i]
+        Xi = &S[6 * o]
+        par = m.parent[i]
+        fast = m.fast[i]
+        if fast != FAST_NONE:
+            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
-            if m.fast[i] == FAST_SCREW:
-                rotate_twist(Ci, &m.X[o, 0], &S[6 * o])
+            qdi = qd[o]
+            if fast == FAST_SCREW:
+                rotate_twist(Ci, &m.X[o, 0], Xi)
+                for n in range(6):
+                    vr[n] = Xi[n] * qdi
             else:
                 # ±e_k about the body origin: ⁰X = (±R[:, k], 0)
-                k = m.fast[i] - FAST_REV_X
-                S[6 * o] = m.X[o, k] * Ci[k]
-                S[6 * o + 1] = m.X[o, k] * Ci[3 + k]
-                S[6 * o + 2] = m.X[o, k] * Ci[6 + k]
-                S[6 * o + 3] = 0.0; S[6 * o + 4] = 0.0; S[6 * o + 5] = 0.0
+                k = fast - FAST_REV_X
+                sg = m.X[o, k]
+                Xi[0] = sg * Ci[k]
+                Xi[1] = sg * Ci[3 + k]
+                Xi[2] = sg * Ci[6 + k]
+                Xi[3] = 0.0; Xi[4] = 0.0; Xi[5] = 0.0
+                vr[0] = Xi[0] * qdi; vr[1] = Xi[1] * qdi; vr[2] = Xi[2] * qdi
+                vr[3] = 0.0; vr[4] = 0.0; vr[5] = 0.0
+            for n in range(6):                          # Ṡq̇ = 0 for one freedom
+                ci[n] = 0.0
         else:
             if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, &S[6 * o], cJ) and bad == 0:
+                          RJ, pJ, Xi, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            par = m.parent[i]
             world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
             for k in range(nvi):
                 for n in range(6):
-                    t6[n] = S[6 * (o + k) + n]
-                rotate_twist(Ci, t6, &S[6 * (o + k)])
-        subspace_times(nvi, &S[6 * o], &qd[o], vr)
-        rotate_twist(Ci, cJ, ci)                        # Ad_R Ṡ q̇
+                    t6[n] = Xi[6 * k + n]
+                rotate_twist(Ci, t6, &Xi[6 * k])
+            subspace_times(nvi, Xi, &qd[o], vr)
+            rotate_twist(Ci, cJ, ci)                    # Ad_R Ṡ q̇
         if par < 0:
             for n in range(6):
                 Vi[n] = vr[n]
@@ -242,12 +317,13 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 d[n] = V[6 * par + 3 + n] - Vi[3 + n]
             cross(d, &V[6 * par], w3)
             ci[3] += w3[0]; ci[4] += w3[1]; ci[5] += w3[2]
-        # ad_{Vʷ_i} ⁰X q̇ = (ω × vr_ω, ω × vr_v)
+        # ad_{Vʷ_i} ⁰X q̇ = (ω × vr_ω, ω × vr_v); vr_v = 0 for a revolute axis
         cross(Vi, vr, w3)
         ci[0] += w3[0]; ci[1] += w3[1]; ci[2] += w3[2]
-        cross(Vi, &vr[3], w3)
-        ci[3] += w3[0]; ci[4] += w3[1]; ci[5] += w3[2]
-        # Iᴬ = Mʰ: COM offset R c and inertia R Θ_o Rᵀ about the body origin (world axes)
+        if fast == FAST_NONE or fast == FAST_SCREW:
+            cross(Vi, &vr[3], w3)
+            ci[3] += w3[0]; ci[4] += w3[1]; ci[5] += w3[2]
+        # Iᴬ = Mʰ: COM offset ρ = R c and inertia Io = R Θ_o Rᵀ about the body origin
         inr = &m.inert[i, 0]
         rot_vec(Ci, &inr[1], ch)
         rot_mul(Ci, &inr[13], tmp)
@@ -256,14 +332,14 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 Io[3 * a + b] = tmp[3 * a] * Ci[3 * b] + tmp[3 * a + 1] * Ci[3 * b + 1] \
                     + tmp[3 * a + 2] * Ci[3 * b + 2]
                 Io[3 * b + a] = Io[3 * a + b]
-        _spatial_inertia_matrix(inr[0], ch, Io, &IA[36 * i])
-        # pᴬ = ad_{Vʷ} Mʰ Vʷ − W^ext, Vʷ = (ω, 0)
-        x[0] = Vi[0]; x[1] = Vi[1]; x[2] = Vi[2]
-        x[3] = 0.0; x[4] = 0.0; x[5] = 0.0
-        inertia_apply(inr[0], ch, Io, x, h)
-        for n in range(6):
-            pA[6 * i + n] = 0.0
-        add_gyroscopic(x, h, &pA[6 * i])
+        sym6_rigid(inr[0], ch, Io, &IA[21 * i])
+        # pᴬ = ad_{Vʷ} Mʰ Vʷ − W^ext = (ω × Io ω, m ω × (ω × ρ)), Vʷ = (ω, 0)
+        rot_vec(Io, Vi, w3)
+        cross(Vi, w3, &pA[6 * i])
+        cross(Vi, ch, w3)
+        cross(Vi, w3, &pA[6 * i + 3])
+        for n in range(3):
+            pA[6 * i + 3 + n] *= inr[0]
         if fext != NULL:
             if fext_frame == 2:
                 for n in range(6):
@@ -280,22 +356,23 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         o = m.voff[i]
         nvi = m.nvj[i]
         # scale for the singularity test: the trace of the (PSD) articulated inertia
-        scale = (IA[36 * i] + IA[36 * i + 7] + IA[36 * i + 14] + IA[36 * i + 21]
-                 + IA[36 * i + 28] + IA[36 * i + 35])
+        scale = (IA[21 * i] + IA[21 * i + 3] + IA[21 * i + 5] + IA[21 * i + 15]
+                 + IA[21 * i + 18] + IA[21 * i + 20])
         for k in range(nvi):
             scale += m.armature[o + k]
         if nvi == 1:
             if _aba_backward_1dof(m, i, o, tau, Cw, S, U, Dl, u, IA, pA, cb, scale):
                 return -(i + 1)
             continue
+        sym6_unpack(&IA[21 * i], Ifull)
         for k in range(nvi):
             for n in range(6):
-                U[6 * (o + k) + n] = (IA[36 * i + 6 * n] * S[6 * (o + k)]
-                    + IA[36 * i + 6 * n + 1] * S[6 * (o + k) + 1]
-                    + IA[36 * i + 6 * n + 2] * S[6 * (o + k) + 2]
-                    + IA[36 * i + 6 * n + 3] * S[6 * (o + k) + 3]
-                    + IA[36 * i + 6 * n + 4] * S[6 * (o + k) + 4]
-                    + IA[36 * i + 6 * n + 5] * S[6 * (o + k) + 5])
+                U[6 * (o + k) + n] = (Ifull[6 * n] * S[6 * (o + k)]
+                    + Ifull[6 * n + 1] * S[6 * (o + k) + 1]
+                    + Ifull[6 * n + 2] * S[6 * (o + k) + 2]
+                    + Ifull[6 * n + 3] * S[6 * (o + k) + 3]
+                    + Ifull[6 * n + 4] * S[6 * (o + k) + 4]
+                    + Ifull[6 * n + 5] * S[6 * (o + k) + 5])
             u[o + k] = tau[o + k]
             for n in range(6):
                 u[o + k] -= S[6 * (o + k) + n] * pA[6 * i + n]
@@ -312,7 +389,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         if par < 0:
             continue
         for n in range(36):
-            Ia[n] = IA[36 * i + n]
+            Ia[n] = Ifull[n]
         for a in range(6):
             for k in range(nvi):
                 x[k] = U[6 * (o + k) + a]
@@ -329,7 +406,8 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 h[a] += Ia[6 * a + b] * cb[6 * i + b]
             for k in range(nvi):
                 h[a] += U[6 * (o + k) + a] * x[k]
-        _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ia, h, &IA[36 * par], &pA[6 * par])
+        sym6_pack(Ia, Ip)
+        _carry_to_parent(&Cw[12 * i + 9], &Cw[12 * par + 9], Ip, h, &IA[21 * par], &pA[6 * par])
     # ---- pass 3 (accelerations stored in cb)
     for i in range(nb):
         o = m.voff[i]
