@@ -4,6 +4,31 @@
 #   V̇_i = Ad_{C_{i,p}} V̇_p + ad_{V_i} S_i q̇_i + S_i q̈_i + Ṡ_i q̇_i
 #   W_i = Σ_c Ad_{C_{c,i}}ᵀ W_c + M_i V̇_i − ad_{V_i}ᵀ M_i V_i − W_i^ext,  Q_i = S_iᵀ W_i
 # Gravity enters as the base acceleration (0, −g).  Everything in body frames.
+# M_i V̇_i − ad_{V_i}ᵀ M_i V_i is evaluated as Newton–Euler about the COM
+# (com_wrench_body), which needs no inertia about the body origin.
+
+
+cdef inline void com_wrench_body(double m, const double* d, const double* Thc,
+                                 const double* V, const double* A,
+                                 double* out) noexcept nogil:
+    """out = M V̇ − ad_Vᵀ M V for body-frame V = (ω, v), V̇ = (ω̇, v̇), COM d and
+    rotational inertia Θ_c about the COM (body axes):
+    c̈ = v̇ + ω̇ × d + ω × (v + ω × d),  out = (Θ_c ω̇ + ω × Θ_c ω + d × m c̈, m c̈)."""
+    cdef double u[3]
+    cdef double acc[3]
+    cdef double t[3]
+    cdef double hb[3]
+    cross(V, d, u)
+    u[0] += V[3]; u[1] += V[4]; u[2] += V[5]
+    cross(V, u, acc)
+    cross(A, d, t)
+    acc[0] += t[0] + A[3]; acc[1] += t[1] + A[4]; acc[2] += t[2] + A[5]
+    rot_vec(Thc, V, hb)
+    cross(V, hb, out)
+    rot_vec(Thc, A, hb)
+    out[3] = m * acc[0]; out[4] = m * acc[1]; out[5] = m * acc[2]
+    cross(d, &out[3], t)
+    out[0] += hb[0] + t[0]; out[1] += hb[1] + t[1]; out[2] += hb[2] + t[2]
 
 cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const double* qdd,
                           const double* g, const double* fext, int fext_frame,
@@ -85,9 +110,7 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
             for n in range(6):
                 A[6 * i + n] += ar[n] + cJ[n]
         inr = &m.inert[i, 0]
-        inertia_apply(inr[0], &inr[1], &inr[13], &A[6 * i], &F[6 * i])
-        inertia_apply(inr[0], &inr[1], &inr[13], &V[6 * i], h)
-        add_gyroscopic(&V[6 * i], h, &F[6 * i])
+        com_wrench_body(inr[0], &inr[1], &inr[4], &V[6 * i], &A[6 * i], &F[6 * i])
         if fext != NULL:
             if fext_frame == 1:
                 for n in range(6):
