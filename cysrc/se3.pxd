@@ -209,6 +209,49 @@ cdef inline void com_wrench(double m, const double* R, const double* Thc, const 
     out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
 
 
+cdef inline void rigid_apply_packed(const double* Ic, const double* V,
+                                    double* out) noexcept nogil:
+    """out = M V for a rigid-body inertia Ic = (m, h (3), Io packed (6): xx xy xz
+    yy yz zz) about the frame origin: (Io ω + h × v, m v − h × ω)."""
+    cdef const double* h = &Ic[1]
+    cdef const double* I = &Ic[4]
+    cdef double m = Ic[0]
+    out[0] = I[0] * V[0] + I[1] * V[1] + I[2] * V[2] + h[1] * V[5] - h[2] * V[4]
+    out[1] = I[1] * V[0] + I[3] * V[1] + I[4] * V[2] + h[2] * V[3] - h[0] * V[5]
+    out[2] = I[2] * V[0] + I[4] * V[1] + I[5] * V[2] + h[0] * V[4] - h[1] * V[3]
+    out[3] = m * V[3] - (h[1] * V[2] - h[2] * V[1])
+    out[4] = m * V[4] - (h[2] * V[0] - h[0] * V[2])
+    out[5] = m * V[5] - (h[0] * V[1] - h[1] * V[0])
+
+
+cdef inline void rigid_world_inertia(const double* R, const double* r, const double* inr,
+                                     double* Ic) noexcept nogil:
+    """Ic = (m, m c, Io) about the world origin, world axes, of a body at (R, r) with
+    inr = (m, COM (body), Θ_COM (body), ...):  c = r + R d,
+    Io = R Θ_c Rᵀ + m (|c|² 1 − c cᵀ)."""
+    cdef double m = inr[0]
+    cdef double c[3]
+    cdef double P[9]
+    cdef double cc
+    cdef int a
+    rot_vec(R, &inr[1], c)
+    c[0] += r[0]; c[1] += r[1]; c[2] += r[2]
+    rot_mul(R, &inr[4], P)            # P = R Θ_c; Io = P Rᵀ (upper triangle)
+    cc = dot3(c, c)
+    Ic[0] = m
+    Ic[1] = m * c[0]; Ic[2] = m * c[1]; Ic[3] = m * c[2]
+    Ic[4] = P[0] * R[0] + P[1] * R[1] + P[2] * R[2] + m * (cc - c[0] * c[0])
+    Ic[5] = P[0] * R[3] + P[1] * R[4] + P[2] * R[5] - m * c[0] * c[1]
+    Ic[6] = P[0] * R[6] + P[1] * R[7] + P[2] * R[8] - m * c[0] * c[2]
+    Ic[7] = P[3] * R[3] + P[4] * R[4] + P[5] * R[5] + m * (cc - c[1] * c[1])
+    Ic[8] = P[3] * R[6] + P[4] * R[7] + P[5] * R[8] - m * c[1] * c[2]
+    Ic[9] = P[6] * R[6] + P[7] * R[7] + P[8] * R[8] + m * (cc - c[2] * c[2])
+
+
+cdef inline double dot6(const double* a, const double* b) noexcept nogil:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
 cdef inline void add_gyroscopic(const double* V, const double* h, double* out) noexcept nogil:
     """out += −ad_Vᵀ h = (ω × h_t + v × h_f, ω × h_f)."""
     cdef double t[3]
