@@ -662,8 +662,8 @@ if __name__ == "__main__":          # smoke test of the timer
 
 
 # ------------------------------------------------------------------ command line
-def bench_main(script, report, doc, argv=None):
-    """Command line shared by bench_rnea.py and bench_fk.py: parse the options, run the
+def bench_main(script, report, doc, argv=None, sections=("robots", "chain", "batch")):
+    """Command line shared by the benchmark scripts: parse the options, run the
     sections in fresh processes and print the report."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -683,8 +683,8 @@ def bench_main(script, report, doc, argv=None):
     info = machine_info()
     if args.snapshot:
         info["snapshot"] = use_snapshot()
-    r, spread, info["foreign_load"] = run_sections(script, ("robots", "chain", "batch"),
-                                                   kwargs, processes, args.wait_idle)
+    r, spread, info["foreign_load"] = run_sections(script, sections, kwargs, processes,
+                                                   args.wait_idle)
     info["kernels"] = r["_kernels"]
     info["treedyn_file"] = r.get("_treedyn_file")
     report(r, spread, info, args.quick, processes)
