@@ -846,3 +846,17 @@ cdef bint _all_finite(const double* x, Py_ssize_t n) noexcept nogil:
         if not isfinite(x[k]):
             return False
     return True
+
+
+def _sincos(x):
+    """(sin x, cos x) computed as the kernels compute them (compat.h td_sincos);
+    a hook for the tests."""
+    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    cdef Py_ssize_t i, n = xv.shape[0]
+    s = np.empty(n)
+    c = np.empty(n)
+    cdef double[::1] sv = s
+    cdef double[::1] cv = c
+    for i in range(n):
+        sincos(xv[i], &sv[i], &cv[i])
+    return s, c

@@ -1,12 +1,69 @@
-/* Portability shims for the treedyn kernels. */
+/* Portability shims and small numeric helpers for the treedyn kernels. */
 #ifndef TREEDYN_COMPAT_H
 #define TREEDYN_COMPAT_H
 #include <math.h>
+
 #if defined(__GLIBC__)
-#define td_sincos sincos              /* GNU extension (_GNU_SOURCE, see setup.py) */
+#define td_libm_sincos sincos         /* GNU extension (_GNU_SOURCE, see setup.py) */
 #elif defined(__APPLE__)
-#define td_sincos __sincos
+#define td_libm_sincos __sincos
 #else
-static inline void td_sincos(double x, double *s, double *c) { *s = sin(x); *c = cos(x); }
+static inline void td_libm_sincos(double x, double *s, double *c) { *s = sin(x); *c = cos(x); }
 #endif
+
+/* sin and cos of a joint angle, inlined.  Every revolute joint needs one pair per
+ * kernel call, and a call into libm costs about as much as the rest of a joint's
+ * work in the body-fixed RNEA.  For |x| <= 2^19 (any joint angle) the argument is
+ * reduced by x - n pi/2 with pi/2 split in three parts of 33 significant bits
+ * (Cody-Waite; n pi/2_k is exact), and sin/cos on [-pi/4, pi/4] are the degree-13
+ * and degree-14 minimax polynomials whose coefficients fdlibm's __kernel_sin and
+ * __kernel_cos use (error below 1 ulp of the result on that interval).  Larger
+ * or non-finite arguments go to libm.  Tested against libm in
+ * tests/test_kernels_numeric.py. */
+static inline void td_sincos(double x, double *s, double *c)
+{
+    static const double
+        invpio2 = 6.36619772367581382433e-01,
+        pio2_1 = 1.57079632673412561417e+00,   /* first 33 bits of pi/2 */
+        pio2_2 = 6.07710050630396597660e-11,   /* next 33 bits */
+        pio2_3 = 2.02226624871116645580e-21,   /* next 33 bits */
+        S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10,
+        C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    double fn, r, t, y0, y, ylo, z, sy, cy, hz, w;
+    long n;
+    if (!(fabs(x) <= 823549.6562)) {    /* 2^19 pi/2; also NaN and infinities */
+        td_libm_sincos(x, s, c);
+        return;
+    }
+    if (fabs(x) < 7.450580596923828e-09) {   /* 2^-27: sin x = x, cos x = 1 to 1 ulp */
+        *s = x;
+        *c = 1.0;
+        return;
+    }
+    fn = (x * invpio2 + 6755399441055744.0) - 6755399441055744.0;   /* round (1.5 2^52) */
+    n = (long)fn;
+    /* y + ylo = x - fn pi/2 (a double-double): the products fn pio2_k are exact */
+    r = x - fn * pio2_1;
+    t = fn * pio2_2;
+    y0 = r - t;
+    ylo = ((r - y0) - t) - fn * pio2_3;
+    y = y0 + ylo;
+    ylo -= y - y0;
+    z = y * y;
+    sy = y + (y * z * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6))))) + ylo);
+    hz = 0.5 * z;
+    w = 1.0 - hz;
+    cy = w + (((1.0 - w) - hz)
+              + (z * z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6))))) - y * ylo));
+    switch (n & 3) {
+    case 0: *s = sy; *c = cy; break;
+    case 1: *s = cy; *c = -sy; break;
+    case 2: *s = -sy; *c = -cy; break;
+    default: *s = -cy; *c = sy; break;
+    }
+}
 #endif
