@@ -24,7 +24,6 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
     cdef double vr[6]
     cdef double ar[6]
     cdef double t6[6]
-    cdef double h[6]
     cdef double cw[3]
     cdef double u[3]
     cdef double acc[3]
