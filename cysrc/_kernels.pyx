@@ -51,6 +51,7 @@ cdef class ModelCore:
     cdef const double[:, ::1] X        # (nv, 6): body-fixed joint screws at q = 0
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
+    cdef const int[::1] root           # the body of each subtree that hangs from the world
 
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
@@ -91,6 +92,11 @@ cdef class ModelCore:
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.ws = np.zeros(max(rnea_ws_size(nb, nv), crba_ws_size(nb, nv), aba_ws_size(nb, nv)))
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
+        root = np.arange(nb, dtype=np.int32)
+        for i in range(nb):                 # parents precede children
+            if arr["parent"][i] >= 0:
+                root[i] = root[arr["parent"][i]]
+        self.root = root
         fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
         foff = np.empty((fo.shape[0], 12))
         foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)

@@ -209,7 +209,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         fast = m.fast[i]
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
             if fast == FAST_SCREW:
                 twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
             else:
@@ -237,7 +237,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                           RJ, pJ, Ji, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            world_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
             for k in range(nvi):
                 for n in range(6):
                     t6[n] = Ji[6 * k + n]
@@ -257,6 +257,8 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         add_gyroscopic(Vi, h, &pA[6 * i])
         if fext != NULL:
             wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
+            if fext_frame == 0:
+                world_wrench_to_root(&T[12 * m.root[i] + 9], t6)
             for n in range(6):
                 pA[6 * i + n] -= t6[n]
     if bad:

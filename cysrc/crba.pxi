@@ -39,7 +39,7 @@ cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexce
         fast = m.fast[i]
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             if fast == FAST_SCREW:
                 twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
             else:
@@ -55,7 +55,7 @@ cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexce
                           NULL, RJ, pJ, Ji, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             for k in range(m.nvj[i]):
                 for n in range(6):
                     t6[n] = Ji[6 * k + n]

@@ -36,6 +36,32 @@ cdef inline void world_pose(const double* Cp, const double* T, double* C) noexce
         pose_mul(Cp, &Cp[9], T, &T[9], C, &C[9])
 
 
+cdef inline void root_relative_pose(const double* Cp, const double* T, double* C) noexcept nogil:
+    """Pose in world axes with the position measured from the origin of the subtree's
+    root body (the body hanging from the world): C = Cp T, or (R_T, 0) for a root.
+
+    The spatial kernels (spatial RNEA, ABA, CRBA) work about one fixed point per
+    subtree.  Taking it at the root's current origin instead of the world origin
+    changes none of their outputs (torques, accelerations, M are invariant) but
+    keeps every lever arm robot-sized: far from the world origin (a mobile base
+    at 10 km) nothing cancels, and results do not depend on where the robot is."""
+    cdef int n
+    if Cp == NULL:
+        for n in range(9):
+            C[n] = T[n]
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
+    else:
+        pose_mul(Cp, &Cp[9], T, &T[9], C, &C[9])
+
+
+cdef inline void world_wrench_to_root(const double* r0, double* W) noexcept nogil:
+    """A world wrench about the world origin re-expressed about the point r0 (world):
+    n ← n − r0 × f."""
+    cdef double t[3]
+    cross(r0, &W[3], t)
+    W[0] -= t[0]; W[1] -= t[1]; W[2] -= t[2]
+
+
 cdef inline void rotate_twist(const double* R, const double* x, double* out) noexcept nogil:
     """out = Ad_R x = (R ω, R v)."""
     rot_vec(R, x, out)

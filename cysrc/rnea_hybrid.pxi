@@ -49,7 +49,7 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         fast = m.fast[i]
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             if fast == FAST_SCREW:
                 rotate_twist(Ci, &m.X[o, 0], Xi)
             else:
@@ -71,7 +71,7 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                           RJ, pJ, Xi, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
             for k in range(nvi):
                 for n in range(6):
@@ -128,6 +128,8 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                     F[6 * i + n] -= fext[6 * i + n]
             else:
                 wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
+                if fext_frame == 0:
+                    world_wrench_to_root(&T[12 * m.root[i] + 9], t6)
                 wrench_from_world(2, Ci, &Ci[9], t6, h)
                 for n in range(6):
                     F[6 * i + n] -= h[n]

@@ -47,7 +47,7 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
         fast = m.fast[i]
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             if fast == FAST_SCREW:
                 twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
             else:
@@ -78,7 +78,7 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                           RJ, pJ, Ji, cJ) and bad == 0:
                 bad = i + 1
             pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            world_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
+            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             # spatial joint screws J_i = Ad_{C_i} S_i (overwrite S)
             for k in range(nvi):
                 for n in range(6):
@@ -114,6 +114,8 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
         com_wrench(inr[0], Ci, &inr[4], cw, Vi, Ai, acc, &F[6 * i])
         if fext != NULL:
             wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
+            if fext_frame == 0:
+                world_wrench_to_root(&T[12 * m.root[i] + 9], t6)
             for n in range(6):
                 F[6 * i + n] -= t6[n]
     for i in range(nb - 1, -1, -1):
