@@ -1,8 +1,9 @@
 # Forward dynamics by the O(n) articulated-body algorithm in spatial form
 # (Featherstone's ABA written with the spatial twists of Müller 2018, eqs. 70-71:
-# twists, accelerations and wrenches in world axes about the world origin).
-# Every articulated inertia is about the same point in the same axes, so it
-# reaches the parent by a plain sum, never by a rotation or a shift:
+# twists, accelerations and wrenches in world axes about one fixed point, the
+# current origin of the subtree's root body; see root_relative_pose).  Every
+# articulated inertia is about the same point in the same axes, so it reaches
+# the parent by a plain sum, never by a rotation or a shift:
 #   pass 1: J_i = Ad_{C_i} S_i,  V_i = V_p + J_i q̇_i,
 #           c_i = ad_{V_i} J_i q̇_i + Ad_{C_i} Ṡ_i q̇_i,
 #           Iᴬ_i = Mˢ_i,  pᴬ_i = −ad_{V_i}ᵀ Mˢ_i V_i − W_i^ext
@@ -248,7 +249,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             twist_Ad(Ci, &Ci[9], cJ, ci)                # Ad_C Ṡ q̇
             twist_bracket(Vi, vr, t6)
             twist_add(ci, t6)
-        # Iᴬ = Mˢ about the world origin;  pᴬ = −ad_Vᵀ Mˢ V − W^ext
+        # Iᴬ = Mˢ about the reference point;  pᴬ = −ad_Vᵀ Mˢ V − W^ext
         rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], Ic)
         sym6_from_rigid(Ic, &IA[21 * i])
         rigid_apply_packed(Ic, Vi, h)

@@ -1,11 +1,12 @@
 # Mass matrix by the composite-rigid-body algorithm in spatial form
 # (Featherstone's CRBA written with the spatial joint screws of Müller 2018,
 # eqs. 70-71: M_ij = J_iᵀ Icˢ_j J_j for i an ancestor-or-self of j, eq. 81 in
-# recursive form).  Everything is in world axes about the world origin, so a
-# composite inertia reaches its parent by a plain sum and an entry of M is one
-# 6-dot: nothing is transformed while walking up the tree.  Composite inertias
-# are kept as rigid-body inertias (mass m, first moment h = m c, rotational
-# inertia Io about the world origin, packed symmetric).
+# recursive form).  Everything is in world axes about one fixed point, the
+# current origin of the subtree's root body (root_relative_pose), so a composite
+# inertia reaches its parent by a plain sum and an entry of M is one 6-dot:
+# nothing is transformed while walking up the tree.  Composite inertias are kept
+# as rigid-body inertias (mass m, first moment h = m c, rotational inertia Io
+# about that point, packed symmetric).
 
 cdef inline Py_ssize_t crba_ws_size(int nb, int nv) noexcept nogil:
     return 34 * <Py_ssize_t>nb + 6 * <Py_ssize_t>(nv if nv > 0 else 1)

@@ -1,11 +1,12 @@
 # Inverse dynamics, spatial representation (Müller 2018, eqs. 70-71; signs as
 # verified in docs/CONVENTIONS.md).  All twists, accelerations and wrenches are
-# spatial (world frame, about the world origin):
+# spatial: world axes, about one fixed point (the current origin of the subtree's
+# root body rather than the world origin, see root_relative_pose; τ is the same):
 #   J_i = Ad_{C_i} S_i,  V_i = V_p + J_i q̇_i
 #   V̇_i = V̇_p + J_i q̈_i + Ad_{C_i} Ṡ_i q̇_i + ad_{V_i} J_i q̇_i
 #   W_i = Σ_c W_c + Mˢ_i V̇_i − ad_{V_i}ᵀ Mˢ_i V_i − W_i^ext,   Q_i = J_iᵀ W_i
 # The body term Mˢ_i V̇_i − ad_{V_i}ᵀ Mˢ_i V_i is evaluated as Newton–Euler about the
-# world COM c = r + R d (se3.pxd com_wrench), never forming Mˢ_i.
+# COM c = r + R d (se3.pxd com_wrench), never forming Mˢ_i.
 
 cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,

@@ -226,7 +226,8 @@ cdef inline void rigid_apply_packed(const double* Ic, const double* V,
 
 cdef inline void rigid_world_inertia(const double* R, const double* r, const double* inr,
                                      double* Ic) noexcept nogil:
-    """Ic = (m, m c, Io) about the world origin, world axes, of a body at (R, r) with
+    """Ic = (m, m c, Io) about the origin of the frame in which the body's pose (R, r) is
+    given (world axes in the kernels), with
     inr = (m, COM (body), Θ_COM (body), ...):  c = r + R d,
     Io = R Θ_c Rᵀ + m (|c|² 1 − c cᵀ)."""
     cdef double m = inr[0]
