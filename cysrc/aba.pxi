@@ -165,7 +165,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     """Joint accelerations q̈ (nv).  Returns 0, i + 1 for a non-unit quaternion of
     joint i, or −(i + 1) if the articulated inertia of joint i is singular."""
     cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b, fast
-    cdef double sg, qdi
+    cdef double qdi
     cdef int bad = 0
     cdef double* T = ws
     cdef double* Cw = &ws[12 * nb]
@@ -211,16 +211,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             root_relative_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
-            if fast == FAST_SCREW:
-                twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
-            else:
-                # ±e_k about the body origin: J = (w, r × w), w = ±R[:, k]
-                k = fast - FAST_REV_X
-                sg = m.X[o, k]
-                Ji[0] = sg * Ci[k]
-                Ji[1] = sg * Ci[3 + k]
-                Ji[2] = sg * Ci[6 + k]
-                cross(&Ci[9], Ji, &Ji[3])
+            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
             qdi = qd[o]
             for n in range(6):
                 vr[n] = Ji[n] * qdi

@@ -25,7 +25,7 @@ cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexce
     cdef double cJ[6]
     cdef double t6[6]
     cdef double F[6]
-    cdef double sg, Mlk
+    cdef double Mlk
     cdef const double* B
     cdef double* Ti
     cdef double* Ci
@@ -41,16 +41,7 @@ cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexce
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            if fast == FAST_SCREW:
-                twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
-            else:
-                # ±e_k about the body origin: J = (w, r × w), w = ±R[:, k]
-                k = fast - FAST_REV_X
-                sg = m.X[o, k]
-                Ji[0] = sg * Ci[k]
-                Ji[1] = sg * Ci[3 + k]
-                Ji[2] = sg * Ci[6 + k]
-                cross(&Ci[9], Ji, &Ji[3])
+            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
         else:
             if joint_calc(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
                           NULL, RJ, pJ, Ji, cJ) and bad == 0:

@@ -66,3 +66,21 @@ cdef inline void rotate_twist(const double* R, const double* x, double* out) noe
     """out = Ad_R x = (R ω, R v)."""
     rot_vec(R, x, out)
     rot_vec(R, &x[3], &out[3])
+
+
+cdef inline void spatial_screw_1dof(int fast, const double* X, const double* C,
+                                    double* J) noexcept nogil:
+    """Spatial screw J = Ad_C X of a one-freedom joint with body-fixed screw X
+    (C: the body's pose).  Revolute about body axis k through the origin:
+    J = (w, r × w) with w = ±R[:, k]."""
+    cdef int k
+    cdef double sg
+    if fast == FAST_SCREW:
+        twist_Ad(C, &C[9], X, J)
+    else:
+        k = fast - FAST_REV_X
+        sg = X[k]
+        J[0] = sg * C[k]
+        J[1] = sg * C[3 + k]
+        J[2] = sg * C[6 + k]
+        cross(&C[9], J, &J[3])

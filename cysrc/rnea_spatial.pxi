@@ -12,7 +12,7 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,
                              int fext_frame, double* ws, double* tau) noexcept nogil:
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
-    cdef double sg, qdi, qddi
+    cdef double qdi, qddi
     cdef double* T = ws
     cdef double* C = &ws[12 * nb]
     cdef double* V = &ws[24 * nb]
@@ -49,16 +49,7 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
         if fast != FAST_NONE:
             joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            if fast == FAST_SCREW:
-                twist_Ad(Ci, &Ci[9], &m.X[o, 0], Ji)
-            else:
-                # ±e_k about the body origin: J = (w, r × w), w = ±R[:, k]
-                k = fast - FAST_REV_X
-                sg = m.X[o, k]
-                Ji[0] = sg * Ci[k]
-                Ji[1] = sg * Ci[3 + k]
-                Ji[2] = sg * Ci[6 + k]
-                cross(&Ci[9], Ji, &Ji[3])
+            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
             # one freedom: Ṡq̇ = 0 and ad_{V_i} J q̇ = ad_{V_p} J q̇
             qdi = qd[o]
             qddi = qdd[o]
