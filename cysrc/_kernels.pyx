@@ -252,12 +252,26 @@ cdef class ModelCore:
     def frame_poses(self, q):
         """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
         in ``frame_names`` order: the world, every link (moving or merged), extra frames."""
-        C = self.forward_kinematics(q)
-        cdef Py_ssize_t N = 1 if C.ndim == 3 else C.shape[0], s
-        cdef int nf = self.fbody.shape[0], f, b, r
-        out = np.empty(C.shape[:-3] + (nf, 4, 4))
-        cdef double[::1] Cv = C.reshape(-1)
-        cdef double[::1] Ov = out.reshape(-1)
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray C
+        cdef cnp.ndarray out
+        cdef Py_ssize_t N = 1, s
+        cdef int nf = self.fbody.shape[0], f, b, r, bad
+        cdef double* Cv
+        cdef double* Ov
+        if cnp.PyArray_NDIM(qa) == 1:
+            # one state: body poses in the model's workspace, no intermediate array
+            out = np.empty((nf, 4, 4))
+            Cv = &self.ws[0]            # ws holds ≥ 16 nb doubles (rnea_ws_size)
+            bad = fk_kernel(self, <double*>cnp.PyArray_DATA(qa), Cv)
+            if bad:
+                self._raise_bad_quaternion(bad - 1, -1)
+        else:
+            C = self.forward_kinematics(qa)
+            N = cnp.PyArray_DIMS(qa)[0]
+            out = np.empty((N, nf, 4, 4))
+            Cv = <double*>cnp.PyArray_DATA(C)
+        Ov = <double*>cnp.PyArray_DATA(out)
         cdef double R[9]
         cdef double p[3]
         cdef double Rf[9]

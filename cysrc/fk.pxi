@@ -16,12 +16,19 @@ cdef int fk_kernel(ModelCore m, const double* q, double* out) noexcept nogil:
     cdef const double* Bi
     cdef const double* Rp
     cdef double* o
+    cdef double T[12]
     for i in range(m.nb):
-        if joint_transform(m.kind[i], m.nvj[i], &m.X[m.voff[i], 0], &m.center[i, 0],
-                           &q[m.qoff[i]], RJ, pJ) and bad == 0:
-            bad = i + 1
         Bi = &m.Bref[i, 0]
-        pose_mul(Bi, &Bi[9], RJ, pJ, RT, pT)
+        if m.fast[i] != FAST_NONE:
+            joint_pose_1dof(m.fast[i], &m.X[m.voff[i], 0], Bi, q[m.qoff[i]], T)
+            for n in range(9):
+                RT[n] = T[n]
+            pT[0] = T[9]; pT[1] = T[10]; pT[2] = T[11]
+        else:
+            if joint_transform(m.kind[i], m.nvj[i], &m.X[m.voff[i], 0], &m.center[i, 0],
+                               &q[m.qoff[i]], RJ, pJ) and bad == 0:
+                bad = i + 1
+            pose_mul(Bi, &Bi[9], RJ, pJ, RT, pT)
         o = &out[16 * i]
         par = m.parent[i]
         if par < 0:
