@@ -187,42 +187,38 @@ cdef class ModelCore:
         return out
 
 
-    def _jacobian1(self, q, int body, offset, int rep):
-        """Jacobian (6, nv) of body ``body`` (frame pose = C_body · offset) for one
-        state; rep 0 body, 1 spatial, 2 hybrid, 3 mixed (see treedyn.kinematics)."""
+    def _jacobian1(self, q, int body, int frame, int rep):
+        """Jacobian (6, nv) of body ``body``, or of named frame ``frame`` ≥ 0 (pose
+        C_body · offset) on it, for one state; rep 0 body, 1 spatial, 2 hybrid,
+        3 mixed (see treedyn.kinematics)."""
         cdef cnp.ndarray qa = self._states(q, self.nq, "q")
         if cnp.PyArray_NDIM(qa) != 1:
             raise InputError("q: one state expected")
         cdef int nb = self.nb, nv = self.nv, k, bad
-        out = np.zeros((6, nv))
+        cdef cnp.ndarray out = np.zeros((6, nv))
         if nv == 0:
             return out
-        cdef double[:, ::1] Ov = out
-        cdef double[::1] work = np.empty(rnea_ws_size(nb, nv) + 12 * nb + 6 * nv)
+        cdef double* Ov = <double*>cnp.PyArray_DATA(out)
+        # the model's workspace holds aba_ws_size ≥ rnea_ws_size + 12 nb + 6 nv doubles
+        cdef double* work = &self.ws[0]
         cdef double* Cp = &work[rnea_ws_size(nb, nv)]
         cdef double* Jp = &Cp[12 * nb]
-        cdef const double[:, ::1] Of
         cdef double R[9]
         cdef double r[3]
         cdef double w[3]
         cdef double v[3]
         cdef double t[3]
         cdef double u[3]
-        bad = spatial_screws_kernel(self, <double*>cnp.PyArray_DATA(qa), &work[0], Cp, Jp)
+        bad = spatial_screws_kernel(self, <double*>cnp.PyArray_DATA(qa), work, Cp, Jp)
         if bad:
             self._raise_bad_quaternion(bad - 1, -1)
         for k in range(9):
             R[k] = Cp[12 * body + k]
         for k in range(3):
             r[k] = Cp[12 * body + 9 + k]
-        if offset is not None:
-            Of = np.ascontiguousarray(offset, dtype=np.float64)
-            for k in range(3):
-                t[k] = Of[k, 3]
-            rot_vec(R, t, u)
-            for k in range(3):
-                r[k] += u[k]
-            _compose_rotation(R, Of)
+        if frame >= 0:                      # frame pose C_body · offset
+            pose_mul(&Cp[12 * body], &Cp[12 * body + 9], &self.foff[frame, 0],
+                     &self.foff[frame, 9], R, r)
         with nogil:
             for k in range(nv):
                 if not self.supp[body, k]:
@@ -230,23 +226,23 @@ cdef class ModelCore:
                 w[0] = Jp[6 * k]; w[1] = Jp[6 * k + 1]; w[2] = Jp[6 * k + 2]
                 v[0] = Jp[6 * k + 3]; v[1] = Jp[6 * k + 4]; v[2] = Jp[6 * k + 5]
                 if rep == 1:
-                    Ov[0, k] = w[0]; Ov[1, k] = w[1]; Ov[2, k] = w[2]
-                    Ov[3, k] = v[0]; Ov[4, k] = v[1]; Ov[5, k] = v[2]
+                    Ov[0 * nv + k] = w[0]; Ov[1 * nv + k] = w[1]; Ov[2 * nv + k] = w[2]
+                    Ov[3 * nv + k] = v[0]; Ov[4 * nv + k] = v[1]; Ov[5 * nv + k] = v[2]
                     continue
                 cross(r, w, t)                      # r × ω
                 if rep == 2 or rep == 3:            # ṙ = v + ω × r = v − r × ω
-                    Ov[3, k] = v[0] - t[0]; Ov[4, k] = v[1] - t[1]; Ov[5, k] = v[2] - t[2]
+                    Ov[3 * nv + k] = v[0] - t[0]; Ov[4 * nv + k] = v[1] - t[1]; Ov[5 * nv + k] = v[2] - t[2]
                     if rep == 2:
-                        Ov[0, k] = w[0]; Ov[1, k] = w[1]; Ov[2, k] = w[2]
+                        Ov[0 * nv + k] = w[0]; Ov[1 * nv + k] = w[1]; Ov[2 * nv + k] = w[2]
                     else:
                         rotT_vec(R, w, u)
-                        Ov[0, k] = u[0]; Ov[1, k] = u[1]; Ov[2, k] = u[2]
+                        Ov[0 * nv + k] = u[0]; Ov[1 * nv + k] = u[1]; Ov[2 * nv + k] = u[2]
                     continue
                 rotT_vec(R, w, u)                   # body: (Rᵀω, Rᵀ(v − r × ω))
-                Ov[0, k] = u[0]; Ov[1, k] = u[1]; Ov[2, k] = u[2]
+                Ov[0 * nv + k] = u[0]; Ov[1 * nv + k] = u[1]; Ov[2 * nv + k] = u[2]
                 v[0] -= t[0]; v[1] -= t[1]; v[2] -= t[2]
                 rotT_vec(R, v, u)
-                Ov[3, k] = u[0]; Ov[4, k] = u[1]; Ov[5, k] = u[2]
+                Ov[3 * nv + k] = u[0]; Ov[4 * nv + k] = u[1]; Ov[5 * nv + k] = u[2]
         return out
 
     def frame_poses(self, q):
@@ -834,19 +830,6 @@ def _fast_codes(kind, nvj, voff, X):
                 if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
                     codes[i] = FAST_REV_X + k
     return codes
-
-
-cdef void _compose_rotation(double* R, const double[:, ::1] O):
-    """R <- R · O[:3, :3]."""
-    cdef double t[9]
-    cdef double Ro[9]
-    cdef int a, b
-    for a in range(3):
-        for b in range(3):
-            Ro[3 * a + b] = O[a, b]
-    rot_mul(R, Ro, t)
-    for a in range(9):
-        R[a] = t[a]
 
 
 def _thread_workspaces(int nth, Py_ssize_t size):

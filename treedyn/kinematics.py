@@ -134,7 +134,8 @@ def jacobian(model, q, frame, representation="body"):
     _check_rep(representation)
     b, O = _frame_target(model, frame)
     if b >= 0 and np.ndim(q) == 1:          # one state: the whole Jacobian in the kernel
-        return model._jacobian1(q, b, O, REPRESENTATIONS.index(representation))
+        k = -1 if O is None else model._frame_index[frame]
+        return model._jacobian1(q, b, k, REPRESENTATIONS.index(representation))
     C, J = model._spatial_screws(q)
     lead = C.shape[:-2]
     if b < 0:
