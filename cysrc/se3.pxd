@@ -170,19 +170,6 @@ cdef inline void wrench_to_parent(const double* R, const double* p, const double
     out[3] += f[0]; out[4] += f[1]; out[5] += f[2]
 
 
-cdef inline void inertia_apply(double m, const double* c, const double* Io, const double* V,
-                               double* out) noexcept nogil:
-    """out = M V for a spatial inertia about the frame origin given by mass m, COM c
-    and rotational inertia Io about the origin (all in the frame's axes):
-    M (ω, v) = (Io ω + m c × v, m (v − c × ω))   (docs/CONVENTIONS.md, Mᵇ)."""
-    cdef double t[3]
-    rot_vec(Io, V, out)
-    cross(c, &V[3], t)
-    out[0] += m * t[0]; out[1] += m * t[1]; out[2] += m * t[2]
-    cross(c, V, t)
-    out[3] = m * (V[3] - t[0]); out[4] = m * (V[4] - t[1]); out[5] = m * (V[5] - t[2])
-
-
 cdef inline void com_wrench(double m, const double* R, const double* Thc, const double* rho,
                             const double* w, const double* al, const double* acc,
                             double* out) noexcept nogil:
