@@ -13,10 +13,15 @@ cimport openmp
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
 
 from se3 cimport *
+from kinds cimport *
 
 from treedyn.errors import InputError, SingularModelError
 
 cnp.import_array()
+
+# the joint kinds for the Python layer (one definition: kinds.pxd)
+globals().update(KIND_SCREWS=KIND_SCREWS, KIND_SPHERICAL=KIND_SPHERICAL,
+                 KIND_FREE_SE3=KIND_FREE_SE3, KIND_FREE_SO3R3=KIND_FREE_SO3R3)
 
 include "joints.pxi"
 include "fk.pxi"

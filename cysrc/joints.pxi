@@ -8,11 +8,7 @@
 #   KIND_SPHERICAL J = (R(Q), c - R(Q) c), Q = q[0:4], c = joint centre (body frame)
 #   KIND_FREE_*    J = (R(Q), r), r = q[0:3], Q = q[3:7]
 
-cdef enum:
-    KIND_SCREWS = 0
-    KIND_SPHERICAL = 1
-    KIND_FREE_SE3 = 2
-    KIND_FREE_SO3R3 = 3
+# Joint kinds (KIND_*): cysrc/_kernels.pxd.
 
 # |Q| must lie within this of 1 for a configuration to be accepted.
 cdef double QUAT_NORM_TOL = 1e-6

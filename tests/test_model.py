@@ -12,7 +12,7 @@ import pytest
 
 import treedyn as td
 from treedyn.lie import Ad_inv, se3_inv
-from treedyn.model import spatial_inertia
+from treedyn.compiler import spatial_inertia
 from conftest import TOL_EXACT, TOL_ORACLE, assert_close, erd_path, robot_file
 
 pin = pytest.importorskip("pinocchio")

@@ -45,6 +45,7 @@ import warnings
 
 import numpy as np
 
+from ._kernels import KIND_SCREWS
 from .errors import InputError, ModelError, SingularModelError
 
 __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", "christoffel",
@@ -55,8 +56,6 @@ __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", 
 #: memory O(nv³)).
 CHRISTOFFEL_MAX_NV = 60
 
-# kernel joint kind of screw-chain joints (treedyn.model.KIND_SCREWS)
-_KIND_SCREWS = 0
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -377,7 +376,7 @@ def christoffel(model, q):
         if the model has a spherical or free joint.
     """
     bad = [f"'{n}' ({t})" for n, t, k in zip(model.joint_names, model.joint_types, model.kind)
-           if k != _KIND_SCREWS]
+           if k != KIND_SCREWS]
     if bad:
         raise ModelError(
             "christoffel: Christoffel symbols need velocities that are time derivatives of "

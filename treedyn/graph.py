@@ -364,7 +364,7 @@ class JointGraph:
 
     def compile(self):
         """Compile into an immutable :class:`treedyn.model.Model`."""
-        from .model import compile_model
+        from .compiler import compile_model
         return compile_model(self)
 
 
