@@ -2,7 +2,8 @@
 
 Reproduces the numerical study of Müller & Terze (2013), "Is there an optimal
 choice of configuration space for Lie group integration schemes applied to
-constrained MBS?" (project seed 000, §5), with treedyn:
+constrained MBS?" (ASME IDETC 2013, DETC2013-12151, §5; [Müller & Terze 2013]
+in docs/references.md), with treedyn:
 
 * every example is built in absolute coordinates (``td.load(...,
   coordinates="absolute")``): each body on its own free joint, every physical
@@ -120,7 +121,7 @@ def run(t_final=2.0, dt=1e-3, out="docs", plot=True, verbose=True):
 
 def _table(rows, t_final, dt):
     lines = [
-        "# SE(3) vs SO(3)×R³: the configuration-space study of seed 000, reproduced",
+        "# SE(3) vs SO(3)×R³: the configuration-space study of Müller & Terze (2013), reproduced",
         "",
         f"Absolute coordinates, Munthe-Kaas RK4, Δt = {dt:g} s, t = 0 … {t_final:g} s, "
         "no constraint stabilization (index-1 equations).  Violation: norm of each "

@@ -2,7 +2,7 @@
 
 Oracles: Pinocchio's body inertias (it lumps fixed links the same way); the total
 spatial inertia in the world frame at q = 0 summed link by link (independent of
-the lumping formula); the joint table of docs/CONVENTIONS.md.
+the lumping formula); the joint table of docs/conventions.md.
 """
 import pickle
 import warnings

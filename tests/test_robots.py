@@ -1,7 +1,7 @@
 """Every shipped robot file loads and is what its header says.
 
 Oracles: the joint counts and parameters cited in robots/README.md and the
-seed-000 paper (Müller & Terze 2013, §5): e.g. the heavy top's initial kinetic
+paper of Müller & Terze (ASME IDETC 2013, §5; docs/references.md): e.g. the heavy top's initial kinetic
 energy 13.97 kJ for ω₀ = (0, 20π, 10π) rad/s; Pinocchio's forward kinematics and
 inverse dynamics for the shipped URDFs.
 """

@@ -341,7 +341,7 @@ def _pinv_solve(A, b, rcond):
 def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
                                  f_ext_frame="world", baumgarte=None, rcond=1e-10):
     """Accelerations and multipliers of M a + h = τ + Gᵀλ, G a = −Ġv (index 1,
-    seed 000 eq. 3).  ``baumgarte=(α, β, dt)`` adds −(2α/dt) G v − (β/dt)² g to the
+    [Müller & Terze 2013] eq. 3).  ``baumgarte=(α, β, dt)`` adds −(2α/dt) G v − (β/dt)² g to the
     right-hand side (dimensionless gains α, β).  Returns (a, λ, g)."""
     tau = np.asarray(tau, dtype=float)
     zero = np.zeros(model.nv)

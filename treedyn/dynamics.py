@@ -2,8 +2,10 @@
 
 Pure NumPy on top of the compiled kinematics kernels (world poses, spatial
 screws of all freedoms and their rates).  Equation numbers refer to Müller,
-*Screw and Lie group theory in multibody dynamics* (2018, seed 002, §5.2) and
-to the factorization ``M = Sᵀ Lᵀ H L S`` of seed 004; the conventions (screws
+*Screw and Lie group theory in multibody dynamics* (2018) [Müller 2018, §5.2],
+and the factorization ``M = Sᵀ Lᵀ H L S`` is that of *Lie theory, Riemannian
+geometry, and the dynamics of coupled rigid bodies* (ZAMP 2000)
+[Park & Kim 2000]; full entries in ``docs/references.md``.  The conventions (screws
 angular first ``(ω, v)``, wrenches torque first, ``Ad``, ``ad``, body spatial
 inertia ``Mᵇ``) are those of ``docs/conventions.md``.
 
@@ -223,8 +225,8 @@ def _factors_one(model, q, _v=None):
 
 
 def mass_matrix_factors(model, q):
-    """Factors of the mass matrix (seed 004; Müller 2018, eq. 81 with the block
-    triangular body Jacobian ``Jᵇ = L S``):
+    """Factors of the mass matrix ([Park & Kim 2000]; [Müller 2018] eq. 81 with
+    the block triangular body Jacobian ``Jᵇ = L S``):
 
         M(q) = Sᵀ Lᵀ H L S + diag(armature).
 

@@ -24,11 +24,14 @@ name              scheme                                                     ord
                   renormalized after each step (the baseline users know)
 ================  =========================================================  =======
 
-Munthe-Kaas in left-trivialized form (seed 000, eqs. 36–37; note the negative
+Munthe-Kaas in left-trivialized form ([Munthe-Kaas 1998]; [Müller & Terze 2013],
+eqs. 36–37; note the negative
 sign of Ψ in dexp⁻¹ for body velocities): with Ψ_j = h Σ_l a_jl k_l,
 ``k_j = dτ⁻¹_{−Ψ_j} v_j`` and ``q' = q ⊕ h Σ_j b_j k_j``.  Crouch–Grossman
 replaces the sum of local coordinates by a product of exponentials:
-``q_j = q ⊕ h a_j1 v_1 ⊕ ⋯``, ``q' = q ⊕ h b_1 v_1 ⊕ ⋯ ⊕ h b_s v_s`` (seed 003).
+``q_j = q ⊕ h a_j1 v_1 ⊕ ⋯``, ``q' = q ⊕ h b_1 v_1 ⊕ ⋯ ⊕ h b_s v_s``
+([Crouch & Grossman 1993]; [Lynch 2024] for a single body on SE(3)).
+Keys refer to ``docs/references.md``.
 Any explicit Butcher tableau can be used with :class:`Tableau`.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Everything here works on *single* elements given as float64 NumPy arrays (any
 array-like is accepted and converted); nothing is vectorised over batches.
-Conventions follow ``docs/CONVENTIONS.md``:
+Conventions follow ``docs/conventions.md``:
 
 * Screw coordinates are **angular first**: ``X = (x, y)`` with ``x`` the
   rotation part and ``y`` the translation part; a twist is ``V = (omega, v)``.
@@ -33,10 +33,12 @@ coefficient functions" below; they switch to Maclaurin series below a
 per-function threshold chosen such that both branches stay at about 1e-15
 relative accuracy (checked against 50-digit mpmath evaluations).
 
-References: A. Müller, "Singularity-free Lie group integration and
+References (full entries in ``docs/references.md``):
+[Müller, abs. coord.] = A. Müller, "Singularity-free Lie group integration and
 geometrically consistent evaluation of multibody system models described in
-terms of standard absolute coordinates" (eqs. 29-49, appendix A); A. Müller,
-"Screw and Lie group theory in multibody dynamics"; K. Engø, "On the BCH
+terms of standard absolute coordinates", arXiv:2601.21413 (eqs. 29-49,
+appendix A); [Müller 2018] = A. Müller, "Screw and Lie group theory in
+multibody dynamics", Multibody Syst. Dyn. 42 (2018); K. Engø, "On the BCH
 formula in so(3)", BIT 41 (2001).
 """
 
@@ -168,7 +170,7 @@ def _horner(coeffs, t):
 
 
 def _sinc(phi):
-    """sin(phi)/phi  (alpha of the seed papers)."""
+    """sin(phi)/phi  (alpha of [Müller, abs. coord.])."""
     if phi < 0.5:
         return _horner(_SER_SINC, phi * phi)
     return math.sin(phi) / phi
@@ -217,7 +219,9 @@ def _f3p(phi):
 
 
 def _dinvp(phi):
-    """(d/dphi _dinv)/phi = (1/beta + alpha/beta - 2)/phi^4  (seed 001 eq. 47)."""
+    """(d/dphi _dinv)/phi = (1/beta + alpha/beta - 2)/phi^4.
+
+    [Müller, abs. coord.] eq. 47."""
     if phi < math.pi:
         return _horner(_SER_DINVP, phi * phi)
     h = 0.5 * phi
@@ -339,7 +343,7 @@ def so3_exp(w):
     """Rotation matrix ``exp(hat3(w))`` of a rotation vector (Rodrigues).
 
     ``R = I + alpha w^ + (beta/2) w^2`` with ``alpha = sin(phi)/phi``,
-    ``beta/2 = (1 - cos(phi))/phi^2``, ``phi = |w|`` (seed 001 eq. 30).
+    ``beta/2 = (1 - cos(phi))/phi^2``, ``phi = |w|`` ([Müller, abs. coord.] eq. 30).
 
     Parameters
     ----------
@@ -415,7 +419,7 @@ def so3_dexp(w):
     """Right-trivialised differential of exp on SO(3) (the "left Jacobian").
 
     ``dexp_w = I + (1 - cos phi)/phi^2 w^ + (phi - sin phi)/phi^3 w^2``
-    (seed 001 eq. 32), so that for a curve ``w(t)``
+    ([Müller, abs. coord.] eq. 32), so that for a curve ``w(t)``
     ``d/dt exp(w) . exp(w)^T == hat3(dexp_w wdot)`` (spatial angular velocity),
     and the body-fixed angular velocity is ``so3_dexp(-w) @ wdot``.
 
@@ -440,8 +444,8 @@ def _so3_dexp(w):
 def so3_dexp_inv(w):
     """Inverse of :func:`so3_dexp`.
 
-    ``dexp_w^-1 = I - w^/2 + (1 - alpha/beta)/phi^2 w^2`` (seed 001 eq. 33),
-    valid for ``|w| < 2 pi``.
+    ``dexp_w^-1 = I - w^/2 + (1 - alpha/beta)/phi^2 w^2``
+    ([Müller, abs. coord.] eq. 33), valid for ``|w| < 2 pi``.
 
     Parameters
     ----------
@@ -468,7 +472,7 @@ def _so3_dexp_inv(w):
 def se3_exp(X):
     """Exponential of screw coordinates ``X = (x, y)`` (angular first).
 
-    ``exp(X) = [[so3_exp(x), so3_dexp(x) y], [0, 1]]`` (seed 001 eq. 44).
+    ``exp(X) = [[so3_exp(x), so3_dexp(x) y], [0, 1]]`` ([Müller, abs. coord.] eq. 44).
 
     Parameters
     ----------
@@ -643,7 +647,7 @@ def se3_dexp(X):
 
 
 def se3_dexp_inv(X):
-    """Inverse of :func:`se3_dexp` (seed 001 eqs. 46-47).
+    """Inverse of :func:`se3_dexp` ([Müller, abs. coord.] eqs. 46-47).
 
     ``dexp_X^-1 = [[dexp_x^-1, 0], [B, dexp_x^-1]]`` with
     ``B = -y^/2 + c (x^ y^ + y^ x^) + (x.y) c'(phi)/phi x^2``,
@@ -679,7 +683,7 @@ def so3_cay(c):
     """Cayley map on SO(3): ``cay(c) = I + 2/(1+|c|^2) (c^ + c^2) = (I - c^)^-1 (I + c^)``.
 
     ``c = tan(theta/2) n`` is the Gibbs-Rodrigues vector of a rotation by
-    ``theta`` about the unit axis ``n`` (seed 001 eq. 35).
+    ``theta`` about the unit axis ``n`` ([Müller, abs. coord.] eq. 35).
 
     Parameters
     ----------
@@ -731,7 +735,8 @@ def _so3_cay_inv(R):
 def so3_dcay(c):
     """Right-trivialised differential of :func:`so3_cay`.
 
-    ``dcay_c = sigma (I + c^)``, ``sigma = 2/(1+|c|^2)`` (seed 001 eq. 36):
+    ``dcay_c = sigma (I + c^)``, ``sigma = 2/(1+|c|^2)``
+    ([Müller, abs. coord.] eq. 36):
     ``d/dt cay(c) . cay(c)^T == hat3(dcay_c cdot)``.  The body-fixed angular
     velocity is ``so3_dcay(-c) @ cdot = so3_dcay(c).T @ cdot``.
 
@@ -748,7 +753,9 @@ def so3_dcay(c):
 
 
 def so3_dcay_inv(c):
-    """Inverse of :func:`so3_dcay`: ``(1+|c|^2)/2 I + (c^2 - c^)/2`` (seed 001 eq. 37).
+    """Inverse of :func:`so3_dcay`: ``(1+|c|^2)/2 I + (c^2 - c^)/2``.
+
+    [Müller, abs. coord.] eq. 37.
 
     Parameters
     ----------
@@ -771,7 +778,7 @@ def se3_cay(X):
     """Cayley map on SE(3) for extended Rodrigues parameters ``X = (c, d)``.
 
     ``cay(X) = (I4 - hat6(X))^-1 (I4 + hat6(X))
-    = [[cay(c), (I + cay(c)) d], [0, 1]]`` (seed 001 eq. 48); note
+    = [[cay(c), (I + cay(c)) d], [0, 1]]`` ([Müller, abs. coord.] eq. 48); note
     ``I + cay(c) = 2 (I - c^)^-1``.
 
     Parameters
@@ -832,7 +839,7 @@ def se3_dcay(X):
 
 
 def se3_dcay_inv(X):
-    """Inverse of :func:`se3_dcay` (seed 001 eq. 49).
+    """Inverse of :func:`se3_dcay` ([Müller, abs. coord.] eq. 49).
 
     ``dcay_X^-1 = [[so3_dcay_inv(c), 0], [(c^ - I) d^ / 2, (I - c^)/2]]``.
 
@@ -861,8 +868,8 @@ def se3_dcay_inv(X):
 def quat_mul(p, q):
     """Hamilton product ``p q`` of quaternions ``(w, x, y, z)``.
 
-    ``p q = (p0 q0 - p.q, p0 q + q0 p + p x q)`` (seed 001 eq. 38); for unit
-    quaternions ``quat_to_rot(quat_mul(p, q)) == quat_to_rot(p) @ quat_to_rot(q)``.
+    ``p q = (p0 q0 - p.q, p0 q + q0 p + p x q)`` ([Müller, abs. coord.] eq. 38);
+    for unit quaternions ``quat_to_rot(quat_mul(p, q)) == quat_to_rot(p) @ quat_to_rot(q)``.
     Inputs need not be unit quaternions (no normalisation).
 
     Parameters
@@ -905,8 +912,8 @@ def quat_conj(q):
 def quat_to_rot(q):
     """Rotation matrix of a quaternion ``(w, x, y, z)``.
 
-    ``R = I + 2 (w p^ + p^2)`` with ``p = (x, y, z)`` (seed 001 eq. 40), after
-    normalising ``q`` (a zero quaternion raises).  ``q`` and ``-q`` give the
+    ``R = I + 2 (w p^ + p^2)`` with ``p = (x, y, z)`` ([Müller, abs. coord.]
+    eq. 40), after normalising ``q`` (a zero quaternion raises).  ``q`` and ``-q`` give the
     same matrix.
 
     Parameters
@@ -971,7 +978,7 @@ def rot_to_quat(R):
 def quat_exp(w):
     """Unit quaternion of a rotation vector: ``(cos(phi/2), sinc(phi/2) w/2)``.
 
-    Seed 001 eq. 39; ``quat_to_rot(quat_exp(w)) == so3_exp(w)``.  For
+    [Müller, abs. coord.] eq. 39; ``quat_to_rot(quat_exp(w)) == so3_exp(w)``.  For
     ``|w| > pi`` the scalar part is negative (no sign normalisation).
 
     Parameters
@@ -1114,7 +1121,7 @@ def bch_so3(x, y):
     """Closed-form Baker-Campbell-Hausdorff formula on SO(3).
 
     Returns ``z = vee(log(exp(x^) exp(y^)))``, the principal value
-    (``|z| <= pi``), as ``z = a x + b y + g x X y`` (seed 001 appendix A,
+    (``|z| <= pi``), as ``z = a x + b y + g x X y`` ([Müller, abs. coord.] appendix A,
     eq. 74; Engø 2001) where, with ``s_i = sinc(phi_i/2)``,
     ``c_i = cos(phi_i/2)``, ``phi_i = |x|, |y|``, the quaternion product
     gives ``cos(phi/2) = c1 c2 - s1 s2 (x.y)/4`` and

@@ -145,7 +145,7 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         tqdm progress bar (None: only on a terminal and for ≥ 20 000 steps).
     stabilization : {"projection", "baumgarte", None}
         Models with loop closures or mimic couplings: the index-1 equations
-        (seed 000, eq. 3) are integrated and the drift off the constraint
+        ([Müller & Terze 2013], eq. 3) are integrated and the drift off the constraint
         manifold is removed by projecting q and v after every step (default;
         q0 and v0 are projected first), damped by Baumgarte terms with the
         dimensionless gains ``baumgarte=(α, β)`` (−(2α/dt) ġ − (β/dt)² g), or

@@ -65,7 +65,7 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
         "relative" (default): a spanning tree of the joints with loop closures as
         constraints.  "absolute": every moving body on its own free joint to the
         world (group ``free_group``, default SE3) and every physical joint a
-        constraint (the formulation compared in seed 000).
+        constraint (the formulation compared in [Müller & Terze 2013]).
 
     Returns
     -------
