@@ -3,14 +3,24 @@
 
 ``ModelCore`` holds the flat, read-only arrays of a compiled model that the
 kernels read (topological order, parent[i] < i) and exposes the per-state entry
-points; ``treedyn.model.Model`` subclasses it.  Each algorithm lives in its own
-``.pxi`` file included below; the inline SE(3) primitives are in ``se3.pxd``.
+points; ``treedyn.model.Model`` subclasses it.  Everything a kernel writes goes
+into a ``Data`` (data.pxi) or into the caller's outputs, never into the model.
+Each algorithm lives in its own ``.pxi`` file included below; the inline SE(3)
+primitives are in ``se3.pxd``, the joint kinds in ``kinds.pxd``.
+
+The binding is one dispatcher (``ModelCore._dispatch``): an entry point checks
+its inputs, fills a ``Call`` with pointers and per-sample strides, and the
+dispatcher runs the kernel once (on the caller's Data or one from the model's
+pool, releasing the GIL for models with at least ``GIL_RELEASE_NV`` velocity
+coordinates) or over a batch in an OpenMP ``prange`` with one Data per thread.
 """
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 cimport openmp
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
+from libc.string cimport memcpy, memset
 
 from se3 cimport *
 from kinds cimport *
@@ -23,9 +33,18 @@ cnp.import_array()
 globals().update(KIND_SCREWS=KIND_SCREWS, KIND_SPHERICAL=KIND_SPHERICAL,
                  KIND_FREE_SE3=KIND_FREE_SE3, KIND_FREE_SO3R3=KIND_FREE_SO3R3)
 
+#: single-state calls on models with at least this many velocity coordinates
+#: release the GIL while the kernel runs (docs/algorithms.md, "Threads": below it
+#: the release/acquire costs more than the concurrency it allows).
+GIL_RELEASE_NV = 20
+cdef int _gil_release_nv = GIL_RELEASE_NV
+
 include "joints.pxi"
-include "fk.pxi"
 include "rnea_common.pxi"
+include "data.pxi"
+include "sweep.pxi"
+include "fk.pxi"
+include "jacobian.pxi"
 include "rnea_body.pxi"
 include "rnea_spatial.pxi"
 include "rnea_hybrid.pxi"
@@ -35,17 +54,108 @@ include "aba.pxi"
 include "lie_groups.pxi"
 include "integrators.pxi"
 
-ctypedef int (*rnea_fn)(ModelCore, const double*, const double*, const double*, const double*,
-                        const double*, int, double*, double*) noexcept nogil
-
-cdef dict _REPRESENTATIONS = {"body": 0, "spatial": 1, "hybrid": 2}
 cdef dict _WRENCH_FRAMES = {"world": 0, "body": 1, "hybrid": 2}
+cdef tuple _REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
+
+
+# ---------------------------------------------------------------------- dispatcher
+cdef struct Call:
+    # inputs of one state (the dispatcher shifts them by the strides per sample)
+    const double* q
+    const double* v
+    const double* a            # accelerations, or torques for forward dynamics
+    const double* g            # gravity (3,), shared by all samples
+    const double* fext         # (nb, 6) or NULL
+    int fframe                 # 0 world, 1 body, 2 hybrid
+    int body, frame, rep       # Jacobian target and representation
+    double* out
+    double* out2
+    double* out3
+    # per-sample strides in doubles (0: shared)
+    Py_ssize_t sq, sv, sa, sf, so, so2, so3
+
+ctypedef int (*kernel_t)(ModelCore m, DataC* d, const Call* c) noexcept nogil
+
+
+cdef inline const double* _shift_c(const double* p, Py_ssize_t k) noexcept nogil:
+    return NULL if p == NULL else p + k
+
+
+cdef inline double* _shift(double* p, Py_ssize_t k) noexcept nogil:
+    return NULL if p == NULL else p + k
+
+
+cdef int _call_sample(kernel_t fn, ModelCore m, DataC* d, const Call* base,
+                      Py_ssize_t s) noexcept nogil:
+    """fn on sample s of a batch: the base pointers shifted by s strides."""
+    cdef Call c = base[0]
+    c.q = _shift_c(c.q, s * c.sq)
+    c.v = _shift_c(c.v, s * c.sv)
+    c.a = _shift_c(c.a, s * c.sa)
+    c.fext = _shift_c(c.fext, s * c.sf)
+    c.out = _shift(c.out, s * c.so)
+    c.out2 = _shift(c.out2, s * c.so2)
+    c.out3 = _shift(c.out3, s * c.so3)
+    return fn(m, d, &c)
+
+
+# kernel adapters: Call -> the kernel's own arguments
+cdef int _k_fk(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return fk_kernel(m, d, c.q, c.out)
+
+cdef int _k_frame_poses(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return frame_poses_kernel(m, d, c.q, c.out)
+
+cdef int _k_jacobian(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return frame_jacobian_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
+
+cdef int _k_rnea_body(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+cdef int _k_rnea_spatial(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_spatial_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return crba_kernel(m, d, c.q, c.out)
+
+cdef int _k_aba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return aba_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+cdef int _k_body_motion(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 / out3 (nb, 6) body twists / derivatives."""
+    cdef int bad = body_motion_kernel(m, d, c.q, c.v, c.a)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    if c.out2 != NULL:
+        memcpy(c.out2, d.v, 6 * m.nb * sizeof(double))
+    if c.out3 != NULL:
+        memcpy(c.out3, d.a, 6 * m.nb * sizeof(double))
+    return bad
+
+cdef int _k_spatial_screws(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 (nv, 6) spatial screws about the world origin."""
+    cdef int bad = body_motion_kernel(m, d, c.q, NULL, NULL)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    world_screws(m, d, c.out2)
+    return bad
+
+cdef int _k_screw_rates(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 / out3 (nv, 6) spatial screws and their rates."""
+    cdef int bad = spatial_screw_rates_kernel(m, d, c.q, c.v, c.out2, c.out3)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    return bad
+
+
+cdef long _next_serial = 0
 
 
 cdef class ModelCore:
     """Kernel-side arrays of a compiled model (see ``treedyn.model.Model``)."""
 
     cdef readonly int nb, nq, nv
+    cdef readonly long serial          # identifies the model a Data was made for
     cdef const int[::1] parent
     cdef const int[::1] kind
     cdef const int[::1] qoff
@@ -57,17 +167,17 @@ cdef class ModelCore:
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
-
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef const double[::1] grav        # (3,)
-    cdef double[::1] ws                # single-call workspace
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
-    cdef const unsigned char[:, ::1] supp   # (nb, nv): freedoms on the path world -> body
+    cdef dict _targets                 # body or frame name -> (body, frame index or -1)
+    cdef list _pool                    # idle Data for plain calls (not model state)
 
-    def _init_core(self, dict arr):
+    def _init_core(self, dict arr, dict names):
         """Set the kernel arrays from the compiler's dict (called once per model)."""
+        global _next_serial
         cdef int nb = arr["parent"].shape[0]
         cdef int nv = int(arr["nvj"].sum())
         B = np.asarray(arr["B"], dtype=np.float64).reshape(nb, 4, 4)
@@ -79,6 +189,8 @@ cdef class ModelCore:
         inert[:, 1:4] = arr["com"]
         inert[:, 4:13] = np.asarray(arr["inertia"]).reshape(nb, 9)
         inert[:, 13:22] = np.asarray(arr["spatial_inertia"]).reshape(nb, 6, 6)[:, :3, :3].reshape(nb, 9)
+        _next_serial += 1
+        self.serial = _next_serial
         self.nb = nb
         self.nq = int(arr["nqj"].sum())
         self.nv = nv
@@ -95,7 +207,6 @@ cdef class ModelCore:
         self.inert = inert
         self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
-        self.ws = np.zeros(max(rnea_ws_size(nb, nv), crba_ws_size(nb, nv), aba_ws_size(nb, nv)))
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
         root = np.arange(nb, dtype=np.int32)
         for i in range(nb):                 # parents precede children
@@ -107,263 +218,127 @@ cdef class ModelCore:
         foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
         foff[:, 9:] = fo[:, :3, 3]
         self.fbody = np.ascontiguousarray(arr["frame_body"], dtype=np.int32)
-        self.supp = np.ascontiguousarray(arr["support"], dtype=np.uint8).reshape(nb, nv) \
-            if nv > 0 and nb > 0 else np.zeros((1, 1), dtype=np.uint8)
         self.foff = foff
+        targets = {}
+        for k, name in enumerate(names["frame_names"]):
+            targets[name] = (int(arr["frame_body"][k]), k)
+        for i, name in enumerate(names["body_names"]):
+            targets[name] = (i, -1)
+        self._targets = targets
+        self._pool = []
+
+    # ------------------------------------------------------------------ Data
+    def create_data(self):
+        """A new :class:`Data` for this model: pass it as ``data=`` to the
+        single-state entry points for allocation-free calls and to read the
+        kernels' intermediates.  One Data per thread."""
+        return Data(self)
+
+    cdef Data _data(self, object data):
+        """The caller's Data (checked), or one from the pool (returned by _done)."""
+        if data is None:
+            if self._pool:
+                return <Data>self._pool.pop()
+            return Data(self)
+        if not isinstance(data, Data):
+            raise InputError(f"data: expected a treedyn Data from model.create_data(), "
+                             f"got {type(data).__name__}")
+        if (<Data>data).model_serial != self.serial:
+            raise InputError("data: this Data was created for another model "
+                             "(use this model's create_data())")
+        return <Data>data
+
+    cdef inline void _done(self, Data d, object data):
+        if data is None and len(self._pool) < 64:
+            self._pool.append(d)
+
+    cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data) except -1:
+        """Run fn on one state (N < 0) or on N samples; raise for a kernel's code."""
+        cdef Data d
+        cdef _Team team
+        cdef int code = 0, nth
+        cdef Py_ssize_t s
+        cdef int[::1] errs
+        if N < 0:
+            d = self._data(data)
+            if self.nv >= _gil_release_nv:
+                with nogil:
+                    code = fn(self, &d.c, c)
+            else:
+                code = fn(self, &d.c, c)
+            self._done(d, data)
+            if code:
+                self._raise_code(code, -1)
+            return 0
+        if data is not None:
+            raise InputError("data: only for single-state calls (a batch uses one Data "
+                             "per thread internally)")
+        if N == 0:
+            return 0
+        nth = _num_threads()
+        if nth > N:
+            nth = <int>N
+        team = _Team(self, nth)
+        errs = np.zeros(N, dtype=np.int32)
+        with nogil:
+            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
+                errs[s] = _call_sample(fn, self, &team.c[threadid()], c, s)
+        for s in range(N):
+            if errs[s]:
+                self._raise_code(errs[s], s)
+        return 0
+
+    cdef _raise_code(self, int code, Py_ssize_t sample):
+        if code > 0:
+            self._raise_bad_quaternion(code - 1, sample)
+        self._raise_singular(-code - 1)
 
     # ------------------------------------------------------------------ input checks
     cdef cnp.ndarray _states(self, object x, int width, str name):
         """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
-        cdef cnp.ndarray arr
-        cdef int nd
-        if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
-                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
-                and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
-            arr = <cnp.ndarray>x
-        else:
-            try:
-                arr = np.asarray(x)
-            except Exception as exc:
-                raise InputError(f"{name}: cannot be read as an array: {exc}") from None
-            if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
-                raise InputError(f"{name}: expected real numbers, got dtype {arr.dtype}")
-            arr = np.ascontiguousarray(arr, dtype=np.float64)
-        nd = cnp.PyArray_NDIM(arr)
-        if (nd != 1 and nd != 2) or cnp.PyArray_DIMS(arr)[nd - 1] != width:
-            raise InputError(
-                f"{name}: expected shape ({width},) or (N, {width}), got {np.shape(arr)}")
-        if not _all_finite(<double*>cnp.PyArray_DATA(arr), cnp.PyArray_SIZE(arr)):
-            raise InputError(f"{name}: contains NaN or infinity")
-        return arr
+        return _as_states(x, width, name)
 
     cdef cnp.ndarray _like(self, cnp.ndarray ref, object x, int width, str name):
         """x checked like _states and with the same batch shape as ref."""
-        cdef cnp.ndarray arr = self._states(x, width, name)
+        cdef cnp.ndarray arr = _as_states(x, width, name)
         cdef int nd = cnp.PyArray_NDIM(arr)
         if nd != cnp.PyArray_NDIM(ref) or (nd == 2 and cnp.PyArray_DIMS(arr)[0] != cnp.PyArray_DIMS(ref)[0]):
             raise InputError(f"{name}: shape {np.shape(arr)} does not match q's batch shape "
                              f"{np.shape(ref)}")
         return arr
 
-    cdef _raise_bad_quaternion(self, int body, int sample):
+    cdef cnp.ndarray _output(self, object out, cnp.ndarray qa, int nd, cnp.npy_intp* dims):
+        """out checked (float64, C-contiguous, writable, shape: q's batch shape +
+        dims[:nd]), or a new uninitialized array of that shape."""
+        cdef cnp.npy_intp full[4]
+        cdef int k, lead = cnp.PyArray_NDIM(qa) - 1
+        if lead:
+            full[0] = cnp.PyArray_DIMS(qa)[0]
+        for k in range(nd):
+            full[lead + k] = dims[k]
+        if out is None:
+            return cnp.PyArray_EMPTY(lead + nd, full, cnp.NPY_DOUBLE, 0)
+        want = tuple(full[k] for k in range(lead + nd))
+        if not (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
+                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
+                and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>out)):
+            raise InputError(f"out: expected a writable C-contiguous float64 array of shape "
+                             f"{want}, got {type(out).__name__} "
+                             f"{getattr(out, 'dtype', '')} {np.shape(out)}")
+        if np.shape(out) != want:
+            raise InputError(f"out: expected shape {want}, got {np.shape(out)}")
+        return <cnp.ndarray>out
+
+    cdef _raise_bad_quaternion(self, int body, Py_ssize_t sample):
         raise InputError(self._bad_quaternion_message(body, sample))
 
     def _bad_quaternion_message(self, body, sample):
         return f"q: quaternion of joint #{body} is not unit (|Q| - 1 > 1e-6)"
 
-    # ------------------------------------------------------------------ kinematics
-    def forward_kinematics(self, q):
-        """Poses of all bodies in the world frame.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-            Joint configuration(s), layout in docs/CONVENTIONS.md.
-
-        Returns
-        -------
-        ndarray, shape (nb, 4, 4) or (N, nb, 4, 4)
-            Homogeneous transforms C_i (body frame -> world), in ``body_names`` order.
-        """
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray out
-        cdef Py_ssize_t N, s
-        cdef int bad = 0
-        cdef double* qp
-        cdef double* op
-        cdef int[::1] errs
-        if qa.ndim == 1:
-            out = np.empty((self.nb, 4, 4))
-            bad = fk_kernel(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(out))
-            if bad:
-                self._raise_bad_quaternion(bad - 1, -1)
-            return out
-        N = qa.shape[0]
-        out = np.empty((N, self.nb, 4, 4))
-        qp = <double*>cnp.PyArray_DATA(qa)
-        op = <double*>cnp.PyArray_DATA(out)
-        errs = np.zeros(N, dtype=np.int32)
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16):
-                errs[s] = fk_kernel(self, &qp[s * self.nq], &op[s * 16 * self.nb])
-        for s in range(N):
-            if errs[s]:
-                self._raise_bad_quaternion(errs[s] - 1, s)
-        return out
-
-
-    def _jacobian1(self, q, int body, int frame, int rep):
-        """Jacobian (6, nv) of body ``body``, or of named frame ``frame`` ≥ 0 (pose
-        C_body · offset) on it, for one state; rep 0 body, 1 spatial, 2 hybrid,
-        3 mixed (see treedyn.kinematics)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError("q: one state expected")
-        cdef int nb = self.nb, nv = self.nv, k, bad
-        cdef cnp.ndarray out = np.zeros((6, nv))
-        if nv == 0:
-            return out
-        cdef double* Ov = <double*>cnp.PyArray_DATA(out)
-        # the model's workspace holds aba_ws_size ≥ rnea_ws_size + 12 nb + 6 nv doubles
-        cdef double* work = &self.ws[0]
-        cdef double* Cp = &work[rnea_ws_size(nb, nv)]
-        cdef double* Jp = &Cp[12 * nb]
-        cdef double R[9]
-        cdef double r[3]
-        cdef double w[3]
-        cdef double v[3]
-        cdef double t[3]
-        cdef double u[3]
-        bad = spatial_screws_kernel(self, <double*>cnp.PyArray_DATA(qa), work, Cp, Jp)
-        if bad:
-            self._raise_bad_quaternion(bad - 1, -1)
-        for k in range(9):
-            R[k] = Cp[12 * body + k]
-        for k in range(3):
-            r[k] = Cp[12 * body + 9 + k]
-        if frame >= 0:                      # frame pose C_body · offset
-            pose_mul(&Cp[12 * body], &Cp[12 * body + 9], &self.foff[frame, 0],
-                     &self.foff[frame, 9], R, r)
-        with nogil:
-            for k in range(nv):
-                if not self.supp[body, k]:
-                    continue
-                w[0] = Jp[6 * k]; w[1] = Jp[6 * k + 1]; w[2] = Jp[6 * k + 2]
-                v[0] = Jp[6 * k + 3]; v[1] = Jp[6 * k + 4]; v[2] = Jp[6 * k + 5]
-                if rep == 1:
-                    Ov[0 * nv + k] = w[0]; Ov[1 * nv + k] = w[1]; Ov[2 * nv + k] = w[2]
-                    Ov[3 * nv + k] = v[0]; Ov[4 * nv + k] = v[1]; Ov[5 * nv + k] = v[2]
-                    continue
-                cross(r, w, t)                      # r × ω
-                if rep == 2 or rep == 3:            # ṙ = v + ω × r = v − r × ω
-                    Ov[3 * nv + k] = v[0] - t[0]; Ov[4 * nv + k] = v[1] - t[1]; Ov[5 * nv + k] = v[2] - t[2]
-                    if rep == 2:
-                        Ov[0 * nv + k] = w[0]; Ov[1 * nv + k] = w[1]; Ov[2 * nv + k] = w[2]
-                    else:
-                        rotT_vec(R, w, u)
-                        Ov[0 * nv + k] = u[0]; Ov[1 * nv + k] = u[1]; Ov[2 * nv + k] = u[2]
-                    continue
-                rotT_vec(R, w, u)                   # body: (Rᵀω, Rᵀ(v − r × ω))
-                Ov[0 * nv + k] = u[0]; Ov[1 * nv + k] = u[1]; Ov[2 * nv + k] = u[2]
-                v[0] -= t[0]; v[1] -= t[1]; v[2] -= t[2]
-                rotT_vec(R, v, u)
-                Ov[3 * nv + k] = u[0]; Ov[4 * nv + k] = u[1]; Ov[5 * nv + k] = u[2]
-        return out
-
-    def frame_poses(self, q):
-        """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
-        in ``frame_names`` order: the world, every link (moving or merged), extra frames."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray C
-        cdef cnp.ndarray out
-        cdef Py_ssize_t N = 1, s
-        cdef int nf = self.fbody.shape[0], f, b, r, bad
-        cdef double* Cv
-        cdef double* Ov
-        if cnp.PyArray_NDIM(qa) == 1:
-            # one state: body poses in the model's workspace, no intermediate array
-            out = np.empty((nf, 4, 4))
-            Cv = &self.ws[0]            # ws holds ≥ 16 nb doubles (rnea_ws_size)
-            bad = fk_kernel(self, <double*>cnp.PyArray_DATA(qa), Cv)
-            if bad:
-                self._raise_bad_quaternion(bad - 1, -1)
-        else:
-            C = self.forward_kinematics(qa)
-            N = cnp.PyArray_DIMS(qa)[0]
-            out = np.empty((N, nf, 4, 4))
-            Cv = <double*>cnp.PyArray_DATA(C)
-        Ov = <double*>cnp.PyArray_DATA(out)
-        cdef double R[9]
-        cdef double p[3]
-        cdef double Rf[9]
-        cdef double pf[3]
-        cdef double* o
-        cdef const double* c
-        with nogil:
-            for s in range(N):
-                for f in range(nf):
-                    b = self.fbody[f]
-                    o = &Ov[(s * nf + f) * 16]
-                    if b < 0:
-                        for r in range(9):
-                            Rf[r] = self.foff[f, r]
-                        pf[0] = self.foff[f, 9]; pf[1] = self.foff[f, 10]; pf[2] = self.foff[f, 11]
-                    else:
-                        c = &Cv[(s * self.nb + b) * 16]
-                        for r in range(3):
-                            R[3 * r] = c[4 * r]; R[3 * r + 1] = c[4 * r + 1]
-                            R[3 * r + 2] = c[4 * r + 2]; p[r] = c[4 * r + 3]
-                        pose_mul(R, p, &self.foff[f, 0], &self.foff[f, 9], Rf, pf)
-                    for r in range(3):
-                        o[4 * r] = Rf[3 * r]; o[4 * r + 1] = Rf[3 * r + 1]
-                        o[4 * r + 2] = Rf[3 * r + 2]; o[4 * r + 3] = pf[r]
-                    o[12] = 0.0; o[13] = 0.0; o[14] = 0.0; o[15] = 1.0
-        return out
-
-    # ------------------------------------------------------------------ dynamics
-    def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
-                         f_ext_frame="world"):
-        """Joint forces τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ f_ext by the O(n) recursive
-        Newton–Euler algorithm.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        v, a : array_like, shape (nv,) or (N, nv)
-            Velocities and accelerations (layout in docs/CONVENTIONS.md).
-        representation : {"body", "spatial", "hybrid"}
-            Which recursion computes τ (Müller 2018, eqs. 66-67, 70-71, 75-76).
-            All three give the same τ; they differ in the frames of the
-            intermediate twists and wrenches.
-        f_ext : array_like, shape (nb, 6) or (N, nb, 6), optional
-            External wrench (torque, force) acting on each body, in ``f_ext_frame``.
-        gravity : array_like, shape (3,), optional
-            World-frame gravity in m/s² (default: ``model.gravity``).
-        f_ext_frame : {"world", "body", "hybrid"}
-            "world": about the world origin, world axes; "body": about the body
-            origin, body axes; "hybrid": about the body origin, world axes.
-
-        Returns
-        -------
-        ndarray, shape (nv,) or (N, nv)
-            Joint forces/torques (N, N·m; free joints: the wrench in the
-            joint's velocity coordinates).
-        """
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
-        cdef cnp.ndarray fa = None
-        cdef cnp.ndarray out
-        cdef rnea_fn fn
-        cdef int rep, fframe = 0, bad = 0
-        cdef const double* gp = &self.grav[0]
-        cdef double gbuf[3]
-        cdef const double* fp = NULL
-        cdef cnp.npy_intp dims[2]
-        if representation == "body":
-            fn = rnea_body_kernel
-        elif representation == "spatial":
-            fn = rnea_spatial_kernel
-        elif representation == "hybrid":
-            fn = rnea_hybrid_kernel
-        else:
-            raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
-                             f"got {representation!r}")
-        gp = self._gravity_ptr(gravity, gbuf)
-        if f_ext is not None:
-            fframe = self._wrench_frame(f_ext_frame)
-            fa = self._wrenches(qa, f_ext)
-            fp = <double*>cnp.PyArray_DATA(fa)
-        if cnp.PyArray_NDIM(qa) == 1:
-            dims[0] = self.nv
-            out = cnp.PyArray_EMPTY(1, dims, cnp.NPY_DOUBLE, 0)
-            bad = fn(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va),
-                     <double*>cnp.PyArray_DATA(aa), gp, fp, fframe, &self.ws[0],
-                     <double*>cnp.PyArray_DATA(out))
-            if bad:
-                self._raise_bad_quaternion(bad - 1, -1)
-            return out
-        return self._rnea_batch(fn, qa, va, aa, gp, fp, fframe)
+    def _raise_singular(self, body):
+        raise SingularModelError(f"the articulated inertia seen by joint #{body} is singular "
+                                 f"(massless subtree without armature?)")
 
     cdef const double* _gravity_ptr(self, object gravity, double* gbuf) except NULL:
         """Pointer to the gravity to use: the model's, or ``gravity`` copied into gbuf."""
@@ -379,7 +354,7 @@ cdef class ModelCore:
         return gbuf
 
     cdef int _wrench_frame(self, object f_ext_frame) except -1:
-        if f_ext_frame not in _WRENCH_FRAMES:
+        if not isinstance(f_ext_frame, str) or f_ext_frame not in _WRENCH_FRAMES:
             raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
                              f"got {f_ext_frame!r}")
         return _WRENCH_FRAMES[f_ext_frame]
@@ -387,7 +362,10 @@ cdef class ModelCore:
     cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
         cdef cnp.ndarray fa
         try:
-            fa = np.ascontiguousarray(f_ext, dtype=np.float64)
+            fa = np.asarray(f_ext)
+            if fa.dtype.kind not in "fiu" or fa.dtype == np.bool_:
+                raise TypeError(f"dtype {fa.dtype}")
+            fa = np.ascontiguousarray(fa, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InputError(f"f_ext: cannot be read as real numbers: {exc}") from None
         cdef tuple want
@@ -402,119 +380,201 @@ cdef class ModelCore:
             raise InputError("f_ext: contains NaN or infinity")
         return fa
 
-    cdef cnp.ndarray _rnea_batch(self, rnea_fn fn, cnp.ndarray qa, cnp.ndarray va,
-                                 cnp.ndarray aa, const double* gp, const double* fp,
-                                 int fframe):
-        cdef Py_ssize_t N = cnp.PyArray_DIMS(qa)[0], s
-        cdef int nq = self.nq, nv = self.nv, nb = self.nb, nth = _num_threads()
-        cdef Py_ssize_t wsz = rnea_ws_size(nb, nv)
-        cdef cnp.ndarray out = np.empty((N, nv))
-        cdef double[:, ::1] work = _thread_workspaces(nth, wsz)
-        cdef int[::1] errs = np.zeros(N, dtype=np.int32)
-        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
-        cdef double* vp = <double*>cnp.PyArray_DATA(va)
-        cdef double* ap = <double*>cnp.PyArray_DATA(aa)
-        cdef double* op = <double*>cnp.PyArray_DATA(out)
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                errs[s] = fn(self, &qp[s * nq], &vp[s * nv], &ap[s * nv], gp,
-                             NULL if fp == NULL else &fp[s * 6 * nb], fframe,
-                             &work[threadid(), 0], &op[s * nv])
-        for s in range(N):
-            if errs[s]:
-                self._raise_bad_quaternion(errs[s] - 1, s)
-        return out
+    cdef object _loads(self, Call* c, cnp.ndarray qa, object f_ext, object gravity,
+                       object f_ext_frame, double* gbuf):
+        """Fill gravity and external wrenches of c; returns the wrench array (kept
+        alive by the caller) or None."""
+        c.g = self._gravity_ptr(gravity, gbuf)
+        c.fext = NULL
+        c.sf = 0
+        c.fframe = 0
+        if f_ext is None:
+            return None
+        c.fframe = self._wrench_frame(f_ext_frame)
+        fa = self._wrenches(qa, f_ext)
+        c.fext = <double*>cnp.PyArray_DATA(fa)
+        c.sf = 6 * self.nb
+        return fa
 
+    cdef inline Py_ssize_t _batch(self, cnp.ndarray qa):
+        return -1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
 
-    # ------------------------------------------------------------------ motion
-    def _body_motion(self, q, v=None, a=None):
-        """World poses (…, nb, 12) and body-fixed twists and twist derivatives
-        (…, nb, 6) of all bodies (gravity not included); None where not asked."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray va = None, aa = None
-        cdef Py_ssize_t N = 1, s
-        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads()
-        cdef int[::1] errs
-        cdef double[:, ::1] work
-        cdef double* qp
-        cdef double* vp = NULL
-        cdef double* ap = NULL
-        cdef double* Cp
-        cdef double* Vp = NULL
-        cdef double* Ap = NULL
-        if v is not None:
-            va = self._like(qa, v, self.nv, "v")
-            vp = <double*>cnp.PyArray_DATA(va)
-        if a is not None:
-            if v is None:
-                raise InputError("a: accelerations need velocities v")
-            aa = self._like(qa, a, self.nv, "a")
-            ap = <double*>cnp.PyArray_DATA(aa)
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        if lead:
-            N = lead[0]
-        C = np.empty(lead + (nb, 12))
-        V = np.empty(lead + (nb, 6)) if v is not None else None
-        A = np.empty(lead + (nb, 6)) if a is not None else None
-        qp = <double*>cnp.PyArray_DATA(qa)
-        Cp = <double*>cnp.PyArray_DATA(C)
-        if V is not None:
-            Vp = <double*>cnp.PyArray_DATA(V)
-        if A is not None:
-            Ap = <double*>cnp.PyArray_DATA(A)
-        errs = np.zeros(N, dtype=np.int32)
-        if not lead:
-            nth = 1          # one state: no thread team (its start-up would dominate)
-        work = _thread_workspaces(nth, rnea_ws_size(nb, nv))
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                errs[s] = body_motion_kernel(
-                    self, &qp[s * nq], NULL if vp == NULL else &vp[s * nv],
-                    NULL if ap == NULL else &ap[s * nv], &work[threadid(), 0],
-                    &Cp[s * 12 * nb], NULL if Vp == NULL else &Vp[s * 6 * nb],
-                    NULL if Ap == NULL else &Ap[s * 6 * nb])
-        for s in range(N):
-            if errs[s]:
-                self._raise_bad_quaternion(errs[s] - 1, s if lead else -1)
-        return C, V, A
+    # ------------------------------------------------------------------ kinematics
+    def forward_kinematics(self, q, data=None, out=None):
+        """Poses of all bodies in the world frame.
 
-    def _spatial_screws(self, q):
-        """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef Py_ssize_t N = 1, s
-        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads()
-        cdef int[::1] errs
-        cdef double[:, ::1] work
-        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
-        cdef double* Cp
-        cdef double* Jp
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        if lead:
-            N = lead[0]
-        C = np.empty(lead + (nb, 12))
-        J = np.empty(lead + (nv, 6))
-        Cp = <double*>cnp.PyArray_DATA(C)
-        Jp = <double*>cnp.PyArray_DATA(J)
-        errs = np.zeros(N, dtype=np.int32)
-        if not lead:
-            nth = 1
-        work = _thread_workspaces(nth, rnea_ws_size(nb, nv))
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                errs[s] = spatial_screws_kernel(self, &qp[s * nq], &work[threadid(), 0],
-                                                &Cp[s * 12 * nb], &Jp[s * 6 * nv])
-        for s in range(N):
-            if errs[s]:
-                self._raise_bad_quaternion(errs[s] - 1, s if lead else -1)
-        return C, J
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+            Joint configuration(s), layout in docs/conventions.md.
+        data : Data, optional
+            Single state only: the Data to work in (``model.create_data()``);
+            its ``oMi`` holds the poses afterwards.
+        out : ndarray, optional
+            Output array of the result's shape (float64, C-contiguous).
 
+        Returns
+        -------
+        ndarray, shape (nb, 4, 4) or (N, nb, 4, 4)
+            Homogeneous transforms C_i (body frame -> world), in ``body_names`` order.
+        """
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.npy_intp dims[3]
+        cdef Call c
+        dims[0] = self.nb; dims[1] = 4; dims[2] = 4
+        cdef cnp.ndarray res = self._output(out, qa, 3, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.sq = self.nq
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = 16 * self.nb
+        self._dispatch(_k_fk, &c, self._batch(qa), data)
+        return res
 
-    def mass_matrix(self, q):
+    def frame_poses(self, q, data=None, out=None):
+        """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
+        in ``frame_names`` order: the world, every link (moving or merged), extra frames.
+        ``data`` / ``out`` as in :meth:`forward_kinematics`."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.npy_intp dims[3]
+        cdef Call c
+        dims[0] = self.fbody.shape[0]; dims[1] = 4; dims[2] = 4
+        cdef cnp.ndarray res = self._output(out, qa, 3, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.sq = self.nq
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = 16 * dims[0]
+        self._dispatch(_k_frame_poses, &c, self._batch(qa), data)
+        return res
+
+    cdef tuple _target(self, object frame):
+        """(body or -1, named-frame index or -1) of a body index, body or frame name."""
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+            if not 0 <= frame < self.nb:
+                raise InputError(f"frame: body index {frame} out of range 0..{self.nb - 1}")
+            return (int(frame), -1)
+        try:
+            return self._targets[frame]
+        except (KeyError, TypeError):
+            raise InputError(f"frame: no body or frame named {frame!r}") from None
+
+    def jacobian(self, q, frame, representation="body", data=None, out=None):
+        """Geometric Jacobian (6, nv) (or (N, 6, nv)) of a body or named frame: its
+        twist in ``representation`` is ``J @ v``.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        frame : str or int
+            A body name, a named frame (any link, merged links included) or a
+            body index.
+        representation : {"body", "spatial", "hybrid", "mixed"}
+            "body": body frame at its origin (Pinocchio LOCAL); "spatial": world
+            frame at the world origin (WORLD); "hybrid": world axes at the frame's
+            origin, (ω, ṙ) (LOCAL_WORLD_ALIGNED); "mixed": (ω in the frame's
+            axes, ṙ in world axes).
+        data, out : as in :meth:`forward_kinematics` (``out`` (6, nv) or (N, 6, nv))
+
+        Only the joints on the path world → frame are visited; the other columns
+        are zero.
+        """
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef tuple tgt = self._target(frame)
+        cdef int rep
+        cdef cnp.npy_intp dims[2]
+        cdef Call c
+        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
+            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
+                             f"got {representation!r}")
+        rep = _REPRESENTATIONS.index(representation)
+        dims[0] = 6; dims[1] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
+        memset(cnp.PyArray_DATA(res), 0, cnp.PyArray_NBYTES(res))
+        if tgt[0] < 0 or self.nv == 0:              # attached to the world
+            if data is not None:
+                self._data(data)
+            return res
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.sq = self.nq
+        c.body = tgt[0]
+        c.frame = tgt[1]
+        c.rep = rep
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = 6 * self.nv
+        self._dispatch(_k_jacobian, &c, self._batch(qa), data)
+        return res
+
+    # ------------------------------------------------------------------ dynamics
+    def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
+                         f_ext_frame="world", data=None, out=None):
+        """Joint forces τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ f_ext by the O(n) recursive
+        Newton–Euler algorithm.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        v, a : array_like, shape (nv,) or (N, nv)
+            Velocities and accelerations (layout in docs/conventions.md).
+        representation : {"body", "spatial", "hybrid"}
+            Which recursion computes τ (Müller 2018, eqs. 66-67, 70-71, 75-76).
+            All three give the same τ; they differ in the frames of the
+            intermediate twists and wrenches (Data fields v/a_gf/f, sv/sa_gf/sf,
+            hv/ha_gf/hf).
+        f_ext : array_like, shape (nb, 6) or (N, nb, 6), optional
+            External wrench (torque, force) acting on each body, in ``f_ext_frame``.
+        gravity : array_like, shape (3,), optional
+            World-frame gravity in m/s² (default: ``model.gravity``).
+        f_ext_frame : {"world", "body", "hybrid"}
+            "world": about the world origin, world axes; "body": about the body
+            origin, body axes; "hybrid": about the body origin, world axes.
+        data : Data, optional
+            Single state: the Data to work in; holds the recursion's per-body
+            quantities afterwards.
+        out : ndarray, optional
+            Output array, shape (nv,) or (N, nv), float64, C-contiguous.
+
+        Returns
+        -------
+        ndarray, shape (nv,) or (N, nv)
+            Joint forces/torques (N, N·m; free joints: the wrench in the
+            joint's velocity coordinates).
+        """
+        cdef kernel_t fn
+        if representation == "body":
+            fn = _k_rnea_body
+        elif representation == "spatial":
+            fn = _k_rnea_spatial
+        elif representation == "hybrid":
+            fn = _k_rnea_hybrid
+        else:
+            raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
+                             f"got {representation!r}")
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef double gbuf[3]
+        cdef cnp.npy_intp dims[1]
+        cdef Call c
+        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+        dims[0] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 1, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(aa)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = self.nv
+        self._dispatch(fn, &c, self._batch(qa), data)
+        return res
+
+    def mass_matrix(self, q, data=None, out=None):
         """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
 
         Parameters
         ----------
         q : array_like, shape (nq,) or (N, nq)
+        data, out : as in :meth:`inverse_dynamics` (``out`` (nv, nv) or (N, nv, nv))
 
         Returns
         -------
@@ -522,38 +582,20 @@ cdef class ModelCore:
             Symmetric, both triangles filled; armature on the diagonal.
             Units: kg, kg·m, kg·m² by the coordinates involved.
         """
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef Py_ssize_t N = 1, s
-        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth = _num_threads(), bad
-        cdef int[::1] errs
-        cdef double[:, ::1] work
-        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
-        cdef double* op
-        cdef cnp.ndarray out
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[2]
-        if cnp.PyArray_NDIM(qa) == 1:
-            dims[0] = nv
-            dims[1] = nv
-            out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_DOUBLE, 0)
-            bad = crba_kernel(self, qp, &self.ws[0], <double*>cnp.PyArray_DATA(out))
-            if bad:
-                self._raise_bad_quaternion(bad - 1, -1)
-            return out
-        N = cnp.PyArray_DIMS(qa)[0]
-        out = np.empty((N, nv, nv))
-        op = <double*>cnp.PyArray_DATA(out)
-        errs = np.zeros(N, dtype=np.int32)
-        work = _thread_workspaces(nth, crba_ws_size(nb, nv))
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                errs[s] = crba_kernel(self, &qp[s * nq], &work[threadid(), 0], &op[s * nv * nv])
-        for s in range(N):
-            if errs[s]:
-                self._raise_bad_quaternion(errs[s] - 1, s)
-        return out
+        cdef Call c
+        dims[0] = self.nv; dims[1] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.sq = self.nq
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = self.nv * self.nv
+        self._dispatch(_k_crba, &c, self._batch(qa), data)
+        return res
 
     def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
-                         method="aba"):
+                         method="aba", data=None, out=None):
         """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
 
         Parameters
@@ -564,6 +606,7 @@ cdef class ModelCore:
             "aba": the O(n) articulated-body kernel (default); "cholesky": M from
             the CRBA kernel and h from inverse dynamics, solved by a Cholesky
             factorization (LAPACK).
+        data, out : as in :meth:`inverse_dynamics` (method "aba"; ``out`` (nv,) or (N, nv))
 
         Returns
         -------
@@ -577,62 +620,102 @@ cdef class ModelCore:
         """
         if method != "aba":
             if method == "cholesky":
+                if data is not None or out is not None:
+                    raise InputError("data= and out= are for method='aba'")
                 return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
             raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
         cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
-        cdef cnp.ndarray fa = None
-        cdef cnp.ndarray out
-        cdef Py_ssize_t N = 1, s
-        cdef int nb = self.nb, nq = self.nq, nv = self.nv, nth, fframe = 0
-        cdef int[::1] errs
-        cdef double[:, ::1] work
-        cdef const double* gp = &self.grav[0]
         cdef double gbuf[3]
-        cdef double* fp = NULL
-        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
-        cdef double* vp = <double*>cnp.PyArray_DATA(va)
-        cdef double* tp = <double*>cnp.PyArray_DATA(ta)
-        cdef double* op
-        gp = self._gravity_ptr(gravity, gbuf)
-        if f_ext is not None:
-            fframe = self._wrench_frame(f_ext_frame)
-            fa = self._wrenches(qa, f_ext)
-            fp = <double*>cnp.PyArray_DATA(fa)
-        if cnp.PyArray_NDIM(qa) == 2:
-            N = cnp.PyArray_DIMS(qa)[0]
-            out = np.empty((N, nv))
-        else:
-            out = np.empty(nv)
-        op = <double*>cnp.PyArray_DATA(out)
-        cdef int bad
-        if cnp.PyArray_NDIM(qa) == 1:
-            bad = aba_kernel(self, qp, vp, tp, gp, fp, fframe, &self.ws[0], op)
-            if bad > 0:
-                self._raise_bad_quaternion(bad - 1, -1)
-            if bad < 0:
-                self._raise_singular(-bad - 1)
-            return out
-        else:
-            nth = _num_threads()
-            errs = np.zeros(N, dtype=np.int32)
-            work = _thread_workspaces(nth, aba_ws_size(nb, nv))
-            with nogil:
-                for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                    errs[s] = aba_kernel(self, &qp[s * nq], &vp[s * nv], &tp[s * nv], gp,
-                                         NULL if fp == NULL else &fp[s * 6 * nb], fframe,
-                                         &work[threadid(), 0], &op[s * nv])
-        for s in range(N):
-            if errs[s] > 0:
-                self._raise_bad_quaternion(errs[s] - 1, s if cnp.PyArray_NDIM(qa) == 2 else -1)
-            if errs[s] < 0:
-                self._raise_singular(-errs[s] - 1)
-        return out
+        cdef cnp.npy_intp dims[1]
+        cdef Call c
+        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+        dims[0] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 1, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(ta)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = self.nv
+        self._dispatch(_k_aba, &c, self._batch(qa), data)
+        return res
 
-    def _raise_singular(self, body):
-        raise SingularModelError(f"the articulated inertia seen by joint #{body} is singular "
-                                 f"(massless subtree without armature?)")
+    # ------------------------------------------------------------------ motion
+    def _body_motion(self, q, v=None, a=None, data=None):
+        """World poses (…, nb, 12) and body-fixed twists and twist derivatives
+        (…, nb, 6) of all bodies (gravity not included); None where not asked."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = None, aa = None
+        cdef Call c
+        c.v = NULL
+        c.a = NULL
+        c.out2 = NULL
+        c.out3 = NULL
+        if v is not None:
+            va = self._like(qa, v, self.nv, "v")
+            c.v = <double*>cnp.PyArray_DATA(va)
+        if a is not None:
+            if v is None:
+                raise InputError("a: accelerations need velocities v")
+            aa = self._like(qa, a, self.nv, "a")
+            c.a = <double*>cnp.PyArray_DATA(aa)
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        C = np.empty(lead + (self.nb, 12))
+        V = np.empty(lead + (self.nb, 6)) if v is not None else None
+        A = np.empty(lead + (self.nb, 6)) if a is not None else None
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.out = <double*>cnp.PyArray_DATA(C)
+        if V is not None:
+            c.out2 = <double*>cnp.PyArray_DATA(V)
+        if A is not None:
+            c.out3 = <double*>cnp.PyArray_DATA(A)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.so = 12 * self.nb
+        c.so2 = 6 * self.nb
+        c.so3 = 6 * self.nb
+        self._dispatch(_k_body_motion, &c, self._batch(qa), data)
+        return C, V, A
+
+    def _spatial_screws(self, q):
+        """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef Call c
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        C = np.empty(lead + (self.nb, 12))
+        J = np.empty(lead + (self.nv if self.nv else 1, 6))
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.out = <double*>cnp.PyArray_DATA(C)
+        c.out2 = <double*>cnp.PyArray_DATA(J)
+        c.sq = self.nq
+        c.so = 12 * self.nb
+        c.so2 = 6 * self.nv
+        self._dispatch(_k_spatial_screws, &c, self._batch(qa), None)
+        return C, (J if self.nv else J[..., :0, :])
+
+    def _spatial_screw_rates(self, q, v):
+        """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)
+        for one state (used by the closed-form Coriolis matrix)."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef Call c
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError("q: one state expected here, shape (nq,)")
+        C = np.empty((self.nb, 12))
+        J = np.empty((self.nv if self.nv else 1, 6))
+        Jd = np.empty((self.nv if self.nv else 1, 6))
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.out = <double*>cnp.PyArray_DATA(C)
+        c.out2 = <double*>cnp.PyArray_DATA(J)
+        c.out3 = <double*>cnp.PyArray_DATA(Jd)
+        self._dispatch(_k_screw_rates, &c, -1, None)
+        return C, J[:self.nv], Jd[:self.nv]
 
     # ------------------------------------------------------------------ time stepping
     cdef _check_unit_quaternions(self, cnp.ndarray qa, str name):
@@ -760,6 +843,7 @@ cdef class ModelCore:
         cdef double[:, ::1] Qv = Q, Vv = V
         cdef double[::1] ev = err
         cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
+        cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
         cdef Py_ssize_t k, k0 = 0, k1
         cdef int code = 0
         if chunk <= 0:
@@ -769,7 +853,7 @@ cdef class ModelCore:
             if controller is None:
                 with nogil:
                     for k in range(k0, k1):
-                        code = rk_step(self, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                        code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
                                        t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                        fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
                                        &Vv[k + 1, 0] if nv else NULL,
@@ -778,7 +862,7 @@ cdef class ModelCore:
                             break
             else:
                 for k in range(k0, k1):
-                    code = rk_step(self, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                    code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
                                    t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                    fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
                                    &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL)
@@ -799,26 +883,38 @@ cdef class ModelCore:
             self._raise_singular(-code - 1)
         return Q, V, err
 
-    def _spatial_screw_rates(self, q, v):
-        """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)
-        for one state (used by the closed-form Coriolis matrix)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError("q: one state expected here, shape (nq,)")
-        C = np.empty((self.nb, 12))
-        J = np.empty((self.nv, 6))
-        Jd = np.empty((self.nv, 6))
-        work = np.empty(rnea_ws_size(self.nb, self.nv) + 6 * self.nv)
-        cdef double[::1] w = work
-        cdef double[:, ::1] Cv = C, Jv = J, Jdv = Jd
-        bad = spatial_screw_rates_kernel(self, <double*>cnp.PyArray_DATA(qa),
-                                         <double*>cnp.PyArray_DATA(va), &w[0], &Cv[0, 0],
-                                         &Jv[0, 0] if self.nv else NULL,
-                                         &Jdv[0, 0] if self.nv else NULL)
-        if bad:
-            self._raise_bad_quaternion(bad - 1, -1)
-        return C, J, Jd
+
+
+cdef cnp.ndarray _as_states(object x, int width, str name):
+    """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
+    cdef cnp.ndarray arr
+    cdef int nd
+    if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
+        arr = <cnp.ndarray>x
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:
+            raise InputError(f"{name}: cannot be read as an array: {exc}") from None
+        if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+            raise InputError(f"{name}: expected real numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+    nd = cnp.PyArray_NDIM(arr)
+    if (nd != 1 and nd != 2) or cnp.PyArray_DIMS(arr)[nd - 1] != width:
+        raise InputError(
+            f"{name}: expected shape ({width},) or (N, {width}), got {np.shape(arr)}")
+    if not _all_finite(<double*>cnp.PyArray_DATA(arr), cnp.PyArray_SIZE(arr)):
+        raise InputError(f"{name}: contains NaN or infinity")
+    return arr
+
+
+def check_states(x, int width, str name):
+    """``x`` as a C-contiguous float64 array of shape (width,) or (N, width) with
+    finite entries, else :class:`~treedyn.InputError` naming ``name`` (the checks
+    every kernel entry point applies)."""
+    return _as_states(x, width, name)
 
 
 def _fast_codes(kind, nvj, voff, X):
@@ -835,13 +931,6 @@ def _fast_codes(kind, nvj, voff, X):
                 if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
                     codes[i] = FAST_REV_X + k
     return codes
-
-
-def _thread_workspaces(int nth, Py_ssize_t size):
-    """One workspace row per thread, each row padded to whole 64-byte cache lines
-    plus one spare line, so that threads never write to a shared cache line."""
-    cdef Py_ssize_t padded = ((size + 7) // 8 + 1) * 8
-    return np.empty((nth, padded))
 
 
 cdef int _num_threads():

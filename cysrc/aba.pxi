@@ -13,10 +13,6 @@
 #   pass 3: a'_i = a_p + c_i,  q̈_i = D⁻¹ (u − Uᵀ a'_i),  a_i = a'_i + J q̈_i
 # with gravity as the base acceleration (0, −g).
 
-cdef inline Py_ssize_t aba_ws_size(int nb, int nv) noexcept nogil:
-    return 63 * <Py_ssize_t>nb + 19 * <Py_ssize_t>(nv if nv > 0 else 1) + 36
-
-
 # Articulated inertias are symmetric 6×6 matrices I = [[A, B], [Bᵀ, C]] stored
 # packed in 21 doubles: A upper triangle (a00 a01 a02 a11 a12 a22), B row-major
 # (9), C upper triangle (6).
@@ -159,26 +155,26 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     return 0
 
 
-cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double* tau,
-                    const double* g, const double* fext, int fext_frame, double* ws,
+cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                    const double* tau, const double* g, const double* fext, int fext_frame,
                     double* qdd) noexcept nogil:
-    """Joint accelerations q̈ (nv).  Returns 0, i + 1 for a non-unit quaternion of
-    joint i, or −(i + 1) if the articulated inertia of joint i is singular."""
+    """Joint accelerations q̈ (nv); fills d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sc, d.sIA,
+    d.spA, d.U, d.Dinv, d.u and d.sa_gf (frame s).  Returns 0, i + 1 for a non-unit
+    quaternion of joint i, or −(i + 1) if the articulated inertia of joint i is
+    singular."""
     cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b, fast
     cdef double qdi
     cdef int bad = 0
-    cdef double* T = ws
-    cdef double* Cw = &ws[12 * nb]
-    cdef double* V = &ws[24 * nb]
-    cdef double* cb = &ws[30 * nb]
-    cdef double* IA = &ws[36 * nb]        # 21 per body (packed symmetric)
-    cdef double* pA = &ws[57 * nb]        # 6 per body
-    cdef double* S = &ws[63 * nb]         # 6 per freedom: spatial screws J
-    cdef double* U = &ws[63 * nb + 6 * nv]
-    cdef double* Dl = &ws[63 * nb + 12 * nv]   # k × k factor per body (≤ 6 per freedom)
-    cdef double* u = &ws[63 * nb + 18 * nv]
-    cdef double RJ[9]
-    cdef double pJ[3]
+    cdef double* T = d.liMi
+    cdef double* V = d.sv
+    cdef double* cb = d.sc
+    cdef double* IA = d.sIA               # 21 per body (packed symmetric)
+    cdef double* pA = d.spA               # 6 per body
+    cdef double* S = d.sJ                 # 6 per freedom: spatial screws J
+    cdef double* U = d.U
+    cdef double* Dl = d.Dinv              # k × k factor per body (≤ 6 per freedom)
+    cdef double* u = d.u
+    cdef double* Aacc = d.sa_gf
     cdef double cJ[6]
     cdef double vr[6]
     cdef double t6[6]
@@ -190,8 +186,6 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     cdef double x[6]
     cdef double ap[6]
     cdef double scale
-    cdef const double* B
-    cdef double* Ti
     cdef double* Ci
     cdef double* Vi
     cdef double* ci
@@ -200,18 +194,15 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
-        Ti = &T[12 * i]
-        Ci = &Cw[12 * i]
+        Ci = &d.sMi[12 * i]
         Vi = &V[6 * i]
         ci = &cb[6 * i]
         Ji = &S[6 * o]
-        B = &m.Bref[i, 0]
         par = m.parent[i]
         fast = m.fast[i]
+        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+            bad = i + 1
         if fast != FAST_NONE:
-            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            root_relative_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
-            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
             qdi = qd[o]
             for n in range(6):
                 vr[n] = Ji[n] * qdi
@@ -225,15 +216,6 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
                 for n in range(6):
                     Vi[n] = V[6 * par + n] + vr[n]
         else:
-            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, Ji, cJ) and bad == 0:
-                bad = i + 1
-            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            root_relative_pose(NULL if par < 0 else &Cw[12 * par], Ti, Ci)
-            for k in range(nvi):
-                for n in range(6):
-                    t6[n] = Ji[6 * k + n]
-                twist_Ad(Ci, &Ci[9], t6, &Ji[6 * k])
             subspace_times(nvi, Ji, &qd[o], vr)
             for n in range(6):
                 Vi[n] = vr[n] if par < 0 else V[6 * par + n] + vr[n]
@@ -315,7 +297,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             IA[21 * par + n] += Ip[n]
         for n in range(6):
             pA[6 * par + n] += h[n]
-    # ---- pass 3 (accelerations stored in cb)
+    # ---- pass 3 (accelerations in d.sa_gf)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -325,7 +307,7 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             ap[3] = -g[0]; ap[4] = -g[1]; ap[5] = -g[2]
         else:
             for n in range(6):
-                ap[n] = cb[6 * par + n]
+                ap[n] = Aacc[6 * par + n]
         twist_add(ap, &cb[6 * i])
         for k in range(nvi):
             x[k] = u[o + k] - dot6(&U[6 * (o + k)], ap)
@@ -338,5 +320,5 @@ cdef int aba_kernel(ModelCore m, const double* q, const double* qd, const double
             for n in range(6):
                 ap[n] += S[6 * (o + k) + n] * x[k]
         for n in range(6):
-            cb[6 * i + n] = ap[n]
+            Aacc[6 * i + n] = ap[n]
     return 0

@@ -8,50 +8,21 @@
 # as rigid-body inertias (mass m, first moment h = m c, rotational inertia Io
 # about that point, packed symmetric).
 
-cdef inline Py_ssize_t crba_ws_size(int nb, int nv) noexcept nogil:
-    return 34 * <Py_ssize_t>nb + 6 * <Py_ssize_t>(nv if nv > 0 else 1)
-
-
-cdef int crba_kernel(ModelCore m, const double* q, double* ws, double* M) noexcept nogil:
+cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M) noexcept nogil:
     """Joint-space mass matrix M (nv × nv, row-major, both triangles), armature
-    on the diagonal.  Returns 0 or (i + 1) for a non-unit quaternion of joint i."""
-    cdef int nb = m.nb, nv = m.nv, i, j, k, l, n, o, oj, par, fast, bad = 0
-    cdef double* T = ws
-    cdef double* C = &ws[12 * nb]
-    cdef double* Ic = &ws[24 * nb]          # per body: m, h (3), Io packed (6)
-    cdef double* J = &ws[34 * nb]           # spatial joint screws, 6 per freedom
-    cdef double RJ[9]
-    cdef double pJ[3]
+    on the diagonal; fills d.liMi, d.S, d.sMi, d.sJ, d.sIc.  Returns 0 or (i + 1)
+    for a non-unit quaternion of joint i."""
+    cdef int nb = m.nb, nv = m.nv, i, j, k, l, n, o, oj, par, bad = 0
+    cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
+    cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
+    cdef double* Ci
     cdef double cJ[6]
-    cdef double t6[6]
     cdef double F[6]
     cdef double Mlk
-    cdef const double* B
-    cdef double* Ti
-    cdef double* Ci
-    cdef double* Ji
     for i in range(nb):
-        o = m.voff[i]
-        Ti = &T[12 * i]
-        Ci = &C[12 * i]
-        Ji = &J[6 * o]
-        B = &m.Bref[i, 0]
-        par = m.parent[i]
-        fast = m.fast[i]
-        if fast != FAST_NONE:
-            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
-        else:
-            if joint_calc(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
-                          NULL, RJ, pJ, Ji, cJ) and bad == 0:
-                bad = i + 1
-            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            for k in range(m.nvj[i]):
-                for n in range(6):
-                    t6[n] = Ji[6 * k + n]
-                twist_Ad(Ci, &Ci[9], t6, &Ji[6 * k])
+        if spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
+            bad = i + 1
+        Ci = &d.sMi[12 * i]
         rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     for n in range(nv * nv):            # entries of freedoms on different branches stay 0
         M[n] = 0.0

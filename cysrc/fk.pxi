@@ -1,55 +1,36 @@
 # Forward kinematics: C_i = C_parent(i) B_i J_i(q_i)  (Müller 2018, eq. 13 in
-# body-fixed recursive form).  One pass in topological order (parent[i] < i).
+# body-fixed recursive form), one pass in topological order (parent[i] < i):
+# forward_sweep (sweep.pxi) fills d.oMi; these kernels write the outputs.
 
-cdef int fk_kernel(ModelCore m, const double* q, double* out) noexcept nogil:
-    """Poses of all bodies, written as nb row-major 4x4 matrices into out.
 
-    Returns 0, or i + 1 if the quaternion of joint i is not unit.
-    """
-    cdef int i, par, n, bad = 0
-    cdef double RJ[9]
-    cdef double pJ[3]
-    cdef double RT[9]
-    cdef double pT[3]
-    cdef double Rc[9]
-    cdef double pc[3]
-    cdef const double* Bi
-    cdef const double* Rp
-    cdef double* o
-    cdef double T[12]
+cdef inline void pose_to_matrix(const double* P, double* out) noexcept nogil:
+    """12-double pose (R row-major, p) -> row-major 4 × 4."""
+    out[0] = P[0]; out[1] = P[1]; out[2] = P[2]; out[3] = P[9]
+    out[4] = P[3]; out[5] = P[4]; out[6] = P[5]; out[7] = P[10]
+    out[8] = P[6]; out[9] = P[7]; out[10] = P[8]; out[11] = P[11]
+    out[12] = 0.0; out[13] = 0.0; out[14] = 0.0; out[15] = 1.0
+
+
+cdef int fk_kernel(ModelCore m, DataC* d, const double* q, double* out) noexcept nogil:
+    """World poses of all bodies (d.oMi), also written as nb row-major 4 × 4
+    matrices into out.  Returns 0, or i + 1 if the quaternion of joint i is not unit."""
+    cdef int i
+    cdef int bad = forward_sweep(m, d, q)
     for i in range(m.nb):
-        Bi = &m.Bref[i, 0]
-        if m.fast[i] != FAST_NONE:
-            joint_pose_1dof(m.fast[i], &m.X[m.voff[i], 0], Bi, q[m.qoff[i]], T)
-            for n in range(9):
-                RT[n] = T[n]
-            pT[0] = T[9]; pT[1] = T[10]; pT[2] = T[11]
+        pose_to_matrix(&d.oMi[12 * i], &out[16 * i])
+    return bad
+
+
+cdef int frame_poses_kernel(ModelCore m, DataC* d, const double* q, double* out) noexcept nogil:
+    """World poses of all named frames (n_frames × 4 × 4): oMi[body] · offset."""
+    cdef int f, b, bad = forward_sweep(m, d, q)
+    cdef double P[12]
+    for f in range(m.fbody.shape[0]):
+        b = m.fbody[f]
+        if b < 0:
+            pose_to_matrix(&m.foff[f, 0], &out[16 * f])
         else:
-            if joint_transform(m.kind[i], m.nvj[i], &m.X[m.voff[i], 0], &m.center[i, 0],
-                               &q[m.qoff[i]], RJ, pJ) and bad == 0:
-                bad = i + 1
-            pose_mul(Bi, &Bi[9], RJ, pJ, RT, pT)
-        o = &out[16 * i]
-        par = m.parent[i]
-        if par < 0:
-            for n in range(3):
-                o[4 * n + 0] = RT[3 * n + 0]
-                o[4 * n + 1] = RT[3 * n + 1]
-                o[4 * n + 2] = RT[3 * n + 2]
-                o[4 * n + 3] = pT[n]
-        else:
-            # parent pose lives in out (4x4); unpack into raw rotation/position
-            Rp = &out[16 * par]
-            for n in range(3):
-                Rc[3 * n + 0] = Rp[4 * n + 0]
-                Rc[3 * n + 1] = Rp[4 * n + 1]
-                Rc[3 * n + 2] = Rp[4 * n + 2]
-                pc[n] = Rp[4 * n + 3]
-            pose_mul(Rc, pc, RT, pT, RJ, pJ)
-            for n in range(3):
-                o[4 * n + 0] = RJ[3 * n + 0]
-                o[4 * n + 1] = RJ[3 * n + 1]
-                o[4 * n + 2] = RJ[3 * n + 2]
-                o[4 * n + 3] = pJ[n]
-        o[12] = 0.0; o[13] = 0.0; o[14] = 0.0; o[15] = 1.0
+            pose_mul(&d.oMi[12 * b], &d.oMi[12 * b + 9], &m.foff[f, 0], &m.foff[f, 9],
+                     P, &P[9])
+            pose_to_matrix(P, &out[16 * f])
     return bad

@@ -25,16 +25,16 @@ ctypedef int (*stage_torque_fn)(void* ctx, double t, const double* q, const doub
 
 
 cdef inline Py_ssize_t step_ws_size(int nb, int nq, int nv, int s) noexcept nogil:
-    return (2 * <Py_ssize_t>s * nv + <Py_ssize_t>s * nq + 3 * nq + 4 * nv
-            + aba_ws_size(nb, nv) + 8)
+    return 2 * <Py_ssize_t>s * nv + <Py_ssize_t>s * nq + 3 * nq + 4 * nv + 8
 
 
-cdef int rk_step(ModelCore m, int scheme, int s, const double* A, const double* b,
+cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, const double* b,
                  const double* c, const double* bhat, int local, double t, double h,
                  const double* q, const double* v, stage_torque_fn torque, void* tctx,
                  const double* g, const double* fext, int fframe, double* ws,
                  double* q_out, double* v_out, double* err) noexcept nogil:
-    """One step; returns 0, or the first nonzero code of a stage (ABA / torque)."""
+    """One step; returns 0, or the first nonzero code of a stage (ABA / torque).
+    ws holds step_ws_size doubles; the stage accelerations use d (ABA)."""
     cdef int nq = m.nq, nv = m.nv, nb = m.nb, j, l, n, code
     cdef double* Kp = ws                      # s × nv: local-coordinate rates / stage velocities
     cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
@@ -46,7 +46,6 @@ cdef int rk_step(ModelCore m, int scheme, int s, const double* A, const double* 
     cdef double* vs = &psi[nv]
     cdef double* tau = &vs[nv]
     cdef double* dv = &tau[nv]
-    cdef double* aw = &dv[nv]
     cdef double w
     for j in range(s):
         # stage velocity
@@ -89,7 +88,7 @@ cdef int rk_step(ModelCore m, int scheme, int s, const double* A, const double* 
         code = torque(tctx, t + c[j] * h, qs, vs, tau)
         if code:
             return code
-        code = aba_kernel(m, qs, vs, tau, g, fext, fframe, aw, &Kv[nv * j])
+        code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
         if code:
             return code
         if scheme == SCHEME_RKMK:

@@ -30,26 +30,25 @@ cdef inline void com_wrench_body(double m, const double* d, const double* Thc,
     cross(d, &out[3], t)
     out[0] += hb[0] + t[0]; out[1] += hb[1] + t[1]; out[2] += hb[2] + t[2]
 
-cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const double* qdd,
-                          const double* g, const double* fext, int fext_frame,
-                          double* ws, double* tau) noexcept nogil:
+cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                          const double* qdd, const double* g, const double* fext,
+                          int fext_frame, double* tau) noexcept nogil:
+    """τ (nv); fills d.liMi, d.S, d.v, d.a_gf, d.f (and d.oMi for world/hybrid
+    external wrenches).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double sg
-    cdef double* T = ws
-    cdef double* C = &ws[12 * nb]
-    cdef double* V = &ws[24 * nb]
-    cdef double* A = &ws[30 * nb]
-    cdef double* F = &ws[36 * nb]
-    cdef double* S = &ws[42 * nb]
-    cdef double RJ[9]
-    cdef double pJ[3]
+    cdef double* T = d.liMi
+    cdef double* C = d.oMi
+    cdef double* V = d.v
+    cdef double* A = d.a_gf
+    cdef double* F = d.f
+    cdef double* S = d.S
     cdef double cJ[6]
     cdef double vr[6]
     cdef double ar[6]
     cdef double t6[6]
     cdef double gb[6]
     cdef double h[6]
-    cdef const double* B
     cdef const double* Si
     cdef const double* inr
     cdef double* Ti
@@ -57,14 +56,14 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
         o = m.voff[i]
         nvi = m.nvj[i]
         Ti = &T[12 * i]
-        B = &m.Bref[i, 0]
         par = m.parent[i]
         fast = m.fast[i]
+        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+            bad = i + 1
         if fast != FAST_NONE and fast != FAST_SCREW:
             # revolute about body axis k through the origin: S = ±e_k (angular)
             k = fast - FAST_REV_X
             sg = m.X[o, k]
-            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
             if par < 0:
                 for n in range(6):
                     V[6 * i + n] = 0.0
@@ -82,17 +81,12 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
         else:
             if fast == FAST_SCREW:
                 Si = &m.X[o, 0]
-                joint_pose_1dof(fast, Si, B, q[m.qoff[i]], Ti)
                 for n in range(6):
                     vr[n] = Si[n] * qd[o]
                     ar[n] = Si[n] * qdd[o]
                     cJ[n] = 0.0
             else:
                 Si = &S[6 * o]
-                if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
-                              &qd[o], RJ, pJ, &S[6 * o], cJ) and bad == 0:
-                    bad = i + 1
-                pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
                 subspace_times(nvi, Si, &qd[o], vr)
                 subspace_times(nvi, Si, &qdd[o], ar)
             if par < 0:
@@ -123,8 +117,7 @@ cdef int rnea_body_kernel(ModelCore m, const double* q, const double* qd, const 
                     F[6 * i + n] -= h[n]
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
-        subspace_T_times(m.nvj[i], &m.X[o, 0] if m.fast[i] != FAST_NONE else &S[6 * o],
-                         &F[6 * i], &tau[o])
+        subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
         for k in range(m.nvj[i]):
             tau[o + k] += m.armature[o + k] * qdd[o + k]
         par = m.parent[i]

@@ -1,9 +1,5 @@
-# Pieces shared by the three inverse-dynamics kernels: workspace layout and
-# joint-space sums.  Workspace (doubles): per body T (12) relative pose,
-# C (12) world pose, V (6), A (6), F (6); per velocity coordinate S (6).
-
-cdef inline Py_ssize_t rnea_ws_size(int nb, int nv) noexcept nogil:
-    return 42 * <Py_ssize_t>nb + 6 * <Py_ssize_t>(nv if nv > 0 else 1)
+# Pieces shared by the kernels: joint-space sums, pose composition about the
+# world or the subtree root, twist rotation, spatial screws of 1-dof joints.
 
 
 cdef inline void subspace_times(int nv, const double* S, const double* x,

@@ -7,31 +7,29 @@
 #         + Ad_{R_i} Ṡ_i q̇_i
 #   W_i = Σ_c Ad_{r_{c,i}}ᵀ W_c + Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext,  Q_i = ⁰X_iᵀ W_i
 
-cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
+cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                             const double* qdd, const double* g, const double* fext,
-                            int fext_frame, double* ws, double* tau) noexcept nogil:
+                            int fext_frame, double* tau) noexcept nogil:
+    """τ (nv); fills d.liMi, d.S, d.sMi, d.hJ, d.hv, d.ha_gf, d.hf.
+    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double sg, qdi, qddi
-    cdef double* T = ws
-    cdef double* C = &ws[12 * nb]
-    cdef double* V = &ws[24 * nb]
-    cdef double* A = &ws[30 * nb]
-    cdef double* F = &ws[36 * nb]
-    cdef double* S = &ws[42 * nb]
-    cdef double RJ[9]
-    cdef double pJ[3]
+    cdef double* T = d.liMi
+    cdef double* C = d.sMi
+    cdef double* V = d.hv
+    cdef double* A = d.ha_gf
+    cdef double* F = d.hf
+    cdef double* S = d.hJ
     cdef double cJ[6]
     cdef double vr[6]
     cdef double ar[6]
     cdef double t6[6]
     cdef double h[6]
-    cdef double d[3]
+    cdef double d3[3]
     cdef double u[3]
     cdef double ch[3]
     cdef double acc[3]
-    cdef const double* B
     cdef const double* inr
-    cdef double* Ti
     cdef double* Ci
     cdef double* Vi
     cdef double* Ai
@@ -39,17 +37,16 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
-        Ti = &T[12 * i]
         Ci = &C[12 * i]
         Vi = &V[6 * i]
         Ai = &A[6 * i]
-        B = &m.Bref[i, 0]
         par = m.parent[i]
         Xi = &S[6 * o]
         fast = m.fast[i]
+        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+            bad = i + 1
+        root_relative_pose(NULL if par < 0 else &C[12 * par], &T[12 * i], Ci)
         if fast != FAST_NONE:
-            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
             if fast == FAST_SCREW:
                 rotate_twist(Ci, &m.X[o, 0], Xi)
             else:
@@ -67,16 +64,9 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
                 vr[n] = Xi[n] * qdi
                 ar[n] = Xi[n] * qddi
         else:
-            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, Xi, cJ) and bad == 0:
-                bad = i + 1
-            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            # hybrid joint screws ⁰X = Ad_{R_i} S (overwrite S)
+            # hybrid joint screws ⁰X = Ad_{R_i} S
             for k in range(nvi):
-                for n in range(6):
-                    t6[n] = Xi[6 * k + n]
-                rotate_twist(Ci, t6, &Xi[6 * k])
+                rotate_twist(Ci, &d.S[6 * (o + k)], &Xi[6 * k])
             subspace_times(nvi, Xi, &qd[o], vr)
             subspace_times(nvi, Xi, &qdd[o], ar)
             rotate_twist(Ci, cJ, t6)
@@ -90,21 +80,21 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         else:
             # d = r_p − r_i
             for n in range(3):
-                d[n] = C[12 * par + 9 + n] - Ci[9 + n]
+                d3[n] = C[12 * par + 9 + n] - Ci[9 + n]
             # V_i = Ad_{r_{i,p}} V_p + vr: (ω_p, ṙ_p + d × ω_p) + vr
-            cross(d, &V[6 * par], u)
+            cross(d3, &V[6 * par], u)
             for n in range(3):
                 Vi[n] = V[6 * par + n] + vr[n]
                 Vi[3 + n] = V[6 * par + 3 + n] + u[n] + vr[3 + n]
             # Ad_{r_{i,p}} V̇_p
-            cross(d, &A[6 * par], u)
+            cross(d3, &A[6 * par], u)
             for n in range(3):
                 Ai[n] = A[6 * par + n]
                 Ai[3 + n] = A[6 * par + 3 + n] + u[n]
             # ad_{(0, ṙ_p − ṙ_i)} V_p = (0, (ṙ_p − ṙ_i) × ω_p)
             for n in range(3):
-                d[n] = V[6 * par + 3 + n] - Vi[3 + n]
-            cross(d, &V[6 * par], u)
+                d3[n] = V[6 * par + 3 + n] - Vi[3 + n]
+            cross(d3, &V[6 * par], u)
             Ai[3] += u[0]; Ai[4] += u[1]; Ai[5] += u[2]
         # ad_{Vʷ_i} vr = (ω_i × vr_ω, ω_i × vr_v); vr_v = 0 for a revolute axis
         cross(Vi, vr, u)
@@ -116,8 +106,8 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         # c̈ = r̈ + ω̇ × ρ + ω × (ω × ρ)
         inr = &m.inert[i, 0]
         rot_vec(Ci, &inr[1], ch)
-        cross(Vi, ch, d)
-        cross(Vi, d, acc)
+        cross(Vi, ch, d3)
+        cross(Vi, d3, acc)
         cross(Ai, ch, u)
         for n in range(3):
             acc[n] += u[n] + Ai[3 + n]
@@ -142,8 +132,8 @@ cdef int rnea_hybrid_kernel(ModelCore m, const double* q, const double* qd,
         if par >= 0:
             # W_p += Ad_{r_{i,p}}ᵀ W_i: moment shifted from r_i to r_p
             for n in range(3):
-                d[n] = C[12 * i + 9 + n] - C[12 * par + 9 + n]
-            cross(d, &F[6 * i + 3], u)
+                d3[n] = C[12 * i + 9 + n] - C[12 * par + 9 + n]
+            cross(d3, &F[6 * i + 3], u)
             for n in range(3):
                 F[6 * par + n] += F[6 * i + n] + u[n]
                 F[6 * par + 3 + n] += F[6 * i + 3 + n]

@@ -8,19 +8,19 @@
 # The body term Mˢ_i V̇_i − ad_{V_i}ᵀ Mˢ_i V_i is evaluated as Newton–Euler about the
 # COM c = r + R d (se3.pxd com_wrench), never forming Mˢ_i.
 
-cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
+cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,
-                             int fext_frame, double* ws, double* tau) noexcept nogil:
+                             int fext_frame, double* tau) noexcept nogil:
+    """τ (nv); fills d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sa_gf, d.sf (frame s).
+    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double qdi, qddi
-    cdef double* T = ws
-    cdef double* C = &ws[12 * nb]
-    cdef double* V = &ws[24 * nb]
-    cdef double* A = &ws[30 * nb]
-    cdef double* F = &ws[36 * nb]
-    cdef double* S = &ws[42 * nb]
-    cdef double RJ[9]
-    cdef double pJ[3]
+    cdef double* T = d.liMi
+    cdef double* C = d.sMi
+    cdef double* V = d.sv
+    cdef double* A = d.sa_gf
+    cdef double* F = d.sf
+    cdef double* S = d.sJ
     cdef double cJ[6]
     cdef double vr[6]
     cdef double ar[6]
@@ -29,8 +29,6 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
     cdef double u[3]
     cdef double acc[3]
     cdef const double* inr
-    cdef const double* B
-    cdef double* Ti
     cdef double* Ci
     cdef double* Vi
     cdef double* Ai
@@ -38,18 +36,15 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
-        Ti = &T[12 * i]
         Ci = &C[12 * i]
         Vi = &V[6 * i]
         Ai = &A[6 * i]
         Ji = &S[6 * o]
-        B = &m.Bref[i, 0]
         par = m.parent[i]
         fast = m.fast[i]
+        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+            bad = i + 1
         if fast != FAST_NONE:
-            joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], Ti)
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            spatial_screw_1dof(fast, &m.X[o, 0], Ci, Ji)
             # one freedom: Ṡq̇ = 0 and ad_{V_i} J q̇ = ad_{V_p} J q̇
             qdi = qd[o]
             qddi = qdd[o]
@@ -66,16 +61,6 @@ cdef int rnea_spatial_kernel(ModelCore m, const double* q, const double* qd,
                     Vi[n] = V[6 * par + n] + vr[n]
                     Ai[n] = A[6 * par + n] + Ji[n] * qddi + t6[n]
         else:
-            if joint_calc(m.kind[i], nvi, &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]], &qd[o],
-                          RJ, pJ, Ji, cJ) and bad == 0:
-                bad = i + 1
-            pose_mul(B, &B[9], RJ, pJ, Ti, &Ti[9])
-            root_relative_pose(NULL if par < 0 else &C[12 * par], Ti, Ci)
-            # spatial joint screws J_i = Ad_{C_i} S_i (overwrite S)
-            for k in range(nvi):
-                for n in range(6):
-                    t6[n] = Ji[6 * k + n]
-                twist_Ad(Ci, &Ci[9], t6, &Ji[6 * k])
             subspace_times(nvi, Ji, &qd[o], vr)
             subspace_times(nvi, Ji, &qdd[o], ar)
             twist_Ad(Ci, &Ci[9], cJ, t6)

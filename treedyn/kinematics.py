@@ -130,36 +130,6 @@ def frame_motion(model, q, v, a, frame, representation):
 
 
 def jacobian(model, q, frame, representation="body"):
-    """Geometric Jacobian (…, 6, nv) of a body or frame: twist = J v."""
-    _check_rep(representation)
-    b, O = _frame_target(model, frame)
-    if b >= 0 and np.ndim(q) == 1:          # one state: the whole Jacobian in the kernel
-        k = -1 if O is None else model._frame_index[frame]
-        return model._jacobian1(q, b, k, REPRESENTATIONS.index(representation))
-    C, J = model._spatial_screws(q)
-    lead = C.shape[:-2]
-    if b < 0:
-        return np.zeros(lead + (6, model.nv))
-    Js = np.swapaxes(J, -1, -2) * model.support[b]          # (…, 6, nv) spatial columns
-    R, r = _split(C[..., b, :])
-    if O is not None:
-        R, r = R @ O[:3, :3], r + _rot(R, O[:3, 3])
-    if representation == "spatial":
-        return Js
-    w, vs = Js[..., :3, :], Js[..., 3:, :]
-    rxw = _cross_columns(r, w)                       # r × ω, column by column
-    rdot = vs - rxw                                  # ṙ = v + ω × r
-    if representation == "hybrid":
-        return np.concatenate([w, rdot], axis=-2)
-    RT = np.swapaxes(R, -1, -2)
-    wb = RT @ w
-    if representation == "mixed":
-        return np.concatenate([wb, rdot], axis=-2)
-    return np.concatenate([wb, RT @ (vs - rxw)], axis=-2)
-
-
-def _cross_columns(r, W):
-    """r × W[:, j] for every column j; r (…, 3), W (…, 3, n)."""
-    r0, r1, r2 = r[..., 0, None], r[..., 1, None], r[..., 2, None]
-    w0, w1, w2 = W[..., 0, :], W[..., 1, :], W[..., 2, :]
-    return np.stack([r1 * w2 - r2 * w1, r2 * w0 - r0 * w2, r0 * w1 - r1 * w0], axis=-2)
+    """Geometric Jacobian (…, 6, nv) of a body or frame: twist = J v (the kernel,
+    ``model.jacobian``)."""
+    return model.jacobian(q, frame, representation)

@@ -119,7 +119,7 @@ class Model(ModelCore):
             {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
         d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
         d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
-        self._init_core(arrays)
+        self._init_core(arrays, names)
 
     # immutability and pickling ----------------------------------------------------
     def __setattr__(self, key, value):
@@ -215,16 +215,20 @@ class Model(ModelCore):
                 f"(| |Q| - 1 | > 1e-6)")
 
     # dynamics ---------------------------------------------------------------------
-    def bias_forces(self, q, v, gravity=None):
-        """h(q, v) = C(q, v) v + g(q): inverse dynamics at zero acceleration, (nv,) or (N, nv)."""
-        return self.inverse_dynamics(q, v, np.zeros_like(np.asarray(v, dtype=float)),
-                                     gravity=gravity)
+    def bias_forces(self, q, v, gravity=None, data=None, out=None):
+        """h(q, v) = C(q, v) v + g(q): inverse dynamics at zero acceleration, (nv,) or
+        (N, nv); ``data`` / ``out`` as in :meth:`inverse_dynamics`."""
+        v_a = np.asarray(v)
+        zero = np.zeros(v_a.shape if v_a.dtype.kind in "fiu" else (self.nv,))
+        return self.inverse_dynamics(q, v, zero, gravity=gravity, data=data, out=out)
 
-    def gravity_forces(self, q, gravity=None):
-        """g(q): generalized gravity forces, (nv,) or (N, nv)."""
-        qa = np.asarray(q, dtype=float)
-        zero = np.zeros(qa.shape[:-1] + (self.nv,))
-        return self.inverse_dynamics(q, zero, zero, gravity=gravity)
+    def gravity_forces(self, q, gravity=None, data=None, out=None):
+        """g(q): generalized gravity forces, (nv,) or (N, nv); ``data`` / ``out`` as in
+        :meth:`inverse_dynamics`."""
+        q_a = np.asarray(q)
+        lead = q_a.shape[:-1] if q_a.dtype.kind in "fiu" and q_a.ndim == 2 else ()
+        zero = np.zeros(lead + (self.nv,))
+        return self.inverse_dynamics(q, zero, zero, gravity=gravity, data=data, out=out)
 
     def _forward_dynamics_cholesky(self, q, v, tau, f_ext, gravity, f_ext_frame):
         """forward_dynamics(method="cholesky"): M (CRBA) and h (RNEA), Cholesky solve."""
@@ -378,11 +382,6 @@ class Model(ModelCore):
     def frame_acceleration(self, q, v, a, frame, representation="body"):
         """Twist derivative (6,) of a body or named frame (gravity not included)."""
         return _kin.frame_motion(self, q, v, a, frame, representation)[2]
-
-    def jacobian(self, q, frame, representation="body"):
-        """Geometric Jacobian (6, nv) (or (N, 6, nv)) of a body or named frame:
-        its twist in ``representation`` is ``J @ v``."""
-        return _kin.jacobian(self, q, frame, representation)
 
     def jacobian_dot_v(self, q, v, frame, representation="body"):
         """J̇(q, v) v (6,): the frame's twist derivative at zero joint acceleration."""

@@ -1,0 +1,224 @@
+# Data: everything a kernel writes, as named per-body and per-freedom arrays.
+#
+# The model (ModelCore) is read-only; every kernel takes (model, data, inputs,
+# outputs) and writes only into the DataC it is given and into its outputs.  Names
+# carry their frames (docs/algorithms.md, "Data"):
+#   o  the world frame (origin and axes)
+#   s  the spatial frame of the kernels: world axes, origin at the current origin
+#      of the subtree's root body (the body hanging from the world); see
+#      root_relative_pose in rnea_common.pxi
+#   i  body i's own frame (joint frame; "body-fixed")
+#   h  hybrid: world axes at body i's origin
+# Poses are 12 doubles (rotation row-major, then position); twists (ω, v) and
+# wrenches (torque, force) 6 doubles, angular first.
+
+cdef struct DataC:
+    int nb, nv
+    # joint step (every kernel)
+    double* liMi      # (nb, 12) pose of body i in its parent's frame, B_i J_i(q_i)
+    double* S         # (nv, 6)  body-fixed motion subspace S_i (columns of body i's freedoms)
+    # poses
+    double* oMi       # (nb, 12) world pose of body i (fk, frames, Jacobians, body motion)
+    double* sMi       # (nb, 12) pose in the spatial frame s (spatial/hybrid RNEA, CRBA, ABA)
+    double* sJ        # (nv, 6)  spatial joint screws Ad_{sMi} S (spatial RNEA, CRBA, ABA)
+    double* hJ        # (nv, 6)  hybrid joint screws Ad_{R_i} S (hybrid RNEA)
+    # body-fixed motion and wrenches (body frame i, about its origin)
+    double* v         # (nb, 6)  twists Vᵇ_i
+    double* a         # (nb, 6)  twist derivatives, no gravity (body motion)
+    double* a_gf      # (nb, 6)  twist derivatives with gravity as base acceleration (body RNEA)
+    double* f         # (nb, 6)  wrench the joint transmits to body i's subtree (body RNEA)
+    # spatial (frame s)
+    double* sv        # (nb, 6)  twists
+    double* sa_gf     # (nb, 6)  twist derivatives with gravity (spatial RNEA, ABA pass 3)
+    double* sf        # (nb, 6)  joint wrenches (spatial RNEA)
+    double* sc        # (nb, 6)  ABA bias acceleration ad_V J q̇ + Ad Ṡ q̇
+    double* sIc       # (nb, 10) CRBA composite inertia: m, h = m c (3), Θ about s packed (6)
+    double* sIA       # (nb, 21) ABA articulated inertia (packed symmetric, aba.pxi)
+    double* spA       # (nb, 6)  ABA articulated bias force
+    # hybrid (world axes at the body origin)
+    double* hv        # (nb, 6)  twists (ω, ṙ)
+    double* ha_gf     # (nb, 6)  derivatives (ω̇, r̈) with gravity
+    double* hf        # (nb, 6)  joint wrenches about the body origin
+    # ABA joint-space terms
+    double* U         # (nv, 6)  U = Iᴬ J
+    double* Dinv      # (nv, 6)  per joint: 1/D (one freedom) or the k × k Cholesky factor of D
+    double* u         # (nv,)    u = τ − Jᵀ pᴬ
+    # scratch
+    int* path         # (nb,)    ancestor chain of one body (Jacobians)
+
+
+# doubles per body and per freedom in Data.buf, in the order of the DataC fields
+cdef enum:
+    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3
+    _DATA_PER_DOF = 6 * 5 + 1
+
+cdef long _model_serial = 0
+
+
+cdef class Data:
+    """Per-call state of the kernels for one model: named per-body arrays.
+
+    Create with ``model.create_data()``; pass as ``data=`` to the single-state
+    entry points for allocation-free calls, and read the intermediates of the
+    last call afterwards (the fields a kernel does not compute keep older
+    values).  A Data must not be used by two threads at once; plain calls
+    without ``data=`` take one from the model's pool and are thread-safe.
+
+    Fields (read-only NumPy views into the Data, overwritten by the next call;
+    poses are (nb, 12): rotation row-major then position; twists (ω, v) and
+    wrenches (torque, force) angular first; see docs/algorithms.md for which
+    kernel fills which):
+
+    ``liMi`` (nb, 12) pose of body i in its parent's frame;
+    ``oMi`` (nb, 12) world pose; ``sMi`` (nb, 12) pose in the spatial frame s
+    (world axes, origin at the subtree root body's origin);
+    ``S`` (nv, 6) body-fixed motion subspaces; ``sJ`` (nv, 6) spatial joint
+    screws (frame s); ``hJ`` (nv, 6) hybrid joint screws;
+    ``v``, ``a``, ``a_gf``, ``f`` (nb, 6) body-frame twists, twist derivatives
+    (without / with gravity) and joint wrenches; ``sv``, ``sa_gf``, ``sf``,
+    ``sc``, ``spA`` (nb, 6) the same in frame s (ABA bias acceleration and
+    force); ``hv``, ``ha_gf``, ``hf`` (nb, 6) hybrid; ``sIc`` (nb, 10) composite
+    inertias; ``sIA`` (nb, 21) articulated inertias (packed symmetric).
+    """
+    cdef DataC c
+    cdef readonly int nb, nv
+    cdef readonly long model_serial
+    cdef double[::1] buf
+    cdef int[::1] ibuf
+
+    def __cinit__(self, ModelCore model):
+        cdef int nb = model.nb, nv = model.nv, i, o, n
+        cdef Py_ssize_t size = (_DATA_PER_BODY * <Py_ssize_t>nb
+                                + _DATA_PER_DOF * <Py_ssize_t>(nv if nv > 0 else 1) + 16)
+        self.nb = nb
+        self.nv = nv
+        self.model_serial = model.serial
+        # one block; 8 spare doubles at each end keep neighbouring Data (batches:
+        # one per thread) off each other's cache lines
+        self.buf = np.zeros(size)
+        self.ibuf = np.zeros(nb if nb > 0 else 1, dtype=np.int32)
+        cdef double* p = &self.buf[8]
+        self.c.nb = nb
+        self.c.nv = nv
+        self.c.liMi = p; p += 12 * nb
+        self.c.oMi = p; p += 12 * nb
+        self.c.sMi = p; p += 12 * nb
+        self.c.v = p; p += 6 * nb
+        self.c.a = p; p += 6 * nb
+        self.c.a_gf = p; p += 6 * nb
+        self.c.f = p; p += 6 * nb
+        self.c.sv = p; p += 6 * nb
+        self.c.sa_gf = p; p += 6 * nb
+        self.c.sf = p; p += 6 * nb
+        self.c.sc = p; p += 6 * nb
+        self.c.sIc = p; p += 10 * nb
+        self.c.sIA = p; p += 21 * nb
+        self.c.spA = p; p += 6 * nb
+        self.c.hv = p; p += 6 * nb
+        self.c.ha_gf = p; p += 6 * nb
+        self.c.hf = p; p += 6 * nb
+        n = nv if nv > 0 else 1
+        self.c.S = p; p += 6 * n
+        self.c.sJ = p; p += 6 * n
+        self.c.hJ = p; p += 6 * n
+        self.c.U = p; p += 6 * n
+        self.c.Dinv = p; p += 6 * n
+        self.c.u = p; p += n
+        self.c.path = &self.ibuf[0]
+        # S of a one-freedom joint is its constant body-fixed screw: set once here
+        # (the kernels' fast paths read model.X and never write these rows)
+        for i in range(nb):
+            if model.fast[i] != FAST_NONE:
+                o = model.voff[i]
+                for n in range(6):
+                    self.c.S[6 * o + n] = model.X[o, n]
+
+    cdef _view(self, double* p, int rows, int width):
+        """Read-only (rows, width) view of a field."""
+        cdef Py_ssize_t start = p - &self.buf[0]
+        arr = np.asarray(self.buf)[start:start + <Py_ssize_t>rows * width].reshape(rows, width)
+        arr.setflags(write=False)
+        return arr
+
+    @property
+    def liMi(self): return self._view(self.c.liMi, self.nb, 12)
+    @property
+    def oMi(self): return self._view(self.c.oMi, self.nb, 12)
+    @property
+    def sMi(self): return self._view(self.c.sMi, self.nb, 12)
+    @property
+    def S(self): return self._view(self.c.S, self.nv, 6)
+    @property
+    def sJ(self): return self._view(self.c.sJ, self.nv, 6)
+    @property
+    def hJ(self): return self._view(self.c.hJ, self.nv, 6)
+    @property
+    def v(self): return self._view(self.c.v, self.nb, 6)
+    @property
+    def a(self): return self._view(self.c.a, self.nb, 6)
+    @property
+    def a_gf(self): return self._view(self.c.a_gf, self.nb, 6)
+    @property
+    def f(self): return self._view(self.c.f, self.nb, 6)
+    @property
+    def sv(self): return self._view(self.c.sv, self.nb, 6)
+    @property
+    def sa_gf(self): return self._view(self.c.sa_gf, self.nb, 6)
+    @property
+    def sf(self): return self._view(self.c.sf, self.nb, 6)
+    @property
+    def sc(self): return self._view(self.c.sc, self.nb, 6)
+    @property
+    def sIc(self): return self._view(self.c.sIc, self.nb, 10)
+    @property
+    def sIA(self): return self._view(self.c.sIA, self.nb, 21)
+    @property
+    def spA(self): return self._view(self.c.spA, self.nb, 6)
+    @property
+    def hv(self): return self._view(self.c.hv, self.nb, 6)
+    @property
+    def ha_gf(self): return self._view(self.c.ha_gf, self.nb, 6)
+    @property
+    def hf(self): return self._view(self.c.hf, self.nb, 6)
+
+    @property
+    def nbytes(self):
+        """Memory held by this Data, bytes."""
+        return self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
+
+    @staticmethod
+    def pose_matrices(poses):
+        """(…, 12) poses as stored in Data -> (…, 4, 4) homogeneous matrices."""
+        P = np.asarray(poses)
+        out = np.zeros(P.shape[:-1] + (4, 4))
+        out[..., :3, :3] = P[..., :9].reshape(P.shape[:-1] + (3, 3))
+        out[..., :3, 3] = P[..., 9:]
+        out[..., 3, 3] = 1.0
+        return out
+
+    def __reduce__(self):
+        raise TypeError("a treedyn Data is per-process scratch and is not pickled: "
+                        "call model.create_data() where it is needed")
+
+    def __repr__(self):
+        return f"<treedyn.Data: nb={self.nb}, nv={self.nv}, {self.nbytes} bytes>"
+
+
+cdef class _Team:
+    """One Data per OpenMP thread of a batch call, their DataC in a C array."""
+    cdef list datas
+    cdef DataC* c
+    cdef int n
+
+    def __cinit__(self, ModelCore model, int n):
+        cdef int k
+        self.n = n
+        self.datas = [Data(model) for k in range(n)]
+        self.c = <DataC*>PyMem_Malloc(n * sizeof(DataC))
+        if self.c == NULL:
+            raise MemoryError()
+        for k in range(n):
+            self.c[k] = (<Data>self.datas[k]).c
+
+    def __dealloc__(self):
+        PyMem_Free(self.c)

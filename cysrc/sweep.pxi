@@ -1,0 +1,88 @@
+# The joint step every kernel starts from, and the forward sweeps built on it.
+#
+# joint_step     liMi[i] = B_i J_i(q_i), the body-fixed subspace S_i and Ṡ_i q̇_i
+#                (joints.pxi), with the one-freedom fast paths
+# spatial_step   joint_step + sMi[i] (frame s, root_relative_pose) + spatial
+#                screws sJ = Ad_{sMi} S
+# world_step     joint_step + oMi[i] (world pose)
+# Each kernel calls one of them per body inside its own forward loop, so that the
+# joint quantities stay in registers/L1 for its recursion; kernels that need
+# nothing else (forward kinematics, Jacobians) run the sweep alone.
+
+
+cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
+                           const double* qd, double* cJ, bint need_S) noexcept nogil:
+    """liMi[i] and, for a joint without fast path, S (if need_S) and cJ = Ṡ q̇ (body
+    frame; zero when qd is NULL).  One-freedom joints: S is the constant model.X
+    row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written).
+    Returns 1 if the joint's quaternion is not unit, else 0."""
+    cdef int o = m.voff[i], fast = m.fast[i], bad
+    cdef double* T = &d.liMi[12 * i]
+    cdef const double* B = &m.Bref[i, 0]
+    cdef double RJ[9]
+    cdef double pJ[3]
+    if fast != FAST_NONE:
+        joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], T)
+        return 0
+    if need_S:
+        bad = joint_calc(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
+                         NULL if qd == NULL else &qd[o], RJ, pJ, &d.S[6 * o], cJ)
+    else:
+        bad = joint_transform(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0],
+                              &q[m.qoff[i]], RJ, pJ)
+    pose_mul(B, &B[9], RJ, pJ, T, &T[9])
+    return bad
+
+
+cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
+                             const double* qd, double* cJ) noexcept nogil:
+    """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
+    sJ = Ad_{sMi} S of body i's freedoms."""
+    cdef int o = m.voff[i], par = m.parent[i], k, fast = m.fast[i]
+    cdef int bad = joint_step(m, d, i, q, qd, cJ, True)
+    cdef double* C = &d.sMi[12 * i]
+    root_relative_pose(NULL if par < 0 else &d.sMi[12 * par], &d.liMi[12 * i], C)
+    if fast != FAST_NONE:
+        spatial_screw_1dof(fast, &m.X[o, 0], C, &d.sJ[6 * o])
+    else:
+        for k in range(m.nvj[i]):
+            twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
+    return bad
+
+
+cdef inline int world_step(ModelCore m, DataC* d, int i, const double* q,
+                           const double* qd, double* cJ, bint need_S) noexcept nogil:
+    """joint_step, then the world pose oMi[i] = oMi[parent] liMi[i]."""
+    cdef int par = m.parent[i]
+    cdef int bad = joint_step(m, d, i, q, qd, cJ, need_S)
+    world_pose(NULL if par < 0 else &d.oMi[12 * par], &d.liMi[12 * i], &d.oMi[12 * i])
+    return bad
+
+
+cdef int forward_sweep(ModelCore m, DataC* d, const double* q) noexcept nogil:
+    """World poses oMi of all bodies.  Returns 0, or i + 1 for the first joint i
+    whose quaternion is not unit."""
+    cdef int i, bad = 0
+    cdef double cJ[6]
+    for i in range(m.nb):
+        if world_step(m, d, i, q, NULL, cJ, False) and bad == 0:
+            bad = i + 1
+    return bad
+
+
+cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept nogil:
+    """World poses oMi and subspaces S of the bodies on the path world → body only
+    (d.path[0..n) lists them from body up to its root).  Returns the path length n,
+    or −(i + 1) for a joint i on it whose quaternion is not unit."""
+    cdef int n = 0, k, i, bad = 0
+    cdef double cJ[6]
+    i = body
+    while i >= 0:
+        d.path[n] = i
+        n += 1
+        i = m.parent[i]
+    for k in range(n - 1, -1, -1):
+        i = d.path[k]
+        if world_step(m, d, i, q, NULL, cJ, True) and bad == 0:
+            bad = i + 1
+    return -bad if bad else n
