@@ -22,12 +22,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import (bench_main, QUICK_ROBOTS, ROBOTS, Table, chain_treedyn,  # noqa: E402
-                    chain_urdf, load_pair, machine_info, pin_v_permutation, print_header,
-                    random_chain_links, robot_label, run_sections, time_calls,
-                    to_pinocchio_q, use_snapshot)
+                    chain_urdf, print_header, random_chain_links, robot_label, time_calls)
+from oracles import (PIN_REFERENCE_FRAME as PIN_REF, SWAP_HALVES as SWAP,  # noqa: E402
+                     assert_rel_close, load_pair, pin_v_permutation, to_pinocchio_q)
 
 REPS = ("body", "spatial", "hybrid")
-PIN_REF = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
 #: frame whose Jacobian is timed
 JAC_FRAME = {"ur5": "tool0", "panda": "panda_link7", "solo12": "FR_FOOT",
              "talos_reduced": "left_sole_link", "talos_full_v2": "left_sole_link"}
@@ -36,17 +35,11 @@ QUICK_CHAIN_SIZES = (10, 100)
 PIN_CHAIN_MAX = 300          # Pinocchio's Data holds nv³ tensors (64 GB at nv = 1000)
 BATCH_N, QUICK_BATCH_N = 10_000, 1_000
 TOL = 1e-10                  # poses and Jacobians of order 1 (m, rad)
-SWAP = [3, 4, 5, 0, 1, 2]    # treedyn (ω, v) rows -> Pinocchio (v, ω)
 
 
 def _check(name, ours, ref, tol=TOL):
-    import numpy as np
-    err = float(np.abs(np.asarray(ours) - np.asarray(ref)).max())
-    scale = max(1.0, float(np.abs(ref).max()))
-    if not err <= tol * scale:
-        raise AssertionError(f"{name}: treedyn and Pinocchio differ by {err:.3e} "
-                             f"(scale {scale:.3g})")
-    return err / scale
+    """Relative error of treedyn against the reference; raises above ``tol``."""
+    return assert_rel_close(ours, ref, tol, f"{name}: treedyn vs reference")
 
 
 def _verify(m, pm, pd, q, qp, frame, what):

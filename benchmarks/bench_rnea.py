@@ -18,10 +18,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (bench_main, QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle, chain_treedyn,  # noqa: E402
-                    chain_urdf, load_pair, machine_info, mark, pin_v_permutation,
-                    print_header, random_chain_links, robot_label, run_sections, time_calls,
-                    to_pinocchio_q, use_snapshot)
+from common import (bench_main, QUICK_ROBOTS, ROBOTS, Table, chain_rnea_oracle,  # noqa: E402
+                    chain_treedyn, chain_urdf, mark, print_header, random_chain_links,
+                    robot_label, time_calls)
+from oracles import (assert_rel_close, load_pair, pin_v_permutation,  # noqa: E402
+                     to_pinocchio_q)
 
 REPS = ("body", "spatial", "hybrid")
 CHAIN_SIZES = (10, 30, 100, 300, 1000)
@@ -39,13 +40,8 @@ TARGET_BATCH_SPEEDUP = 5.0
 
 
 def _check(name, ours, ref, tol=TOL):
-    import numpy as np
-    err = float(np.abs(ours - ref).max())
-    scale = max(1.0, float(np.abs(ref).max()))
-    if not err <= tol * scale:
-        raise AssertionError(f"{name}: treedyn and reference differ by {err:.3e} "
-                             f"(scale {scale:.3g}, tolerance {tol:.0e} relative)")
-    return err / scale
+    """Relative error of treedyn against the reference; raises above ``tol``."""
+    return assert_rel_close(ours, ref, tol, f"{name}: treedyn vs reference")
 
 
 # ------------------------------------------------------------------------ workers

@@ -29,11 +29,17 @@ import timeit
 
 __all__ = ["bench_main", "time_call", "time_calls", "run_in_processes", "run_sections", "use_snapshot",
            "default_env", "LoadMonitor", "busy_cores", "wait_for_idle", "Table", "fmt", "mark",
-           "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label", "erd_path",
-           "load_pair", "to_pinocchio_q", "pin_v_permutation", "random_chain_links",
-           "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
+           "machine_info", "print_header", "ROBOTS", "QUICK_ROBOTS", "robot_label",
+           "random_chain_links", "chain_urdf", "chain_treedyn", "chain_rnea_oracle", "median"]
 
 _MARKER = "@@BENCH-RESULT@@"
+
+# The robots, the treedyn <-> Pinocchio layout conversions and the comparison
+# helpers are shared with the tests: they live in tests/oracles.py, which the
+# benchmark scripts import as ``oracles`` (this puts tests/ on the path).
+_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+if _TESTS not in sys.path:
+    sys.path.append(_TESTS)
 
 
 # --------------------------------------------------------------------------- timing
@@ -429,15 +435,6 @@ def run_sections(script, sections, kwargs, processes, wait_idle=0.0):
 
 
 # ------------------------------------------------------- robots and Pinocchio layout
-ERD_ROBOTS = {
-    "panda": "panda_description/urdf/panda.urdf",
-    "ur5": "ur_description/urdf/ur5_robot.urdf",
-    "solo12": "solo_description/robots/solo12.urdf",
-    "talos_reduced": "talos_data/robots/talos_reduced.urdf",
-    "talos_full_v2": "talos_data/robots/talos_full_v2.urdf",
-    "tiago": "tiago_description/robots/tiago.urdf",
-}
-
 #: (name, floating base) of the robots of the per-call comparisons
 ROBOTS = [("ur5", False), ("panda", False), ("solo12", True), ("talos_reduced", True),
           ("talos_full_v2", True)]
@@ -446,74 +443,6 @@ QUICK_ROBOTS = [("ur5", False), ("panda", False), ("solo12", True)]
 
 def robot_label(name, floating):
     return name + (" + FF" if floating else "")
-
-
-def erd_path(name):
-    """Path of an example-robot-data URDF (same lookup as tests/conftest.py)."""
-    rel = ERD_ROBOTS[name]
-    files = importlib.metadata.files("example-robot-data") or []
-    for f in files:
-        if str(f).endswith(rel):
-            return str(f.locate())
-    raise FileNotFoundError(f"example-robot-data has no {rel}")
-
-
-def load_pair(name, floating):
-    """(treedyn model, pinocchio model, pinocchio data) of an example-robot-data robot."""
-    import warnings
-
-    import pinocchio as pin
-    import treedyn as td
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
-    pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-          else pin.buildModelFromUrdf(path))
-    return m, pm, pm.createData()
-
-
-def to_pinocchio_q(model, pmodel, q):
-    """treedyn q -> Pinocchio q (as tests/conftest.py): joints matched by name,
-    continuous joints θ -> (cos θ, sin θ), quaternions (w,x,y,z) -> (x,y,z,w)."""
-    import numpy as np
-    qp = np.zeros(pmodel.nq)
-    for j in range(1, pmodel.njoints):
-        jm = pmodel.joints[j]
-        o, p = model.idx_q[pmodel.names[j]], jm.idx_q
-        if jm.nq == 1:
-            qp[p] = q[o]
-        elif jm.nq == 2:
-            qp[p:p + 2] = np.cos(q[o]), np.sin(q[o])
-        elif jm.nq == 7:
-            qp[p:p + 3] = q[o:o + 3]
-            qp[p + 3:p + 6] = q[o + 4:o + 7]
-            qp[p + 6] = q[o + 3]
-        else:
-            raise NotImplementedError(jm.shortname())
-    return qp
-
-
-def pin_v_permutation(model, pmodel):
-    """Index array P with ``v_pin = v_td[P]`` (and ``tau_pin = tau_td[P]``).
-
-    Joints are matched by name (the two libraries may order branches differently);
-    a free flyer's velocity is (ω, v) in treedyn and (v, ω) in Pinocchio, both
-    body-fixed, so its six entries are swapped in halves.
-    """
-    import numpy as np
-    P = np.empty(pmodel.nv, dtype=np.intp)
-    for j in range(1, pmodel.njoints):
-        jm = pmodel.joints[j]
-        o, p = model.idx_v[pmodel.names[j]], jm.idx_v
-        if jm.nv == 6:
-            P[p:p + 3] = np.arange(o + 3, o + 6)
-            P[p + 3:p + 6] = np.arange(o, o + 3)
-        else:
-            P[p:p + jm.nv] = np.arange(o, o + jm.nv)
-    if sorted(P.tolist()) != list(range(model.nv)):
-        raise AssertionError("velocity layouts of treedyn and Pinocchio do not match")
-    return P
 
 
 # ------------------------------------------------------------------ random chains

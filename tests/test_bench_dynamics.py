@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from oracles import REPO
 
 
 def test_bench_dynamics_quick():

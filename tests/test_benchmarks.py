@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import erd_path
+from oracles import erd_path
 
 pytest.importorskip("pinocchio")
 

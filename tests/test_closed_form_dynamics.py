@@ -5,7 +5,7 @@ Each test names its oracle:
 
 * inverse dynamics (the compiled RNEA kernels): M column by column, the bias
   h − g = C v, the gravity torque = ∂U/∂q;
-* finite differences along the group curve (conftest.curve, never q + ε on a
+* finite differences along the group curve (oracles.curve, never q + ε on a
   quaternion): Ṁ, ∂M/∂q_k, ∂U, d(momentum)/dt, d(COM)/dt;
 * the body Jacobians of treedyn.kinematics (L S = stacked body Jacobians);
 * Pinocchio (computeKineticEnergy, computePotentialEnergy, centerOfMass,
@@ -14,7 +14,6 @@ Each test names its oracle:
 
 Errors are relative to max(1, max |reference|).
 """
-import warnings
 
 import numpy as np
 import pytest
@@ -23,21 +22,16 @@ import treedyn as td
 from treedyn import dynamics as dy
 from treedyn import lie
 from treedyn.errors import InputError, ModelError
-from conftest import curve, erd_path, random_tree, to_pinocchio_q, to_pinocchio_v
+from oracles import (TOL_ORACLE, curve, load_erd, load_pair, pin_v_matrix, random_tree, rel_err,
+                     to_pinocchio_q, to_pinocchio_v)
 
 TOL = 1e-12          # two exact computations of the same quantity (relative)
-TOL_PIN = 1e-10      # against Pinocchio (relative)
+TOL_PIN = TOL_ORACLE  # against Pinocchio (relative)
 TOL_FD = 1e-7        # central finite differences, h = 1e-5 (relative)
 H = 1e-5
 
 SCREW_TYPES = ["revolute", "prismatic", "helical", "universal", "planar", "cylindrical",
                "continuous"]
-
-
-def rel_err(x, y):
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    assert x.shape == y.shape, (x.shape, y.shape)
-    return np.abs(x - y).max() / max(1.0, np.abs(y).max())
 
 
 def fd(fun, model, q, v, a=None, h=H):
@@ -82,13 +76,6 @@ def floating_tree(rng, n=10, group="SE3"):
     return g.compile()
 
 
-def load_erd(name, floating):
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return td.load(path, floating_base=floating), path
-
-
 @pytest.fixture(scope="module", params=[0, 1, 2])
 def tree(request):
     """Random tree with every joint type (both free-joint groups), armature."""
@@ -111,7 +98,7 @@ ERD_CASES = [("panda", False), ("talos_reduced", True)]
 @pytest.fixture(scope="module", params=ERD_CASES,
                 ids=lambda c: f"{c[0]}-{'ff' if c[1] else 'fixed'}")
 def erd(request):
-    return load_erd(*request.param)[0]
+    return load_erd(*request.param)
 
 
 def state(model, rng):
@@ -213,11 +200,8 @@ def test_coriolis_equals_pinocchio(name, floating):
     """Oracle: pinocchio.computeCoriolisMatrix (Christoffel-consistent; free flyer with
     body-twist velocities, as treedyn's SE(3) free joint) and pinocchio.crba."""
     pin = pytest.importorskip("pinocchio")
-    erd, path = load_erd(name, floating)
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    pdata = pmodel.createData()
-    P = np.array([to_pinocchio_v(erd, pmodel, e) for e in np.eye(erd.nv)]).T   # v_pin = P v
+    erd, pmodel, pdata = load_pair(name, floating)
+    P = pin_v_matrix(erd, pmodel)                                              # v_pin = P v
     rng = np.random.default_rng(6)
     worst = [0.0, 0.0]
     for _ in range(3):
@@ -367,11 +351,8 @@ def test_energies_momentum_com_equal_pinocchio(name, floating):
     U = −Σ m gᵀ c, zero at the world origin), centerOfMass, computeCentroidalMomentum
     (data.hg: about the COM, linear first -> about the origin, angular first)."""
     pin = pytest.importorskip("pinocchio")
-    model, path = load_erd(name, floating)
+    model, pmodel, pdata = load_pair(name, floating)
     assert np.all(model.armature == 0)          # Pinocchio's energy has no rotor term
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    pdata = pmodel.createData()
     rng = np.random.default_rng(15)
     worst = np.zeros(4)
     for _ in range(5):

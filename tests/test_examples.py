@@ -2,7 +2,7 @@
 import importlib.util
 import os
 
-from conftest import REPO
+from oracles import REPO
 
 
 def load_example(name):

@@ -5,21 +5,17 @@ example-robot-data robots with and without free-flyer; the mass matrix built
 column by column from inverse dynamics; inverse(forward(τ)) = τ; the ABA and
 Cholesky paths against each other.
 """
-import warnings
 
 import numpy as np
 import pytest
 
 import treedyn as td
 from treedyn.errors import InputError, SingularModelError
-from conftest import erd_path, random_tree, robot_file, to_pinocchio_q, to_pinocchio_v
+from oracles import (TOL_ORACLE, load_pair, pin_v_matrix, random_tree, rel_err, robot_file,
+                     to_pinocchio_q, to_pinocchio_v)
 
 CASES = [("ur5", False), ("panda", False), ("panda", True), ("solo12", True),
          ("talos_reduced", True), ("talos_full_v2", True), ("tiago", True)]
-
-
-def rel(x, y):
-    return np.abs(np.asarray(x) - y).max() / max(1.0, np.abs(y).max())
 
 
 @pytest.fixture(scope="module", params=[0, 1])
@@ -27,21 +23,11 @@ def tree(request):
     return random_tree(np.random.default_rng(100 + request.param), n=16)
 
 
-def load_pair(name, floating):
-    pin = pytest.importorskip("pinocchio")
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    return pin, model, pmodel, pmodel.createData()
-
-
 @pytest.mark.parametrize("name,floating", CASES)
 def test_equals_pinocchio(name, floating):
-    pin, model, pmodel, pdata = load_pair(name, floating)
-    P = np.array([to_pinocchio_v(model, pmodel, e) for e in np.eye(model.nv)]).T
+    pin = pytest.importorskip("pinocchio")
+    model, pmodel, pdata = load_pair(name, floating)
+    P = pin_v_matrix(model, pmodel)
     rng = np.random.default_rng(4)
     worst = dict(crba=0.0, aba=0.0, nle=0.0, gravity=0.0)
     for _ in range(5):
@@ -49,15 +35,15 @@ def test_equals_pinocchio(name, floating):
         qp, vp = to_pinocchio_q(model, pmodel, q), to_pinocchio_v(model, pmodel, v)
         Mp = pin.crba(pmodel, pdata, qp)
         Mp = np.triu(Mp) + np.triu(Mp, 1).T
-        worst["crba"] = max(worst["crba"], rel(P @ model.mass_matrix(q) @ P.T, Mp))
+        worst["crba"] = max(worst["crba"], rel_err(P @ model.mass_matrix(q) @ P.T, Mp))
         ap = pin.aba(pmodel, pdata, qp, vp, to_pinocchio_v(model, pmodel, tau))
-        worst["aba"] = max(worst["aba"], rel(P @ model.forward_dynamics(q, v, tau), ap))
-        worst["nle"] = max(worst["nle"], rel(P @ model.bias_forces(q, v),
-                                             pin.nonLinearEffects(pmodel, pdata, qp, vp)))
-        worst["gravity"] = max(worst["gravity"], rel(P @ model.gravity_forces(q),
-                                                     pin.computeGeneralizedGravity(pmodel, pdata, qp)))
+        worst["aba"] = max(worst["aba"], rel_err(P @ model.forward_dynamics(q, v, tau), ap))
+        worst["nle"] = max(worst["nle"], rel_err(P @ model.bias_forces(q, v),
+                                                 pin.nonLinearEffects(pmodel, pdata, qp, vp)))
+        gp = pin.computeGeneralizedGravity(pmodel, pdata, qp)
+        worst["gravity"] = max(worst["gravity"], rel_err(P @ model.gravity_forces(q), gp))
     print(f"{name} floating={floating}: " + ", ".join(f"{k} {e:.1e}" for k, e in worst.items()))
-    assert max(worst.values()) < 1e-10, worst
+    assert max(worst.values()) < TOL_ORACLE, worst
 
 
 def test_mass_matrix_equals_inverse_dynamics_columns(tree):
@@ -68,7 +54,7 @@ def test_mass_matrix_equals_inverse_dynamics_columns(tree):
     cols = np.array([tree.inverse_dynamics(q, zero, e, gravity=np.zeros(3)) - h
                      for e in np.eye(tree.nv)]).T
     M = tree.mass_matrix(q)
-    assert rel(M, cols) < 1e-12
+    assert rel_err(M, cols) < 1e-12
     np.testing.assert_array_equal(M, M.T)
 
 
@@ -83,13 +69,13 @@ def test_inverse_of_forward_is_identity(tree, method):
             a = tree.forward_dynamics(q, v, tau, f_ext=f, gravity=g, f_ext_frame=frame,
                                       method=method)
             back = tree.inverse_dynamics(q, v, a, f_ext=f, gravity=g, f_ext_frame=frame)
-            assert rel(back, tau) < 1e-10, (method, frame)
+            assert rel_err(back, tau) < 1e-10, (method, frame)
 
 
 def test_aba_equals_cholesky(tree):
     rng = np.random.default_rng(3)
     q, v, tau = tree.random_configuration(rng), rng.normal(size=tree.nv), rng.normal(size=tree.nv)
-    assert rel(tree.forward_dynamics(q, v, tau),
+    assert rel_err(tree.forward_dynamics(q, v, tau),
                tree.forward_dynamics(q, v, tau, method="cholesky")) < 1e-10
 
 
@@ -107,7 +93,7 @@ def test_batches_equal_single(tree):
     for s in range(N):
         np.testing.assert_array_equal(M[s], tree.mass_matrix(Q[s]))
         np.testing.assert_array_equal(A[s], tree.forward_dynamics(Q[s], V[s], T[s], f_ext=F[s]))
-        assert rel(Ac[s], A[s]) < 1e-10
+        assert rel_err(Ac[s], A[s]) < 1e-10
         np.testing.assert_array_equal(H[s], tree.bias_forces(Q[s], V[s]))
         np.testing.assert_array_equal(G[s], tree.gravity_forces(Q[s]))
 
@@ -135,7 +121,7 @@ def test_singular_model_names_the_joint():
     ok = massless_leaf_model(0.01)
     a = ok.forward_dynamics(q, v, tau)
     assert np.all(np.isfinite(a))
-    assert rel(ok.inverse_dynamics(q, v, a), tau) < 1e-12
+    assert rel_err(ok.inverse_dynamics(q, v, a), tau) < 1e-12
 
 
 def test_bad_arguments():

@@ -7,7 +7,6 @@ recursion and its closed-form exponentials); geometric invariants of spherical
 and free joints.
 """
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +14,8 @@ import scipy.linalg
 
 import treedyn as td
 from treedyn.lie import hat6, quat_to_rot
-from conftest import TOL_EXACT, TOL_ORACLE, assert_close, erd_path, robot_file, to_pinocchio_q
+from oracles import (TOL_EXACT, TOL_ORACLE, assert_close, load_erd, load_pair,
+                     pinocchio_frame_pose, pinocchio_frames, robot_file, to_pinocchio_q)
 
 pin = pytest.importorskip("pinocchio")
 
@@ -23,20 +23,9 @@ CASES = [("panda", False), ("panda", True), ("ur5", False), ("solo12", False), (
          ("talos_reduced", True), ("talos_full_v2", True), ("tiago", False), ("tiago", True)]
 
 
-def load_pair(name, floating):
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # talos: mimics on fixed joints; tiago: antenna inertia
-        model = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    return model, pmodel
-
-
 @pytest.mark.parametrize("name,floating", CASES)
 def test_link_placements_equal_pinocchio(name, floating):
-    model, pmodel = load_pair(name, floating)
-    pdata = pmodel.createData()
+    model, pmodel, pdata = load_pair(name, floating)
     assert model.nv == pmodel.nv
     rng = np.random.default_rng(7)
     compared, err = 0, 0.0
@@ -44,11 +33,11 @@ def test_link_placements_equal_pinocchio(name, floating):
         q = model.random_configuration(rng)
         pin.framesForwardKinematics(pmodel, pdata, to_pinocchio_q(model, pmodel, q))
         poses = model.frame_poses(q)
-        for k, fname in enumerate(model.frame_names):
-            if fname == "world" or not pmodel.existFrame(fname, pin.BODY):
-                continue
-            ref = pdata.oMf[pmodel.getFrameId(fname, pin.BODY)].homogeneous
-            err = max(err, assert_close(poses[k], ref, TOL_ORACLE, f"{name} link {fname}"))
+        index = {f: k for k, f in enumerate(model.frame_names)}
+        for fname in pinocchio_frames(model, pmodel):
+            ref = pinocchio_frame_pose(pmodel, pdata, fname)
+            err = max(err, assert_close(poses[index[fname]], ref, TOL_ORACLE,
+                                        f"{name} link {fname}"))
             compared += 1
     # every link of the URDF (moving or merged) was compared
     n_links = sum(1 for f in model.frame_names if f != "world")
@@ -58,7 +47,7 @@ def test_link_placements_equal_pinocchio(name, floating):
 
 @pytest.mark.parametrize("name,floating", [("panda", False), ("talos_reduced", True)])
 def test_body_poses_are_link_frame_poses(name, floating):
-    model, _ = load_pair(name, floating)
+    model = load_erd(name, floating)
     q = model.random_configuration(1)
     C = model.forward_kinematics(q)
     assert C.shape == (model.nb, 4, 4)
@@ -224,7 +213,7 @@ def test_batch_equals_single_states():
 
 
 def test_pickled_model_computes_the_same():
-    model, _ = load_pair("panda", True)
+    model = load_erd("panda", True)
     clone = pickle.loads(pickle.dumps(model))
     q = model.random_configuration(0)
     np.testing.assert_array_equal(clone.forward_kinematics(q), model.forward_kinematics(q))

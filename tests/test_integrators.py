@@ -13,7 +13,7 @@ import treedyn as td
 from treedyn import lie
 from treedyn.errors import InputError
 from treedyn.integrators import METHODS, Tableau
-from conftest import robot_file
+from oracles import robot_file
 
 
 def free_body(group="SE3", gravity=(0.0, 0.0, 0.0)):

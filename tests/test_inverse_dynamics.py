@@ -7,23 +7,18 @@ power balance d(T + U)/dt = τ·v with T and U computed from body twists and
 poses, differentiated along a group curve by finite differences; the
 external-wrench identity τ(f) = τ(0) − Σ Jᵀ f.
 """
-import warnings
 
 import numpy as np
 import pytest
 
 import treedyn as td
 from treedyn.errors import InputError
-from conftest import (curve, erd_path, random_tree, robot_file, to_pinocchio_q,
-                      to_pinocchio_v)
+from oracles import (TOL_ORACLE, curve, load_pair, random_tree, rel_err, robot_file,
+                     to_pinocchio_q, to_pinocchio_v)
 
 REPS = ("body", "spatial", "hybrid")
 TOL_REL = 1e-12          # representations against each other, relative to max |τ|
-TOL_PIN = 1e-10          # against Pinocchio, relative to max(1, max |τ|)
-
-
-def rel_err(x, y):
-    return np.abs(np.asarray(x) - y).max() / max(1.0, np.abs(y).max())
+TOL_PIN = TOL_ORACLE     # against Pinocchio, relative to max(1, max |τ|)
 
 
 @pytest.fixture(scope="module", params=[0, 1, 2])
@@ -51,13 +46,7 @@ PIN_CASES = [("ur5", False), ("panda", False), ("panda", True), ("solo12", True)
 @pytest.mark.parametrize("name,floating", PIN_CASES)
 def test_equals_pinocchio_rnea(name, floating):
     pin = pytest.importorskip("pinocchio")
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = td.load(path, floating_base=floating, strict_inertia=(name != "tiago"))
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    pdata = pmodel.createData()
+    model, pmodel, pdata = load_pair(name, floating)
     rng = np.random.default_rng(11)
     worst = {rep: 0.0 for rep in REPS}
     for _ in range(10):

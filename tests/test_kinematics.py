@@ -5,14 +5,15 @@ helper moves every joint by exp in its own group, never q + ε on quaternions);
 Pinocchio's frame Jacobians and frame accelerations (LOCAL = body, WORLD =
 spatial, LOCAL_WORLD_ALIGNED = hybrid, with classical acceleration).
 """
-import warnings
 
 import numpy as np
 import pytest
 
 import treedyn as td
 from treedyn.lie import vee3, vee6
-from conftest import curve, erd_path, random_tree, to_pinocchio_q, to_pinocchio_v
+from oracles import (SWAP_HALVES, TOL_ORACLE, curve, load_pair, pin_v_matrix, pinocchio_frames,
+                     pinocchio_reference_frame, random_tree, rel_err, to_pinocchio_q,
+                     to_pinocchio_v)
 
 REPS = ("body", "spatial", "hybrid", "mixed")
 
@@ -77,15 +78,9 @@ def test_velocity_and_acceleration_along_a_curve(tree, rep):
 @pytest.mark.parametrize("name,floating", [("panda", False), ("talos_reduced", True)])
 def test_frame_jacobians_and_accelerations_equal_pinocchio(name, floating):
     pin = pytest.importorskip("pinocchio")
-    path = erd_path(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = td.load(path, floating_base=floating)
-    pmodel = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(path))
-    pdata = pmodel.createData()
-    perm = [3, 4, 5, 0, 1, 2]                           # Pinocchio (v, ω) -> (ω, v)
-    P = np.array([to_pinocchio_v(model, pmodel, e) for e in np.eye(model.nv)]).T
+    model, pmodel, pdata = load_pair(name, floating)
+    perm = SWAP_HALVES                                  # Pinocchio (v, ω) -> (ω, v)
+    P = pin_v_matrix(model, pmodel)
     rng = np.random.default_rng(8)
     q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
     qp = to_pinocchio_q(model, pmodel, q)
@@ -94,18 +89,18 @@ def test_frame_jacobians_and_accelerations_equal_pinocchio(name, floating):
     pin.computeJointJacobians(pmodel, pdata, qp)
     pin.updateFramePlacements(pmodel, pdata)
     worst = 0.0
-    names = [f for f in model.frame_names if f != "world" and pmodel.existFrame(f, pin.BODY)]
+    names = pinocchio_frames(model, pmodel)
     for fname in names[::2]:
         fid = pmodel.getFrameId(fname, pin.BODY)
-        for rep, rf in (("body", pin.LOCAL), ("spatial", pin.WORLD),
-                        ("hybrid", pin.LOCAL_WORLD_ALIGNED)):
+        for rep in ("body", "spatial", "hybrid"):
+            rf = pinocchio_reference_frame(rep)
             Jp = pin.getFrameJacobian(pmodel, pdata, fid, rf)[perm] @ P
             worst = max(worst, np.abs(model.jacobian(q, fname, rep) - Jp).max())
             acc = (pin.getFrameClassicalAcceleration(pmodel, pdata, fid, rf) if rep == "hybrid"
                    else pin.getFrameAcceleration(pmodel, pdata, fid, rf)).vector[perm]
             mine = model.frame_acceleration(q, v, a, fname, rep)
-            worst = max(worst, np.abs(mine - acc).max() / max(1, np.abs(acc).max()))
-    assert worst < 1e-10, worst
+            worst = max(worst, rel_err(mine, acc))
+    assert worst < TOL_ORACLE, worst
 
 
 def test_batched_kinematics_equal_single(tree):

@@ -13,7 +13,7 @@ import pytest
 import treedyn as td
 from treedyn.lie import Ad_inv, se3_inv
 from treedyn.compiler import spatial_inertia
-from conftest import TOL_EXACT, TOL_ORACLE, assert_close, erd_path, robot_file
+from oracles import TOL_EXACT, TOL_ORACLE, assert_close, erd_path, pinocchio_model, robot_file
 
 pin = pytest.importorskip("pinocchio")
 
@@ -28,7 +28,7 @@ def load_quiet(path, **kw):
 def test_lumped_inertias_equal_pinocchio(name):
     path = erd_path(name)
     model = load_quiet(path, floating_base=True)
-    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    pmodel = pinocchio_model(path, floating=True)
     for i, jname in enumerate(model.joint_names):
         Y = pmodel.inertias[pmodel.getJointId(jname)]
         assert_close(model.mass[i], Y.mass, TOL_ORACLE * max(1, Y.mass), f"{jname} mass")

@@ -4,7 +4,7 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO
+from oracles import REPO
 
 
 def test_quickstart_runs(tmp_path):

@@ -1,9 +1,10 @@
 """Every shipped robot file loads and is what its header says.
 
 Oracles: the joint counts and parameters cited in robots/README.md and the
-paper of Müller & Terze (ASME IDETC 2013, §5; docs/references.md): e.g. the heavy top's initial kinetic
-energy 13.97 kJ for ω₀ = (0, 20π, 10π) rad/s; Pinocchio's forward kinematics and
-inverse dynamics for the shipped URDFs.
+paper of Müller & Terze (ASME IDETC 2013, §5; [Müller & Terze 2013] in
+docs/references.md): e.g. the heavy top's initial kinetic energy 13.97 kJ for
+ω₀ = (0, 20π, 10π) rad/s; Pinocchio's forward kinematics and inverse dynamics for
+the shipped URDFs.
 """
 import os
 
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from conftest import REPO, robot_file, to_pinocchio_q, to_pinocchio_v
+from oracles import (REPO, TOL_ORACLE, pinocchio_frame_pose, pinocchio_frames, pinocchio_model,
+                     robot_file, to_pinocchio_q, to_pinocchio_v)
 
 # file -> (nq, nv, number of loop closures, floating_base)
 EXPECTED = {
@@ -64,22 +66,21 @@ def test_shipped_urdf_equals_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
     floating = EXPECTED[name][3]
     model = td.load(robot_file(name), floating_base=floating)
-    pmodel = (pin.buildModelFromUrdf(robot_file(name), pin.JointModelFreeFlyer()) if floating
-              else pin.buildModelFromUrdf(robot_file(name)))
+    pmodel = pinocchio_model(robot_file(name), floating)
     pdata = pmodel.createData()
     rng = np.random.default_rng(0)
     q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
     qp = to_pinocchio_q(model, pmodel, q)
     pin.framesForwardKinematics(pmodel, pdata, qp)
     poses = model.frame_poses(q)
-    for k, f in enumerate(model.frame_names):
-        if f != "world" and pmodel.existFrame(f, pin.BODY):
-            ref = pdata.oMf[pmodel.getFrameId(f, pin.BODY)].homogeneous
-            assert np.abs(poses[k] - ref).max() < 1e-10, f
+    index = {f: k for k, f in enumerate(model.frame_names)}
+    for f in pinocchio_frames(model, pmodel):
+        ref = pinocchio_frame_pose(pmodel, pdata, f)
+        assert np.abs(poses[index[f]] - ref).max() < TOL_ORACLE, f
     ref = pin.rnea(pmodel, pdata, qp, to_pinocchio_v(model, pmodel, v),
                    to_pinocchio_v(model, pmodel, a))
     tau = to_pinocchio_v(model, pmodel, model.inverse_dynamics(q, v, a))
-    assert np.abs(tau - ref).max() < 1e-10 * max(1, np.abs(ref).max())
+    assert np.abs(tau - ref).max() < TOL_ORACLE * max(1, np.abs(ref).max())
 
 
 def test_heavy_top_is_the_paper_top():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from conftest import REPO, erd_path, robot_file
+from oracles import REPO, erd_path, robot_file
 
 ARRAYS = ("parent", "kind", "nqj", "nvj", "qoff", "voff", "A", "B", "X", "Y", "center", "mass",
           "com", "inertia", "spatial_inertia", "armature", "lower_limit", "upper_limit",

@@ -7,13 +7,11 @@ and hybrid wrenches move with it; a world wrench about the world origin gains
 the world origin, so this holds to rounding error even 10 km away; about the
 world origin the ABA residual grew like |Δ|² (1e-4 N·m at 10 km for panda).
 """
-import warnings
 
 import numpy as np
 import pytest
 
-import treedyn as td
-from conftest import erd_path
+from oracles import load_erd, rel_err
 
 REPS = ("body", "spatial", "hybrid")
 SHIFT = np.array([1.0e4, -5.0e3, 2.0e3])
@@ -21,9 +19,7 @@ SHIFT = np.array([1.0e4, -5.0e3, 2.0e3])
 
 @pytest.fixture(scope="module", params=["solo12", "panda"])
 def model(request):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return td.load(erd_path(request.param), floating_base=True)
+    return load_erd(request.param, floating=True)
 
 
 def _pair(model, seed):
@@ -36,16 +32,12 @@ def _pair(model, seed):
     return q0, q1, v, a, rng
 
 
-def _rel(x, ref):
-    return np.abs(x - ref).max() / max(1.0, np.abs(ref).max())
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_mass_matrix_bias_and_gravity(model, seed):
     q0, q1, v, _, _ = _pair(model, seed)
-    assert _rel(model.mass_matrix(q1), model.mass_matrix(q0)) <= 1e-13
-    assert _rel(model.bias_forces(q1, v), model.bias_forces(q0, v)) <= 1e-12
-    assert _rel(model.gravity_forces(q1), model.gravity_forces(q0)) <= 1e-12
+    assert rel_err(model.mass_matrix(q1), model.mass_matrix(q0)) <= 1e-13
+    assert rel_err(model.bias_forces(q1, v), model.bias_forces(q0, v)) <= 1e-12
+    assert rel_err(model.gravity_forces(q1), model.gravity_forces(q0)) <= 1e-12
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -53,10 +45,10 @@ def test_forward_dynamics_far_from_origin(model, seed):
     q0, q1, v, tau, _ = _pair(model, seed)
     a0 = model.forward_dynamics(q0, v, tau)
     a1 = model.forward_dynamics(q1, v, tau)
-    assert _rel(a1, a0) <= 1e-11
+    assert rel_err(a1, a0) <= 1e-11
     # backward error at the far pose, checked by the (position-free) body RNEA
     assert np.abs(model.inverse_dynamics(q1, v, a1, "body") - tau).max() <= 1e-10
-    assert _rel(model.forward_dynamics(q1, v, tau, method="cholesky"), a0) <= 1e-10
+    assert rel_err(model.forward_dynamics(q1, v, tau, method="cholesky"), a0) <= 1e-10
 
 
 @pytest.mark.parametrize("frame", ["world", "body", "hybrid"])
@@ -74,4 +66,4 @@ def test_inverse_dynamics_with_wrenches(model, rep, frame):
     assert np.abs(t1 - t0).max() <= tol * max(1.0, np.abs(t0).max())
     a1 = model.forward_dynamics(q1, v, t1, f_ext=f1, f_ext_frame=frame)
     # (a 1e4 N·m world moment is known to ~2e-12; M⁻¹ of the light solo12 amplifies it)
-    assert _rel(a1, a) <= (1e-7 if frame == "world" else 1e-9)
+    assert rel_err(a1, a) <= (1e-7 if frame == "world" else 1e-9)

@@ -1,0 +1,329 @@
+"""Oracles and helpers shared by the tests and the benchmarks (their one home).
+
+* **Tolerances and comparisons.**  ``TOL_EXACT`` and ``TOL_ORACLE`` are the house
+  tolerances; :func:`assert_close` checks an absolute error, :func:`rel_err` and
+  :func:`assert_rel_close` an error relative to ``max(1, max |reference|)``.
+* **Robots in both libraries.**  :func:`erd_path` finds an example-robot-data URDF,
+  :func:`load_erd` loads it into treedyn, :func:`pinocchio_model` into Pinocchio,
+  :func:`load_pair` both (with a Pinocchio ``Data``).
+* **Layouts.**  treedyn and Pinocchio differ in three places, all handled here:
+  continuous joints (treedyn θ, Pinocchio (cos θ, sin θ)), quaternions (treedyn
+  scalar first (w, x, y, z), Pinocchio (x, y, z, w)) and free-flyer velocities
+  (both body-fixed; treedyn (ω, v), Pinocchio (v, ω)).  Joints are matched by
+  name, since the two libraries may order branches differently:
+  :func:`to_pinocchio_q`, :func:`to_pinocchio_v`, :func:`pin_v_permutation`,
+  :func:`pin_v_matrix`.  Pinocchio's 6-vectors and Jacobian rows are (linear,
+  angular); ``SWAP_HALVES`` reorders them (it is its own inverse).
+* **Frames.**  ``PIN_REFERENCE_FRAME`` names the Pinocchio ``ReferenceFrame`` of
+  each treedyn representation; :func:`pinocchio_frames` lists the treedyn frames
+  Pinocchio knows as BODY frames, :func:`pinocchio_frame_pose` gives their world
+  poses as 4×4 arrays, :func:`to_pinocchio_se3` turns a 4×4 pose into a
+  ``pinocchio.SE3``.
+* **Lie-group oracles** written with :mod:`treedyn.lie` only, independently of the
+  compiled kernels (:func:`curve`, :func:`integrate`), and random test models
+  (:func:`random_tree`).
+
+Importing this module imports neither treedyn nor Pinocchio (so that
+``python benchmarks/bench_rnea.py --help`` works even while the kernels are being
+rebuilt); each function imports what it needs.
+"""
+import importlib.metadata
+import os
+import sys
+import warnings
+
+import numpy as np
+
+# ------------------------------------------------------------------- tolerances
+#: two exact computations of the same quantity (absolute, on quantities of order 1:
+#: poses in m and rad)
+TOL_EXACT = 1e-12
+#: treedyn against Pinocchio (absolute on order-1 quantities, or relative with
+#: :func:`rel_err`)
+TOL_ORACLE = 1e-10
+
+
+def assert_close(actual, desired, tol, what=""):
+    """max |actual - desired| <= tol (absolute), with the error in the message.
+
+    Returns the error.  The shapes must be equal (no broadcasting).
+    """
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    if actual.shape != desired.shape:
+        raise AssertionError(f"{what}: shape {actual.shape} != {desired.shape}")
+    err = np.abs(actual - desired).max() if actual.size else 0.0
+    if not err <= tol:
+        raise AssertionError(f"{what}: max error {err:.3e} > {tol:.1e}")
+    return err
+
+
+def rel_err(actual, desired):
+    """max |actual - desired| / max(1, max |desired|); the shapes must be equal."""
+    actual, desired = np.asarray(actual, dtype=float), np.asarray(desired, dtype=float)
+    if actual.shape != desired.shape:
+        raise AssertionError(f"shape {actual.shape} != {desired.shape}")
+    if not actual.size:
+        return 0.0
+    return float(np.abs(actual - desired).max() / max(1.0, np.abs(desired).max()))
+
+
+def assert_rel_close(actual, desired, tol, what=""):
+    """:func:`rel_err` <= tol, with the error and the scale in the message.
+
+    Returns the relative error.
+    """
+    err = rel_err(actual, desired)
+    if not err <= tol:
+        scale = max(1.0, float(np.abs(np.asarray(desired, dtype=float)).max()))
+        raise AssertionError(f"{what}: max error {err * scale:.3e} > {tol:.1e} relative "
+                             f"(scale {scale:.3g})")
+    return err
+
+
+# ------------------------------------------------------------------- robot files
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROBOTS_DIR = os.path.join(REPO, "robots")
+
+#: example-robot-data robots used by the tests and the benchmarks
+ERD_ROBOTS = {
+    "panda": "panda_description/urdf/panda.urdf",
+    "ur5": "ur_description/urdf/ur5_robot.urdf",
+    "solo12": "solo_description/robots/solo12.urdf",
+    "talos_reduced": "talos_data/robots/talos_reduced.urdf",
+    "talos_full_v2": "talos_data/robots/talos_full_v2.urdf",
+    "tiago": "tiago_description/robots/tiago.urdf",
+}
+
+
+def robot_file(name):
+    """Path of a robot file shipped in ``robots/``."""
+    return os.path.join(ROBOTS_DIR, name)
+
+
+def _missing(why):
+    """Skip the test under pytest; elsewhere (benchmarks) raise FileNotFoundError."""
+    if "pytest" in sys.modules:
+        import pytest
+        pytest.skip(why)
+    raise FileNotFoundError(why)
+
+
+def erd_path(name):
+    """Path of an example-robot-data URDF, read from the installed PyPI package.
+
+    Under pytest a missing package or file skips the test; elsewhere it raises
+    FileNotFoundError.
+    """
+    rel = ERD_ROBOTS[name]
+    try:
+        files = importlib.metadata.files("example-robot-data") or []
+    except importlib.metadata.PackageNotFoundError:
+        _missing("example-robot-data is not installed (pip install '.[test]')")
+    for f in files:
+        if str(f).endswith(rel):
+            return str(f.locate())
+    _missing(f"example-robot-data has no {rel}")
+
+
+def load_erd(name, floating=False):
+    """treedyn model of an example-robot-data robot (warnings silenced: talos has
+    mimics on fixed joints; tiago's antenna inertias are slightly non-physical and
+    loaded with ``strict_inertia=False``)."""
+    import treedyn as td
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.load(erd_path(name), floating_base=floating,
+                       strict_inertia=(name != "tiago"))
+
+
+def pinocchio_model(path, floating=False):
+    """Pinocchio model of a URDF file, with a free flyer at the root if ``floating``."""
+    import pinocchio as pin
+    return (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+            else pin.buildModelFromUrdf(path))
+
+
+def load_pair(name, floating=False):
+    """(treedyn model, Pinocchio model, Pinocchio data) of an example-robot-data robot."""
+    model = load_erd(name, floating)
+    pmodel = pinocchio_model(erd_path(name), floating)
+    return model, pmodel, pmodel.createData()
+
+
+# ----------------------------------------------------------------------- layouts
+def to_pinocchio_q(model, pmodel, q):
+    """Map a treedyn configuration to Pinocchio's layout.
+
+    Continuous joints θ -> (cos θ, sin θ); free flyers (r, w, x, y, z) ->
+    (r, x, y, z, w).  Joints are matched by name.
+    """
+    qp = np.zeros(pmodel.nq)
+    for j in range(1, pmodel.njoints):
+        jm = pmodel.joints[j]
+        o, p = model.idx_q[pmodel.names[j]], jm.idx_q
+        if jm.nq == 1:
+            qp[p] = q[o]
+        elif jm.nq == 2:          # continuous (revolute unbounded)
+            qp[p:p + 2] = np.cos(q[o]), np.sin(q[o])
+        elif jm.nq == 7:          # free flyer: position, quaternion xyzw
+            qp[p:p + 3] = q[o:o + 3]
+            qp[p + 3:p + 6] = q[o + 4:o + 7]
+            qp[p + 6] = q[o + 3]
+        else:
+            raise NotImplementedError(jm.shortname())
+    return qp
+
+
+def pin_v_permutation(model, pmodel):
+    """Index array P with ``v_pin = v_td[P]`` (and ``tau_pin = tau_td[P]``).
+
+    Joints are matched by name; a free flyer's velocity is (ω, v) in treedyn and
+    (v, ω) in Pinocchio, both body-fixed, so its six entries are swapped in halves.
+    """
+    P = np.empty(pmodel.nv, dtype=np.intp)
+    for j in range(1, pmodel.njoints):
+        jm = pmodel.joints[j]
+        o, p = model.idx_v[pmodel.names[j]], jm.idx_v
+        if jm.nv == 6:
+            P[p:p + 3] = np.arange(o + 3, o + 6)
+            P[p + 3:p + 6] = np.arange(o, o + 3)
+        else:
+            P[p:p + jm.nv] = np.arange(o, o + jm.nv)
+    if sorted(P.tolist()) != list(range(model.nv)):
+        raise AssertionError("velocity layouts of treedyn and Pinocchio do not match")
+    return P
+
+
+def pin_v_matrix(model, pmodel):
+    """Permutation matrix with ``v_pin = P @ v_td``; ``P @ M_td @ P.T`` is Pinocchio's
+    mass matrix."""
+    perm = pin_v_permutation(model, pmodel)
+    P = np.zeros((pmodel.nv, model.nv))
+    P[np.arange(pmodel.nv), perm] = 1.0
+    return P
+
+
+def to_pinocchio_v(model, pmodel, v):
+    """Map a treedyn velocity-like vector (v, a, τ) to Pinocchio's layout."""
+    return np.asarray(v, dtype=float)[..., pin_v_permutation(model, pmodel)]
+
+
+#: rows of a Pinocchio motion vector or Jacobian (linear, angular) in treedyn's
+#: order (angular, linear), and back: ``x_td = x_pin[SWAP_HALVES]``
+SWAP_HALVES = [3, 4, 5, 0, 1, 2]
+
+#: Pinocchio ReferenceFrame (attribute name of ``pinocchio``) of each treedyn
+#: representation: body = at the frame origin in frame axes, spatial = at the world
+#: origin in world axes, hybrid = at the frame origin in world axes
+PIN_REFERENCE_FRAME = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
+
+
+def pinocchio_reference_frame(representation):
+    """``pinocchio.ReferenceFrame`` value of a treedyn representation name."""
+    import pinocchio as pin
+    return getattr(pin, PIN_REFERENCE_FRAME[representation])
+
+
+# ------------------------------------------------------------------------ frames
+def pinocchio_frames(model, pmodel):
+    """Names of the treedyn frames (world excluded) that Pinocchio has as BODY frames."""
+    import pinocchio as pin
+    return [f for f in model.frame_names if f != "world" and pmodel.existFrame(f, pin.BODY)]
+
+
+def pinocchio_frame_pose(pmodel, pdata, name):
+    """World pose (4×4) of Pinocchio's BODY frame ``name`` (after
+    ``framesForwardKinematics`` or ``updateFramePlacements``)."""
+    import pinocchio as pin
+    return pdata.oMf[pmodel.getFrameId(name, pin.BODY)].homogeneous
+
+
+def to_pinocchio_se3(C):
+    """``pinocchio.SE3`` of a 4×4 pose."""
+    import pinocchio as pin
+    C = np.asarray(C, dtype=float)
+    return pin.SE3(C[:3, :3], C[:3, 3])
+
+
+# ------------------------------------------------------- group operations (oracle)
+# Written with treedyn.lie only, independently of the compiled kernels.
+def _joint_blocks(model):
+    for i, t in enumerate(model.joint_types):
+        kind = "screws"
+        if t == "spherical":
+            kind = "spherical"
+        elif t == "free":
+            kind = "free_" + model.free_groups[model.joint_names[i]]
+        yield kind, int(model.qoff[i]), int(model.voff[i]), int(model.nvj[i])
+
+
+def curve(model, q, v, a, t):
+    """Configuration q(t) and velocity v(t) of the group curve through q with
+    velocity v and acceleration a at t = 0: each joint moves by exp(x(t)) with
+    x(t) = v t + a t²/2 in its own group (right, body-frame update), so that
+    v(t) = dexp_{−x} ẋ."""
+    from treedyn import lie
+    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
+    qt, vt = q.copy(), np.zeros_like(v)
+    for kind, o, w, n in _joint_blocks(model):
+        x = v[w:w + n] * t + 0.5 * a[w:w + n] * t * t
+        xd = v[w:w + n] + a[w:w + n] * t
+        if kind == "screws":
+            qt[o:o + n] = q[o:o + n] + x
+            vt[w:w + n] = xd
+        elif kind == "spherical":
+            qt[o:o + 4] = lie.quat_mul(q[o:o + 4], lie.quat_exp(x))
+            vt[w:w + 3] = lie.so3_dexp(-x) @ xd
+        elif kind == "free_SE3":
+            C0 = np.eye(4)
+            C0[:3, :3], C0[:3, 3] = lie.quat_to_rot(q[o + 3:o + 7]), q[o:o + 3]
+            C = C0 @ lie.se3_exp(x)
+            qt[o:o + 3] = C[:3, 3]
+            qt[o + 3:o + 7] = lie.quat_mul(q[o + 3:o + 7], lie.quat_exp(x[:3]))
+            vt[w:w + 6] = lie.se3_dexp(-x) @ xd
+        else:  # free_SO3xR3: rotation as spherical, position in R³
+            qt[o:o + 3] = q[o:o + 3] + x[3:]
+            qt[o + 3:o + 7] = lie.quat_mul(q[o + 3:o + 7], lie.quat_exp(x[:3]))
+            vt[w:w + 3] = lie.so3_dexp(-x[:3]) @ xd[:3]
+            vt[w + 3:w + 6] = xd[3:]
+    return qt, vt
+
+
+def integrate(model, q, dv):
+    """q ⊕ dv: move each joint by exp(dv) in its own group."""
+    return curve(model, q, dv, np.zeros_like(dv), 1.0)[0]
+
+
+def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, -9.81)):
+    """A random tree with every joint type, random reference frames and inertias."""
+    import treedyn as td
+    from treedyn import lie
+    types = types or ["revolute", "prismatic", "helical", "spherical", "free", "universal",
+                      "planar", "cylindrical", "continuous"]
+    g = td.JointGraph("random", gravity=gravity)
+    names = ["world"]
+    for i in range(n):
+        R = lie.so3_exp(rng.normal(size=3))
+        moments = np.sort(rng.uniform(0.05, 0.5, 3))
+        moments[2] = min(moments[2], 0.99 * (moments[0] + moments[1]))
+        inertia = R @ np.diag(moments) @ R.T
+        frame = np.eye(4)
+        frame[:3, :3] = lie.so3_exp(rng.normal(size=3))
+        frame[:3, 3] = rng.normal(size=3)
+        name = f"b{i}"
+        g.add_body(name, mass=rng.uniform(0.5, 3.0), com=rng.normal(scale=0.3, size=3),
+                   inertia=inertia, frame=frame)
+        t = types[i % len(types)]
+        parent = names[rng.integers(len(names))]
+        kw = dict(axis=rng.normal(size=3), point=rng.normal(size=3))
+        if t == "helical":
+            kw["pitch"] = rng.uniform(-0.2, 0.2)
+        if t == "universal":
+            kw = dict(axes=rng.normal(size=(2, 3)), point=rng.normal(size=3))
+        if t == "spherical":
+            kw = dict(point=rng.normal(size=3))
+        if t == "free":
+            kw = dict(group="SO3xR3" if (free_group_mix and i % 2) else "SE3")
+        g.add_joint(f"j{i}", t, parent, name, armature=rng.uniform(0, 0.1), **kw)
+        names.append(name)
+    return g.compile()
