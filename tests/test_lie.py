@@ -320,6 +320,51 @@ def test_Ad_exp_is_expm_ad(angle):
 
 
 # ---------------------------------------------------------------------------
+# batched versions
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lead", [(), (4,), (2, 3)])
+def test_batched_versions_equal_the_single_ones(lead):
+    # oracles: hat3, ad, Ad of each element; np.cross
+    g = rng()
+    w, X = g.normal(size=lead + (3,)), g.normal(size=lead + (6,))
+    R = Rotation.from_rotvec(g.normal(size=(int(np.prod(lead)), 3))).as_matrix()
+    R, r = R.reshape(lead + (3, 3)), g.normal(size=lead + (3,))
+    H, A, D = lie.hat3_batch(w), lie.ad_batch(X), lie.Ad_batch(R, r)
+    assert H.shape == lead + (3, 3) and A.shape == lead + (6, 6) and D.shape == lead + (6, 6)
+    for idx in np.ndindex(*lead):
+        assert_close(H[idx], hat3(w[idx]), tol=0)
+        assert_close(A[idx], ad(X[idx]), tol=0)
+        C = np.eye(4)
+        C[:3, :3], C[:3, 3] = R[idx], r[idx]
+        assert_close(D[idx], Ad(C))
+    a, B = g.normal(size=3), g.normal(size=(3, 5))
+    assert_close(lie.cross(a, B), np.cross(a, B, axisb=0, axisc=0))
+    assert_close(lie.cross(a, B[:, 0]), np.cross(a, B[:, 0]))
+
+
+def test_coad_bar_is_the_transposed_adjoint_action():
+    # oracle: ad(X)^T W = Pi(W) X for every twist X; Pi(W) skew-symmetric
+    g = rng()
+    W, X = g.normal(size=(7, 6)), g.normal(size=(7, 6))
+    P = lie.coad_bar_batch(W)
+    for k in range(7):
+        assert_close(ad(X[k]).T @ W[k], P[k] @ X[k])
+        assert_close(P[k], -P[k].T, tol=0)
+
+
+@pytest.mark.parametrize("func,arg", [
+    (lie.hat3_batch, np.zeros((2, 4))), (lie.ad_batch, np.zeros((5, 3))),
+    (lie.coad_bar_batch, np.zeros(5)), (lie.hat3_batch, "abc"),
+])
+def test_batched_versions_check_the_last_axis(func, arg):
+    with pytest.raises(ValueError, match="shape"):
+        func(arg)
+    with pytest.raises(ValueError, match="shape"):
+        lie.Ad_batch(np.eye(3), np.zeros(4))
+
+
+# ---------------------------------------------------------------------------
 # dexp and its inverse
 # ---------------------------------------------------------------------------
 

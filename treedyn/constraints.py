@@ -40,19 +40,12 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError, ModelError
-from .lie import so3_log
+from .lie import cross, so3_log
 
 __all__ = ["ConstraintSet"]
 
 _ROWS = {"spherical": 3, "revolute": 5, "continuous": 5, "helical": 5, "prismatic": 5,
          "cylindrical": 4, "universal": 4, "planar": 3, "fixed": 6, "free": 0}
-
-
-def _x(a, b):
-    """a × b for a (3,) and b (3,) or (3, n) (column by column): fast path for
-    the small products of the constraint rows (np.cross is slow on 3-vectors)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
 
 
 def _unit(x):
@@ -64,7 +57,7 @@ def _perp_basis(e):
     """Two unit vectors completing e to a right-handed orthonormal basis."""
     trial = np.eye(3)[np.argmin(np.abs(e))]
     u1 = _unit(trial - e * (e @ trial))
-    return u1, _x(e, u1)
+    return u1, cross(e, u1)
 
 
 class _Motion:
@@ -89,12 +82,12 @@ class _Motion:
         w = R @ w_b
         rdot = R @ v_b
         alpha0 = R @ self.A[b, :3]
-        rddot0 = R @ (self.A[b, 3:] + _x(w_b, v_b))
+        rddot0 = R @ (self.A[b, 3:] + cross(w_b, v_b))
         if self._Js is None:
             self._Js = m._spatial_screws(self._q)[1].T        # (6, nv) spatial columns
         Js = self._Js * m.support[b]
         Jw = Js[:3]
-        Jr = Js[3:] - _x(r, Jw)                               # ṙ = v + ω × r
+        Jr = Js[3:] - cross(r, Jw)                               # ṙ = v + ω × r
         return T, w, rdot, alpha0, rddot0, Jw, Jr
 
 
@@ -126,24 +119,24 @@ class _Side:
         self.w, self.alpha0, self.Jw = w, alpha0, Jw
         # frame origin = body origin + d (rigid): ṙ_F = ṙ_B + ω × d
         d = self.T[:3, 3] - T[:3, 3]
-        self.rdot = rdot_b + _x(w, d)
-        self.rddot0 = rddot0_b + _x(alpha0, d) + _x(w, _x(w, d))
-        self.Jr = Jr_b - _x(d, Jw)
+        self.rdot = rdot_b + cross(w, d)
+        self.rddot0 = rddot0_b + cross(alpha0, d) + cross(w, cross(w, d))
+        self.Jr = Jr_b - cross(d, Jw)
 
     # rigidly attached point / direction given in the frame's coordinates
     def point(self, x_local):
         x = self.T[:3, :3] @ x_local + self.T[:3, 3]
         d = x - self.T[:3, 3]
-        xd = self.rdot + _x(self.w, d)
-        xdd0 = self.rddot0 + _x(self.alpha0, d) + _x(self.w, _x(self.w, d))
-        Jx = self.Jr - _x(d, self.Jw)
+        xd = self.rdot + cross(self.w, d)
+        xdd0 = self.rddot0 + cross(self.alpha0, d) + cross(self.w, cross(self.w, d))
+        Jx = self.Jr - cross(d, self.Jw)
         return x, xd, xdd0, Jx
 
     def direction(self, e_local):
         e = self.T[:3, :3] @ e_local
-        ed = _x(self.w, e)
-        edd0 = _x(self.alpha0, e) + _x(self.w, ed)
-        Je = -_x(e, self.Jw)               # ė = ω × e = −ê ω
+        ed = cross(self.w, e)
+        edd0 = cross(self.alpha0, e) + cross(self.w, ed)
+        Je = -cross(e, self.Jw)               # ė = ω × e = −ê ω
         return e, ed, edd0, Je
 
 
@@ -287,9 +280,9 @@ def _cross_rows(a, b):
     """The moving vector a × b."""
     x, xd, xdd0, Jx = a
     y, yd, ydd0, Jy = b
-    return (_x(x, y), _x(xd, y) + _x(x, yd),
-            _x(xdd0, y) + 2 * _x(xd, yd) + _x(x, ydd0),
-            _x(x, Jy) - _x(y, Jx))
+    return (cross(x, y), cross(xd, y) + cross(x, yd),
+            cross(xdd0, y) + 2 * cross(xd, yd) + cross(x, ydd0),
+            cross(x, Jy) - cross(y, Jx))
 
 
 def _orientation_rows(P, C):
@@ -300,7 +293,7 @@ def _orientation_rows(P, C):
     # R_Pᵀ(α_C − α_P) − ω_P × R_Pᵀ(ω_C − ω_P) (first order in the error)
     dw = C.w - P.w
     rate_J = RP.T @ (C.Jw - P.Jw)
-    acc0 = RP.T @ (C.alpha0 - P.alpha0) - _x(RP.T @ P.w, RP.T @ dw)
+    acc0 = RP.T @ (C.alpha0 - P.alpha0) - cross(RP.T @ P.w, RP.T @ dw)
     return [(phi[k], rate_J[k], acc0[k]) for k in range(3)]
 
 

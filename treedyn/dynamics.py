@@ -49,6 +49,7 @@ import numpy as np
 
 from ._kernels import KIND_SCREWS
 from .errors import InputError, ModelError, SingularModelError
+from .lie import Ad_batch, ad_batch, coad_bar_batch
 
 __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", "christoffel",
            "kinetic_energy", "potential_energy", "momentum", "center_of_mass",
@@ -118,41 +119,6 @@ def _body_jacobians(model, q):
     return _to_body(R, r, _masked_columns(model, Js)), C
 
 
-def _hat(x, out, r0, c0, sign=1.0):
-    """Write sign · x̂ (x (…, 3)) into the 3 × 3 block of out (…, 6, 6) at (r0, c0)."""
-    out[..., r0 + 0, c0 + 1], out[..., r0 + 0, c0 + 2] = -sign * x[..., 2], sign * x[..., 1]
-    out[..., r0 + 1, c0 + 0], out[..., r0 + 1, c0 + 2] = sign * x[..., 2], -sign * x[..., 0]
-    out[..., r0 + 2, c0 + 0], out[..., r0 + 2, c0 + 1] = -sign * x[..., 1], sign * x[..., 0]
-
-
-def _ad(V):
-    """ad_V (…, 6, 6) of twists V = (ω, v) (…, 6): [[ω̂, 0], [v̂, ω̂]]."""
-    out = np.zeros(V.shape[:-1] + (6, 6))
-    _hat(V[..., :3], out, 0, 0)
-    _hat(V[..., 3:], out, 3, 0)
-    _hat(V[..., :3], out, 3, 3)
-    return out
-
-
-def _coad_bar(W):
-    """Π(W) (…, 6, 6) of wrenches W = (t, f) (…, 6): [[t̂, f̂], [f̂, 0]], the matrix with
-    ad_Xᵀ W = Π(W) X for every twist X.  Skew-symmetric."""
-    out = np.zeros(W.shape[:-1] + (6, 6))
-    _hat(W[..., :3], out, 0, 0)
-    _hat(W[..., 3:], out, 0, 3)
-    _hat(W[..., 3:], out, 3, 0)
-    return out
-
-
-def _Ad(R, p):
-    """Ad_C (…, 6, 6) = [[R, 0], [p̂ R, R]] of poses (R (…, 3, 3), p (…, 3))."""
-    out = np.zeros(R.shape[:-2] + (6, 6))
-    out[..., :3, :3] = R
-    out[..., 3:, 3:] = R
-    out[..., 3:, :3] = np.cross(p[..., :, None], R, axisa=-2, axisb=-2, axisc=-2)
-    return out
-
-
 def _ancestor_or_self(model):
     """(nb, nb) bool: A[i, j] iff body j is body i or one of its ancestors."""
     nb = model.nb
@@ -216,7 +182,7 @@ def _factors_one(model, q, _v=None):
     # C_i⁻¹ C_j = (R_iᵀ R_j, R_iᵀ (r_j − r_i)) for every pair
     Rrel = np.swapaxes(R, -1, -2)[:, None] @ R[None, :]                   # (nb, nb, 3, 3)
     prel = np.einsum("iba,ijb->ija", R, r[None, :, :] - r[:, None, :])    # (nb, nb, 3)
-    blocks = _Ad(Rrel, prel) * _ancestor_or_self(model)[:, :, None, None]
+    blocks = Ad_batch(Rrel, prel) * _ancestor_or_self(model)[:, :, None, None]
     L = blocks.transpose(0, 2, 1, 3).reshape(6 * nb, 6 * nb)
     H = np.zeros((6 * nb, 6 * nb))
     for i in range(nb):
@@ -266,8 +232,9 @@ def _coriolis_one(model, q, v):
     J = _to_body(R, r, _masked_columns(model, Js))          # (nb, 6, nv) body Jacobians
     K = _to_body(R, r, _masked_columns(model, Jsd))         # J̇_i + ad_{V_i} J_i
     V = J @ v                                               # (nb, 6) body twists
-    ad = _ad(V)
-    B = -0.5 * (np.swapaxes(ad, -1, -2) @ Mb + Mb @ ad + _coad_bar(np.einsum("bij,bj->bi", Mb, V)))
+    ad = ad_batch(V)
+    B = -0.5 * (np.swapaxes(ad, -1, -2) @ Mb + Mb @ ad
+                + coad_bar_batch(np.einsum("bij,bj->bi", Mb, V)))
     return np.einsum("bri,brj->ij", J, Mb @ K + B @ J)
 
 

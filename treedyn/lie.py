@@ -1,7 +1,15 @@
 """Lie-group tools for rigid-body motion: SO(3), SE(3), unit quaternions.
 
-Everything here works on *single* elements given as float64 NumPy arrays (any
-array-like is accepted and converted); nothing is vectorised over batches.
+This module is treedyn's NumPy **reference toolkit** for SO(3) and SE(3), for
+users and for the tests: hat/vee, exp/log, Ad/ad, the differentials of the
+exponential and Cayley maps, quaternions, roll-pitch-yaw and BCH.  The Python
+layer of treedyn uses these functions rather than private copies (the compiled
+kernels have their own inline primitives in ``cysrc/se3.pxd``).
+
+The functions work on *single* elements given as float64 NumPy arrays (any
+array-like is accepted and converted), except those of the last section,
+"Batched versions" (``hat3_batch``, ``ad_batch``, ``Ad_batch``,
+``coad_bar_batch``, ``cross``), which are vectorised over leading axes.
 Conventions follow ``docs/conventions.md``:
 
 * Screw coordinates are **angular first**: ``X = (x, y)`` with ``x`` the
@@ -60,6 +68,7 @@ __all__ = [
     "quat_log", "quat_rotate",
     "rpy_to_rot", "rot_to_rpy",
     "bch_so3",
+    "hat3_batch", "ad_batch", "Ad_batch", "coad_bar_batch", "cross",
 ]
 
 _I3 = np.eye(3)
@@ -1163,3 +1172,85 @@ def bch_so3(x, y):
     h = math.atan2(_norm3(v), q0)   # phi/2 in [0, pi/2]
     k = sign / _sinc(h)
     return (k * s1 * c2) * x + (k * c1 * s2) * y + (0.5 * k * s1 * s2) * xy
+
+
+# ===========================================================================
+# Batched versions (vectorised over any leading axes)
+# ===========================================================================
+#
+# Used by treedyn's NumPy layer (closed-form dynamics, constraint rows); shapes
+# are checked on the last axes only, values are not (callers pass checked
+# float64 arrays).  Each equals its single-element counterpart above element by
+# element (tested).
+
+def _batch(a, tail, name):
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a real array of shape (..., "
+                         f"{', '.join(map(str, tail))}): {exc}") from None
+    if arr.ndim < len(tail) or arr.shape[arr.ndim - len(tail):] != tail:
+        raise InputError(f"{name} must have shape (..., {', '.join(map(str, tail))}), "
+                         f"got {arr.shape}")
+    return arr
+
+
+def _hat3_into(x, out, r0, c0):
+    """Write hat3(x) (x (..., 3)) into the 3x3 block of out (..., n, m) at (r0, c0);
+    the block's diagonal is left as it is (zero in a fresh array)."""
+    out[..., r0 + 0, c0 + 1], out[..., r0 + 0, c0 + 2] = -x[..., 2], x[..., 1]
+    out[..., r0 + 1, c0 + 0], out[..., r0 + 1, c0 + 2] = x[..., 2], -x[..., 0]
+    out[..., r0 + 2, c0 + 0], out[..., r0 + 2, c0 + 1] = -x[..., 1], x[..., 0]
+
+
+def hat3_batch(w):
+    """:func:`hat3` of every 3-vector of ``w`` (..., 3): shape (..., 3, 3)."""
+    w = _batch(w, (3,), "w")
+    out = np.zeros(w.shape[:-1] + (3, 3))
+    _hat3_into(w, out, 0, 0)
+    return out
+
+
+def ad_batch(X):
+    """:func:`ad` of every twist of ``X`` (..., 6): ``[[x^, 0], [y^, x^]]``, shape
+    (..., 6, 6)."""
+    X = _batch(X, (6,), "X")
+    out = np.zeros(X.shape[:-1] + (6, 6))
+    _hat3_into(X[..., :3], out, 0, 0)
+    _hat3_into(X[..., 3:], out, 3, 0)
+    _hat3_into(X[..., :3], out, 3, 3)
+    return out
+
+
+def Ad_batch(R, r):
+    """:func:`Ad` of the poses ``(R, r)`` (R (..., 3, 3), r (..., 3)):
+    ``[[R, 0], [r^ R, R]]``, shape (..., 6, 6)."""
+    R = _batch(R, (3, 3), "R")
+    r = _batch(r, (3,), "r")
+    out = np.zeros(np.broadcast_shapes(R.shape[:-2], r.shape[:-1]) + (6, 6))
+    out[..., :3, :3] = R
+    out[..., 3:, 3:] = R
+    out[..., 3:, :3] = np.cross(r[..., :, None], R, axisa=-2, axisb=-2, axisc=-2)
+    return out
+
+
+def coad_bar_batch(W):
+    """The matrix ``Pi(W) = [[t^, f^], [f^, 0]]`` of every wrench ``W = (t, f)``
+    (..., 6), shape (..., 6, 6): ``ad(X).T @ W == Pi(W) @ X`` for every twist X.
+    ``Pi(W)`` is skew-symmetric."""
+    W = _batch(W, (6,), "W")
+    out = np.zeros(W.shape[:-1] + (6, 6))
+    _hat3_into(W[..., :3], out, 0, 0)
+    _hat3_into(W[..., 3:], out, 0, 3)
+    _hat3_into(W[..., 3:], out, 3, 0)
+    return out
+
+
+def cross(a, b):
+    """``a x b`` (``hat3(a) @ b``) for a (3,) and b (3,) or (3, n), column by column.
+
+    A fast path for the many small products of the constraint rows: no input
+    checks, and several times faster than ``np.cross`` on 3-vectors.
+    """
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
