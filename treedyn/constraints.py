@@ -41,6 +41,7 @@ import numpy as np
 
 from .errors import InputError, ModelError
 from .lie import cross, so3_log
+from .validation import name as _name, number as _number, vectors as _vectors
 
 __all__ = ["ConstraintSet"]
 
@@ -187,10 +188,8 @@ class ConstraintSet:
         """Residual g (m,), Jacobian G (m, nv) and velocity-product term Ġv (m,)
         (zero velocity if v is None)."""
         m = self.model
-        q = np.asarray(q, dtype=float)
-        v = np.zeros(m.nv) if v is None else np.asarray(v, dtype=float)
-        if q.shape != (m.nq,) or v.shape != (m.nv,):
-            raise InputError(f"constraints: expected q ({m.nq},) and v ({m.nv},)")
+        q = _vectors(q, m.nq, "q", "constraints", batch=False)
+        v = np.zeros(m.nv) if v is None else _vectors(v, m.nv, "v", "constraints", batch=False)
         g, G, gam = [], [], []
         motion = _Motion(m, q, v) if self.closures else None
         for c in self.closures:
@@ -213,7 +212,8 @@ class ConstraintSet:
         (ω, ṙ of the child link origin, world axes) to the residual rates: the
         constraint wrench on the child link is Dᵀ λ (torque about the child link
         origin, then force; world axes)."""
-        motion = _Motion(self.model, np.asarray(q, dtype=float), np.zeros(self.model.nv))
+        q = _vectors(q, self.model.nq, "q", "constraint_wrenches", batch=False)
+        motion = _Motion(self.model, q, np.zeros(self.model.nv))
         out = []
         for c in self.closures:
             rows = self._closure_rows(c, motion, child_virtual=True)
@@ -336,7 +336,19 @@ def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
     """Accelerations and multipliers of M a + h = τ + Gᵀλ, G a = −Ġv (index 1,
     [Müller & Terze 2013] eq. 3).  ``baumgarte=(α, β, dt)`` adds −(2α/dt) G v − (β/dt)² g to the
     right-hand side (dimensionless gains α, β).  Returns (a, λ, g)."""
-    tau = np.asarray(tau, dtype=float)
+    where = "constrained_forward_dynamics"
+    q = _vectors(q, model.nq, "q", where, batch=False)
+    v = _vectors(v, model.nv, "v", where, batch=False)
+    tau = _vectors(tau, model.nv, "tau", where, batch=False)
+    if baumgarte is not None:
+        try:
+            alpha, beta, dt = baumgarte
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: baumgarte: expected (alpha, beta, dt), got "
+                             f"{baumgarte!r}") from None
+        baumgarte = (_number(alpha, "baumgarte alpha", where),
+                     _number(beta, "baumgarte beta", where),
+                     _number(dt, "baumgarte dt", where, minimum=0.0, strict=True))
     zero = np.zeros(model.nv)
     h = model.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
                                f_ext_frame=f_ext_frame)
@@ -362,9 +374,10 @@ def _cho(L, b):
 
 def project_velocity(model, cs, q, v, rcond=1e-10):
     """The velocity nearest to v in the kinetic-energy metric with G v = 0."""
+    v = _vectors(v, model.nv, "v", "project_velocity", batch=False)
     _, G, _ = cs.evaluate(q)
     if G.shape[0] == 0:
-        return np.array(v, dtype=float)
+        return v
     L = np.linalg.cholesky(model.mass_matrix(q))
     MinvGt = _cho(L, G.T)
     return v - MinvGt @ _pinv_solve(G @ MinvGt, G @ v, rcond)
@@ -391,16 +404,23 @@ def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
     """Solve g(q) = 0 from q_guess by Levenberg–Marquardt with step control,
     keeping the coordinates of the joints in ``fixed`` ({name: value}) at the given
     values.  Raises ModelError with the residual if it does not converge."""
-    q = np.array(q_guess, dtype=float)
+    q = _vectors(q_guess, model.nq, "q_guess", "assemble", batch=False).copy()
     free = np.ones(model.nv, dtype=bool)
+    if fixed is not None and not hasattr(fixed, "items"):
+        raise InputError(f"assemble: fixed: expected a dict {{joint name: value}}, got "
+                         f"{type(fixed).__name__} {fixed!r}")
     for name, value in (fixed or {}).items():
-        if name not in model.idx_q:
-            raise InputError(f"assemble: no moving joint named {name!r}")
+        _name(name, "fixed", "assemble", choices=model.idx_q, what="moving joint")
         i = model.joint_names.index(name)
         if model.joint_types[i] in ("spherical", "free"):
             raise InputError(f"assemble: joint {name!r} has a quaternion; only joints whose "
                              f"coordinates are numbers can be fixed")
-        vals = np.broadcast_to(np.asarray(value, dtype=float), (int(model.nqj[i]),))
+        n = int(model.nqj[i])
+        vals = np.asarray(value)
+        if vals.shape == ():
+            vals = np.full(n, float(_number(value, f"fixed[{name!r}]", "assemble")))
+        else:
+            vals = _vectors(value, n, f"fixed[{name!r}]", "assemble", batch=False)
         q[model.qoff[i]:model.qoff[i] + model.nqj[i]] = vals
         free[model.voff[i]:model.voff[i] + model.nvj[i]] = False
     g = cs.evaluate(q)[0]
@@ -448,17 +468,19 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
     (per closure, see Model.constraint_wrenches) and ``residual`` (how well the
     actuators and constraints balance τ; non-zero only for under-actuated demands).
     """
+    where = "closed_loop_inverse_dynamics"
+    if isinstance(actuated, str):
+        actuated = [actuated]
     idx = []
     for name in actuated:
-        if name not in model.idx_v:
-            raise InputError(f"actuated joint {name!r} is not a moving tree joint")
+        _name(name, "actuated", where, choices=model.idx_v, what="moving tree joint")
         i = model.joint_names.index(name)
         idx += list(range(model.voff[i], model.voff[i] + model.nvj[i]))
     idx = np.array(idx, dtype=int)
-    q_ind, v_ind, a_ind = (np.asarray(x, dtype=float).reshape(-1) for x in (q_ind, v_ind, a_ind))
-    if not (len(q_ind) == len(v_ind) == len(a_ind) == len(idx)):
-        raise InputError(f"need {len(idx)} values for q_ind, v_ind and a_ind "
-                         f"(one per actuated coordinate)")
+    # one value per actuated coordinate; a scalar is accepted for a single one
+    q_ind, v_ind, a_ind = (_vectors(np.reshape(x, -1) if np.ndim(x) == 0 else x, len(idx),
+                                    arg, where, batch=False)
+                           for x, arg in ((q_ind, "q_ind"), (v_ind, "v_ind"), (a_ind, "a_ind")))
     fixed = {}
     k = 0
     for name in actuated:

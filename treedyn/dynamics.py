@@ -50,6 +50,7 @@ import numpy as np
 from ._kernels import KIND_SCREWS
 from .errors import InputError, ModelError, SingularModelError
 from .lie import Ad_batch, ad_batch, coad_bar_batch
+from .validation import array_of_shape, states as _states
 
 __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", "christoffel",
            "kinetic_energy", "potential_energy", "momentum", "center_of_mass",
@@ -58,36 +59,6 @@ __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", 
 #: above this many velocity coordinates :func:`christoffel` warns (cost O(nb · nv³),
 #: memory O(nv³)).
 CHRISTOFFEL_MAX_NV = 60
-
-
-
-# ------------------------------------------------------------------------------ inputs
-def _array(x, width, name, where):
-    """x as a float64 C-contiguous array (width,) or (N, width), finite."""
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:                       # pragma: no cover - exotic objects
-        raise InputError(f"{where}: {name} cannot be read as an array: {exc}") from None
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
-        raise InputError(f"{where}: {name}: expected real numbers, got dtype {arr.dtype}")
-    if arr.ndim not in (1, 2) or arr.shape[-1] != width:
-        raise InputError(f"{where}: {name}: expected shape ({width},) or (N, {width}), "
-                         f"got {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{where}: {name}: contains NaN or infinity")
-    return arr
-
-
-def _states(model, q, v=None, where=""):
-    """Checked (q, v); v must have q's batch shape.  Returns (q, v, batched)."""
-    q = _array(q, model.nq, "q", where)
-    if v is not None:
-        v = _array(v, model.nv, "v", where)
-        if v.shape[:-1] != q.shape[:-1]:
-            raise InputError(f"{where}: v: shape {v.shape} does not match q's batch shape "
-                             f"{q.shape}")
-    return q, v, q.ndim == 2
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -412,10 +383,8 @@ def potential_energy(model, q, gravity=None):
     U : float or ndarray (N,) (vectorized)
     """
     q, _, _ = _states(model, q, where="potential_energy")
-    g = model.gravity if gravity is None else np.asarray(gravity, dtype=float)
-    if g.shape != (3,) or not np.all(np.isfinite(g)):
-        raise InputError(f"potential_energy: gravity: expected a finite array of shape (3,), "
-                         f"got shape {g.shape}")
+    g = model.gravity if gravity is None else array_of_shape(gravity, (3,), "gravity",
+                                                             "potential_energy")
     U = -np.einsum("b,...bi,i->...", model.mass, _world_coms(model, q), g)
     return U[()] if np.ndim(U) == 0 else U
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .validation import array_of_shape, number, real_array
 
 __all__ = ["Tableau", "METHODS", "LOCAL_MAPS", "get_method"]
 
@@ -65,22 +66,18 @@ class Tableau:
     name: str = "custom"
 
     def __post_init__(self):
-        try:
-            A, b, c = (np.asarray(x, dtype=float) for x in (self.A, self.b, self.c))
-            bhat = None if self.bhat is None else np.asarray(self.bhat, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError("tableau: A, b, c (and bhat) must be real numbers") from None
-        if b.ndim != 1 or len(b) < 1:
-            raise InputError("tableau: b must be a non-empty vector")
+        where = "tableau"
+        b = real_array(self.b, "b", where, ndim=1)
+        if len(b) < 1:
+            raise InputError(f"{where}: b: expected a non-empty vector of shape (s,) "
+                             f"(s stages), got shape (0,)")
         s = len(b)
-        if A.shape != (s, s) or c.shape != (s,):
-            raise InputError(f"tableau: A must be {s}×{s} and c of length {s}")
-        if bhat is not None and bhat.shape != (s,):
-            raise InputError(f"tableau: bhat must have length {s}")
-        if not all(np.all(np.isfinite(x)) for x in (A, b, c) + (() if bhat is None else (bhat,))):
-            raise InputError("tableau: coefficients must be finite")
-        if int(self.order) < 1:
-            raise InputError("tableau: order must be >= 1")
+        A = array_of_shape(self.A, (s, s), "A", where)
+        c = array_of_shape(self.c, (s,), "c", where)
+        bhat = None if self.bhat is None else array_of_shape(self.bhat, (s,), "bhat", where)
+        order = number(self.order, "order", where, minimum=1.0)
+        if order != int(order):
+            raise InputError(f"{where}: order: expected an integer >= 1, got {order:g}")
         if np.any(np.triu(A) != 0):
             raise InputError("tableau: only explicit methods (A strictly lower triangular)")
         if self.scheme not in ("rkmk", "cg", "vector"):

@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from .errors import InputError
+from .validation import array_of_shape
 
 __all__ = [
     "hat3", "vee3", "hat6", "vee6",
@@ -79,14 +80,8 @@ _I3 = np.eye(3)
 # ---------------------------------------------------------------------------
 
 def _as_array(a, shape, name):
-    """Convert ``a`` to a float64 array and check that its shape is ``shape``."""
-    try:
-        arr = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be a real array of shape {shape}: {exc}") from None
-    if arr.shape != shape:
-        raise InputError(f"{name} must have shape {shape}, got {arr.shape}")
-    return arr
+    """``a`` as a float64 array of shape ``shape`` (real numbers only; NaN allowed)."""
+    return array_of_shape(a, shape, name, finite=False)
 
 
 def _vec3(a, name="w"):

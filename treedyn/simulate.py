@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError
+from .validation import number, vectors
 from .integrators import get_method, local_map_code
 
 __all__ = ["simulate", "Trajectory"]
@@ -166,20 +167,19 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         raise InputError("Crouch–Grossman methods compose flows of frozen vector fields and "
                          "keep their order only with local_map='exp' (with the Cayley map "
                          "cg4 drops to order 2)")
-    try:
-        t_final, dt = float(t_final), float(dt)
-    except (TypeError, ValueError):
-        raise InputError(f"t_final and dt must be numbers, got {t_final!r}, {dt!r}") from None
-    if not (np.isfinite(t_final) and np.isfinite(dt) and dt > 0 and t_final >= 0):
-        raise InputError(f"need t_final >= 0 and dt > 0, got t_final={t_final}, dt={dt}")
+    t_final = number(t_final, "t_final", "simulate", minimum=0.0)
+    dt = number(dt, "dt", "simulate", minimum=0.0, strict=True)
+    rtol = number(rtol, "rtol", "simulate", minimum=0.0)
+    atol = number(atol, "atol", "simulate", minimum=0.0)
+    max_steps = int(number(max_steps, "max_steps", "simulate", minimum=1.0))
     if tab.scheme == "vector" and local_map != "exp":
         raise InputError("rk4_vector integrates in vector space: local_map does not apply")
     if controller is not None and not callable(controller):
         raise InputError("controller must be callable as controller(t, q, v) -> tau")
     if controller is not None and tau is not None:
         raise InputError("give either a controller or constant torques tau, not both")
-    q0 = np.array(q0, dtype=float)
-    v0 = np.array(v0, dtype=float)
+    q0 = vectors(q0, model.nq, "q0", "simulate", batch=False)
+    v0 = vectors(v0, model.nv, "v0", "simulate", batch=False)
     if model.loop_closures or model.mimic:
         return _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
                                      tau, f_ext, f_ext_frame, gravity, stabilization,
@@ -261,10 +261,17 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
     if nsteps > max_steps:
         raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
     h = t_final / nsteps if nsteps else dt
-    tau0 = np.zeros(model.nv) if tau is None else np.asarray(tau, dtype=float)
+    tau0 = (np.zeros(model.nv) if tau is None
+            else vectors(tau, model.nv, "tau", "simulate", batch=False))
     bg = None
     if stabilization == "baumgarte":
-        bg = (float(baumgarte[0]), float(baumgarte[1]), h)
+        try:
+            alpha, beta = baumgarte
+        except (TypeError, ValueError):
+            raise InputError(f"simulate: baumgarte: expected (alpha, beta), got "
+                             f"{baumgarte!r}") from None
+        bg = (number(alpha, "baumgarte alpha", "simulate"),
+              number(beta, "baumgarte beta", "simulate"), h)
     q, v = model.integrate(q0, np.zeros(model.nv)), np.array(v0, dtype=float)
     if stabilization == "projection":
         q, _ = con.project_position(model, cs, q)
@@ -292,8 +299,10 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
                     for l in range(j):
                         if A[j, l] != 0.0:
                             qs = model.integrate(qs, h * A[j, l] * Kp[l], local_map=local_map)
-                tj = tau0 if controller is None else np.asarray(
-                    controller(t + c[j] * h, qs.copy(), vs.copy()), dtype=float)
+                tj = tau0 if controller is None else vectors(
+                    controller(t + c[j] * h, qs.copy(), vs.copy()), model.nv,
+                    "tau (controller output)", f"simulate at t = {t + c[j] * h:.6g} s",
+                    batch=False)
                 Kv[j] = con.constrained_forward_dynamics(model, cs, qs, vs, tj, f_ext, gravity,
                                                          f_ext_frame, bg)[0]
                 Kp[j] = (model.local_coordinate_rates(psi, vs, local_map)
