@@ -19,7 +19,8 @@ if sys.platform == "win32":
     compile_args = ["/O2", "/openmp"]
     link_args = []
 else:
-    compile_args = ["-O3", "-fopenmp", "-fno-math-errno"]
+    compile_args = ["-O3", "-fopenmp", "-fno-math-errno", "--param=max-inline-insns-single=2000",
+                    "--param=large-function-growth=2000"]
     link_args = ["-fopenmp"]
 
 extensions = [

@@ -173,7 +173,8 @@ cdef class ModelCore:
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
     cdef dict _targets                 # body or frame name -> (body, frame index or -1)
-    cdef list _pool                    # idle Data for plain calls (not model state)
+    cdef Data _idle                    # idle Data for plain calls (a pool, not model
+    cdef list _pool                    # state: no result depends on them)
 
     def _init_core(self, dict arr, dict names):
         """Set the kernel arrays from the compiler's dict (called once per model)."""
@@ -235,8 +236,14 @@ cdef class ModelCore:
         return Data(self)
 
     cdef Data _data(self, object data):
-        """The caller's Data (checked), or one from the pool (returned by _done)."""
+        """The caller's Data (checked), or an idle one from the pool (given back by
+        _done): plain calls from several threads each get their own."""
+        cdef Data d
         if data is None:
+            d = self._idle
+            if d is not None:
+                self._idle = None
+                return d
             if self._pool:
                 return <Data>self._pool.pop()
             return Data(self)
@@ -249,7 +256,11 @@ cdef class ModelCore:
         return <Data>data
 
     cdef inline void _done(self, Data d, object data):
-        if data is None and len(self._pool) < 64:
+        if data is not None:
+            return
+        if self._idle is None:
+            self._idle = d
+        elif len(self._pool) < 64:
             self._pool.append(d)
 
     cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data) except -1:
@@ -312,22 +323,27 @@ cdef class ModelCore:
         dims[:nd]), or a new uninitialized array of that shape."""
         cdef cnp.npy_intp full[4]
         cdef int k, lead = cnp.PyArray_NDIM(qa) - 1
+        cdef bint ok
         if lead:
             full[0] = cnp.PyArray_DIMS(qa)[0]
         for k in range(nd):
             full[lead + k] = dims[k]
         if out is None:
             return cnp.PyArray_EMPTY(lead + nd, full, cnp.NPY_DOUBLE, 0)
-        want = tuple(full[k] for k in range(lead + nd))
-        if not (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
-                and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
-                and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>out)):
+        ok = (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
+              and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
+              and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
+              and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>out)
+              and cnp.PyArray_NDIM(<cnp.ndarray>out) == lead + nd)
+        if ok:
+            for k in range(lead + nd):
+                if cnp.PyArray_DIMS(<cnp.ndarray>out)[k] != full[k]:
+                    ok = False
+        if not ok:
+            want = tuple([full[k] for k in range(lead + nd)])
             raise InputError(f"out: expected a writable C-contiguous float64 array of shape "
                              f"{want}, got {type(out).__name__} "
                              f"{getattr(out, 'dtype', '')} {np.shape(out)}")
-        if np.shape(out) != want:
-            raise InputError(f"out: expected shape {want}, got {np.shape(out)}")
         return <cnp.ndarray>out
 
     cdef _raise_bad_quaternion(self, int body, Py_ssize_t sample):
@@ -421,6 +437,7 @@ cdef class ModelCore:
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[3]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         dims[0] = self.nb; dims[1] = 4; dims[2] = 4
         cdef cnp.ndarray res = self._output(out, qa, 3, dims)
         c.q = <double*>cnp.PyArray_DATA(qa)
@@ -437,6 +454,7 @@ cdef class ModelCore:
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[3]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         dims[0] = self.fbody.shape[0]; dims[1] = 4; dims[2] = 4
         cdef cnp.ndarray res = self._output(out, qa, 3, dims)
         c.q = <double*>cnp.PyArray_DATA(qa)
@@ -482,6 +500,7 @@ cdef class ModelCore:
         cdef int rep
         cdef cnp.npy_intp dims[2]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
             raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
                              f"got {representation!r}")
@@ -554,6 +573,7 @@ cdef class ModelCore:
         cdef double gbuf[3]
         cdef cnp.npy_intp dims[1]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
         dims[0] = self.nv
         cdef cnp.ndarray res = self._output(out, qa, 1, dims)
@@ -585,6 +605,7 @@ cdef class ModelCore:
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[2]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         dims[0] = self.nv; dims[1] = self.nv
         cdef cnp.ndarray res = self._output(out, qa, 2, dims)
         c.q = <double*>cnp.PyArray_DATA(qa)
@@ -630,6 +651,7 @@ cdef class ModelCore:
         cdef double gbuf[3]
         cdef cnp.npy_intp dims[1]
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
         dims[0] = self.nv
         cdef cnp.ndarray res = self._output(out, qa, 1, dims)
@@ -651,6 +673,7 @@ cdef class ModelCore:
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.ndarray va = None, aa = None
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         c.v = NULL
         c.a = NULL
         c.out2 = NULL
@@ -686,6 +709,7 @@ cdef class ModelCore:
         """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
         C = np.empty(lead + (self.nb, 12))
         J = np.empty(lead + (self.nv if self.nv else 1, 6))
@@ -704,6 +728,7 @@ cdef class ModelCore:
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
         cdef Call c
+        memset(&c, 0, sizeof(Call))
         if cnp.PyArray_NDIM(qa) != 1:
             raise InputError("q: one state expected here, shape (nq,)")
         C = np.empty((self.nb, 12))
@@ -908,6 +933,15 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
     if not _all_finite(<double*>cnp.PyArray_DATA(arr), cnp.PyArray_SIZE(arr)):
         raise InputError(f"{name}: contains NaN or infinity")
     return arr
+
+
+def _set_gil_release_nv(int n):
+    """Set the GIL-release threshold (benchmarks/bench_threads.py studies it);
+    returns the previous value."""
+    global _gil_release_nv
+    old = _gil_release_nv
+    _gil_release_nv = n
+    return old
 
 
 def check_states(x, int width, str name):

@@ -20,6 +20,9 @@ static inline void td_libm_sincos(double x, double *s, double *c) { *s = sin(x);
  * __kernel_cos use (error below 1 ulp of the result on that interval).  Larger
  * or non-finite arguments go to libm.  Tested against libm in
  * tests/test_kernels_numeric.py. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 static inline void td_sincos(double x, double *s, double *c)
 {
     static const double

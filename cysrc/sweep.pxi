@@ -16,14 +16,21 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
     frame; zero when qd is NULL).  One-freedom joints: S is the constant model.X
     row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written).
     Returns 1 if the joint's quaternion is not unit, else 0."""
-    cdef int o = m.voff[i], fast = m.fast[i], bad
+    cdef int fast = m.fast[i]
+    if fast != FAST_NONE:
+        joint_pose_1dof(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+        return 0
+    return joint_step_general(m, d, i, q, qd, cJ, need_S)
+
+
+cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
+                            const double* qd, double* cJ, bint need_S) noexcept nogil:
+    """joint_step for joints without a fast path (several freedoms, spherical, free)."""
+    cdef int o = m.voff[i], bad
     cdef double* T = &d.liMi[12 * i]
     cdef const double* B = &m.Bref[i, 0]
     cdef double RJ[9]
     cdef double pJ[3]
-    if fast != FAST_NONE:
-        joint_pose_1dof(fast, &m.X[o, 0], B, q[m.qoff[i]], T)
-        return 0
     if need_S:
         bad = joint_calc(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
                          NULL if qd == NULL else &qd[o], RJ, pJ, &d.S[6 * o], cJ)
