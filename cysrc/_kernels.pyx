@@ -167,6 +167,7 @@ cdef class ModelCore:
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
+    cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef const double[::1] grav        # (3,)
@@ -214,6 +215,10 @@ cdef class ModelCore:
             if arr["parent"][i] >= 0:
                 root[i] = root[arr["parent"][i]]
         self.root = root
+        path_nv = np.zeros(nb, dtype=np.int32)
+        for i in range(nb):
+            path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
+        self.path_nv = path_nv
         fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
         foff = np.empty((fo.shape[0], 12))
         foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
@@ -263,8 +268,11 @@ cdef class ModelCore:
         elif len(self._pool) < 64:
             self._pool.append(d)
 
-    cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data) except -1:
-        """Run fn on one state (N < 0) or on N samples; raise for a kernel's code."""
+    cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data,
+                       int work=-1) except -1:
+        """Run fn on one state (N < 0) or on N samples; raise for a kernel's code.
+        One state: the GIL is released while fn runs if it visits at least
+        GIL_RELEASE_NV freedoms (``work``; default nv, the whole model)."""
         cdef Data d
         cdef _Team team
         cdef int code = 0, nth
@@ -272,7 +280,9 @@ cdef class ModelCore:
         cdef int[::1] errs
         if N < 0:
             d = self._data(data)
-            if self.nv >= _gil_release_nv:
+            if work < 0:
+                work = self.nv
+            if work >= _gil_release_nv:
                 with nogil:
                     code = fn(self, &d.c, c)
             else:
@@ -519,7 +529,7 @@ cdef class ModelCore:
         c.rep = rep
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 6 * self.nv
-        self._dispatch(_k_jacobian, &c, self._batch(qa), data)
+        self._dispatch(_k_jacobian, &c, self._batch(qa), data, self.path_nv[c.body])
         return res
 
     # ------------------------------------------------------------------ dynamics

@@ -2,10 +2,11 @@
 # tableaux and the documentation).  The state (q, v) lives on G × R^nv, G the
 # product of the joints' groups (lie_groups.pxi); v̇ comes from the ABA kernel.
 #
-#   SCHEME_RKMK (Munthe-Kaas, seed 000 eqs. 36-37, left-trivialized form):
+#   SCHEME_RKMK (Munthe-Kaas [Munthe-Kaas 1998]; [Müller & Terze 2013] eqs. 36-37,
+#       left-trivialized form):
 #       Ψ_j = h Σ_l a_jl k_l,  q_j = q ⊕ Ψ_j,  v_j = v + h Σ_l a_jl kv_l,
 #       k_j = dτ⁻¹_{−Ψ_j} v_j,  kv_j = a(q_j, v_j);  q' = q ⊕ h Σ b_j k_j
-#   SCHEME_CG (Crouch–Grossman, seed 003): q_j = q ⊕ h a_j1 v_1 ⊕ ⋯ ⊕ h a_j,j−1 v_{j−1},
+#   SCHEME_CG (Crouch–Grossman [Crouch & Grossman 1993]): q_j = q ⊕ h a_j1 v_1 ⊕ ⋯ ⊕ h a_j,j−1 v_{j−1},
 #       q' = q ⊕ h b_1 v_1 ⊕ ⋯ ⊕ h b_s v_s  (products of exponentials)
 #   SCHEME_VECTOR: classical explicit RK on (q, v) ∈ R^nq × R^nv with q̇ from
 #       config_rate, quaternions renormalized at stages and after the step.

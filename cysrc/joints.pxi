@@ -1,6 +1,6 @@
 # Joint kinds and the joint transform J_i(q_i) shared by all kernels.
 #
-# A body's pose is C_i = C_parent B_i J_i(q_i) (docs/CONVENTIONS.md, "Tree
+# A body's pose is C_i = C_parent B_i J_i(q_i) (docs/conventions.md, "Tree
 # kinematics").  J_i is the motion of body i relative to its reference pose,
 # expressed in body i's reference frame:
 #   KIND_SCREWS    J = exp(X_1 q_1) ... exp(X_k q_k)   (revolute, prismatic, helical,

@@ -1,4 +1,5 @@
-# Per-joint group operations for time stepping (seed 001 §5-6; seed 000 eqs. 36-37).
+# Per-joint group operations for time stepping ([Müller, abs. coord.] §5–6;
+# [Müller & Terze 2013] eqs. 36–37; keys in docs/references.md).
 #
 # Every joint's configuration lives on its own group: R^k for screw chains,
 # SO(3) (unit quaternion) for spherical joints, SE(3) or SO(3)×R³ for free

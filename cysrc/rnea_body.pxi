@@ -1,5 +1,5 @@
 # Inverse dynamics, body-fixed representation (Müller 2018, eqs. 66-67; signs as
-# verified in docs/CONVENTIONS.md):
+# verified in docs/conventions.md):
 #   V_i = Ad_{C_{i,p}} V_p + S_i q̇_i
 #   V̇_i = Ad_{C_{i,p}} V̇_p + ad_{V_i} S_i q̇_i + S_i q̈_i + Ṡ_i q̇_i
 #   W_i = Σ_c Ad_{C_{c,i}}ᵀ W_c + M_i V̇_i − ad_{V_i}ᵀ M_i V_i − W_i^ext,  Q_i = S_iᵀ W_i

@@ -1,5 +1,5 @@
 # Inverse dynamics, hybrid representation (Müller 2018, eqs. 75-76; signs as
-# verified in docs/CONVENTIONS.md).  Twists V_i = (ω_i, ṙ_i) in world axes at the
+# verified in docs/conventions.md).  Twists V_i = (ω_i, ṙ_i) in world axes at the
 # body origin r_i; wrenches about r_i in world axes.  With ⁰X_i = Ad_{R_i} S_i,
 # r_{i,p} = r_p − r_i, Vʷ_i = (ω_i, 0):
 #   V_i = Ad_{r_{i,p}} V_p + ⁰X_i q̇_i

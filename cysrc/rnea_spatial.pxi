@@ -1,5 +1,5 @@
 # Inverse dynamics, spatial representation (Müller 2018, eqs. 70-71; signs as
-# verified in docs/CONVENTIONS.md).  All twists, accelerations and wrenches are
+# verified in docs/conventions.md).  All twists, accelerations and wrenches are
 # spatial: world axes, about one fixed point (the current origin of the subtree's
 # root body rather than the world origin, see root_relative_pose; τ is the same):
 #   J_i = Ad_{C_i} S_i,  V_i = V_p + J_i q̇_i

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Inline SE(3) primitives for the treedyn kernels.
 
-Conventions (docs/CONVENTIONS.md): a rotation is 9 doubles, row-major; a
+Conventions (docs/conventions.md): a rotation is 9 doubles, row-major; a
 position 3 doubles; a screw 6 doubles (angular first, (w, v)).  A pose (R, p)
 maps body coordinates to the parent: x_parent = R x_body + p.  Quaternions are
 scalar first (w, x, y, z).  No allocation, no Python objects: all functions are
@@ -122,7 +122,7 @@ cdef inline double quat_to_rot(const double* Q, double* R) noexcept nogil:
 
 # ---------------------------------------------------------------- twists and wrenches
 cdef inline void twist_bracket(const double* x, const double* y, double* out) noexcept nogil:
-    """out = ad_x y = (ωx × ωy, ωx × vy + vx × ωy)  (docs/CONVENTIONS.md, ad)."""
+    """out = ad_x y = (ωx × ωy, ωx × vy + vx × ωy)  (docs/conventions.md, ad)."""
     cdef double t[3]
     cross(x, y, out)
     cross(x, &y[3], &out[3])

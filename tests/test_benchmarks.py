@@ -45,3 +45,10 @@ def test_bench_fk_quick():
     assert "## Summary" in out
     summary = out.split("## Summary", 1)[1]
     assert "pin.forwardKinematics" in summary and "computeFrameJacobian" in summary
+
+
+def test_bench_threads_quick():
+    erd_path("talos_full_v2")
+    out = _run("bench_threads.py")
+    summary = out.split("## Summary", 1)[1]
+    assert "GIL_RELEASE_NV" in summary and "two threads, inverse dynamics" in summary

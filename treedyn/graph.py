@@ -334,7 +334,7 @@ class JointGraph:
         return order, parent_joint
 
     def to_absolute(self, free_group="SE3"):
-        """The same mechanism in absolute coordinates (seed 000): every body that a
+        """The same mechanism in absolute coordinates (as compared in [Müller & Terze 2013]): every body that a
         moving tree joint carries gets its own free joint to the world (group
         ``free_group``) and every such joint becomes a loop-closing constraint of its
         own type.  Fixed joints stay (their links are merged as usual)."""

@@ -3,7 +3,7 @@
 The kernels (``cysrc/kinematics.pxi``) return world poses, body-fixed twists
 ``Vᵇ = (C⁻¹Ċ)ˇ`` and their time derivatives, and the spatial screw of every
 joint freedom.  This module turns them into the representation asked for
-(docs/CONVENTIONS.md, "Twists of body i"):
+(docs/conventions.md, "Twists of body i"):
 
 ============  ==========================================  ===========================
 name          twist                                        Pinocchio equivalent

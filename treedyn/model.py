@@ -247,7 +247,7 @@ class Model(ModelCore):
         return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
 
     def mass_matrix_factors(self, q):
-        """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) (seed 004): S block-diagonal
+        """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) ([Park & Kim 2000]): S block-diagonal
         joint motion subspaces, L block lower-triangular adjoints, H body inertias."""
         return _dyn.mass_matrix_factors(self, q)
 
@@ -356,7 +356,7 @@ class Model(ModelCore):
 
     def local_coordinate_rates(self, psi, v, local_map="exp"):
         """ψ̇ = dτ⁻¹_{−ψ} v: rates of the local coordinates of q0 ⊕ ψ(t) moving with
-        body velocity v (dexp⁻¹ or dcay⁻¹ per joint; seed 000 eq. 37)."""
+        body velocity v (dexp⁻¹ or dcay⁻¹ per joint; [Müller & Terze 2013] eq. 37)."""
         return self._local_rates(psi, v, _integ.local_map_code(local_map))
 
     # kinematics -------------------------------------------------------------------
