@@ -532,6 +532,31 @@ cdef class ModelCore:
         self._dispatch(_k_jacobian, &c, self._batch(qa), data, self.path_nv[c.body])
         return res
 
+    cdef object _joint_space_call(self, kernel_t fn, object q, object v, object x, str xname,
+                                  object f_ext, object gravity, object f_ext_frame,
+                                  object data, object out):
+        """Inverse or forward dynamics: (q, v, x = a or τ) with loads -> (nv,) per state."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray xa = self._like(qa, x, self.nv, xname)
+        cdef double gbuf[3]
+        cdef cnp.npy_intp dims[1]
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+        dims[0] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 1, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(xa)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = self.nv
+        self._dispatch(fn, &c, self._batch(qa), data)
+        return res
+
     # ------------------------------------------------------------------ dynamics
     def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
                          f_ext_frame="world", data=None, out=None):
@@ -577,26 +602,7 @@ cdef class ModelCore:
         else:
             raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
                              f"got {representation!r}")
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
-        cdef double gbuf[3]
-        cdef cnp.npy_intp dims[1]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
-        dims[0] = self.nv
-        cdef cnp.ndarray res = self._output(out, qa, 1, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.a = <double*>cnp.PyArray_DATA(aa)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = self.nv
-        self._dispatch(fn, &c, self._batch(qa), data)
-        return res
+        return self._joint_space_call(fn, q, v, a, "a", f_ext, gravity, f_ext_frame, data, out)
 
     def mass_matrix(self, q, data=None, out=None):
         """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
@@ -655,26 +661,8 @@ cdef class ModelCore:
                     raise InputError("data= and out= are for method='aba'")
                 return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
             raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
-        cdef double gbuf[3]
-        cdef cnp.npy_intp dims[1]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
-        dims[0] = self.nv
-        cdef cnp.ndarray res = self._output(out, qa, 1, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.a = <double*>cnp.PyArray_DATA(ta)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = self.nv
-        self._dispatch(_k_aba, &c, self._batch(qa), data)
-        return res
+        return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
+                                      data, out)
 
     # ------------------------------------------------------------------ motion
     def _body_motion(self, q, v=None, a=None, data=None):
@@ -952,13 +940,6 @@ def _set_gil_release_nv(int n):
     old = _gil_release_nv
     _gil_release_nv = n
     return old
-
-
-def check_states(x, int width, str name):
-    """``x`` as a C-contiguous float64 array of shape (width,) or (N, width) with
-    finite entries, else :class:`~treedyn.InputError` naming ``name`` (the checks
-    every kernel entry point applies)."""
-    return _as_states(x, width, name)
 
 
 def _fast_codes(kind, nvj, voff, X):

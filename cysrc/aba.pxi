@@ -191,6 +191,7 @@ cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
     cdef double* ci
     cdef double* Ji
     # ---- pass 1
+    angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]

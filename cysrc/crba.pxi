@@ -19,6 +19,7 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M) noexcept
     cdef double cJ[6]
     cdef double F[6]
     cdef double Mlk
+    angle_prepass(m, d, q)
     for i in range(nb):
         if spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
             bad = i + 1

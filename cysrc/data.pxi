@@ -44,12 +44,13 @@ cdef struct DataC:
     double* Dinv      # (nv, 6)  per joint: 1/D (one freedom) or the k × k Cholesky factor of D
     double* u         # (nv,)    u = τ − Jᵀ pᴬ
     # scratch
+    double* sc_q      # (nb, 2)  sin, cos of the revolute fast-path joints' angles
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
 cdef enum:
-    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3
+    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3 + 2
     _DATA_PER_DOF = 6 * 5 + 1
 
 cdef long _model_serial = 0
@@ -117,6 +118,7 @@ cdef class Data:
         self.c.hv = p; p += 6 * nb
         self.c.ha_gf = p; p += 6 * nb
         self.c.hf = p; p += 6 * nb
+        self.c.sc_q = p; p += 2 * nb
         n = nv if nv > 0 else 1
         self.c.S = p; p += 6 * n
         self.c.sJ = p; p += 6 * n

@@ -144,17 +144,23 @@ cdef enum:
 cdef inline void joint_pose_1dof(int fast, const double* X, const double* B, double q,
                                  double* T) noexcept nogil:
     """T = B exp(X q) as 12 doubles (rotation row-major, position) for a 1-dof joint."""
-    cdef double c, s, sg
+    cdef double c, s
     cdef double RJ[9]
     cdef double pJ[3]
-    cdef int r
     if fast == FAST_SCREW:
         screw_exp(X, q, RJ, pJ)
         pose_mul(B, &B[9], RJ, pJ, T, &T[9])
         return
-    sg = X[fast - 1]            # ±1: the axis direction
     sincos(q, &s, &c)
-    s = sg * s
+    joint_pose_rev(fast, X, B, s, c, T)
+
+
+cdef inline void joint_pose_rev(int fast, const double* X, const double* B, double s,
+                                double c, double* T) noexcept nogil:
+    """T = B Rot_k(q) for a revolute joint about body axis k (FAST_REV_*), given
+    s = sin q, c = cos q."""
+    cdef int r
+    s = X[fast - 1] * s         # X[k] = ±1: the axis direction
     # T.R = B.R Rot_k(q): only the two columns other than k mix
     for r in range(3):
         if fast == FAST_REV_Z:

@@ -16,6 +16,7 @@ cdef int body_motion_kernel(ModelCore m, DataC* d, const double* q, const double
     cdef double vr[6]
     cdef double ar[6]
     cdef double t6[6]
+    angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]

@@ -52,6 +52,7 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
     cdef const double* Si
     cdef const double* inr
     cdef double* Ti
+    angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]

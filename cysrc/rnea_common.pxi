@@ -80,3 +80,11 @@ cdef inline void spatial_screw_1dof(int fast, const double* X, const double* C,
         J[1] = sg * C[3 + k]
         J[2] = sg * C[6 + k]
         cross(&C[9], J, &J[3])
+
+
+cdef inline void pose_to_matrix(const double* P, double* out) noexcept nogil:
+    """12-double pose (R row-major, p) -> row-major 4 × 4."""
+    out[0] = P[0]; out[1] = P[1]; out[2] = P[2]; out[3] = P[9]
+    out[4] = P[3]; out[5] = P[4]; out[6] = P[5]; out[7] = P[10]
+    out[8] = P[6]; out[9] = P[7]; out[10] = P[8]; out[11] = P[11]
+    out[12] = 0.0; out[13] = 0.0; out[14] = 0.0; out[15] = 1.0

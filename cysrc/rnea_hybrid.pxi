@@ -34,6 +34,7 @@ cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double
     cdef double* Vi
     cdef double* Ai
     cdef double* Xi
+    angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]

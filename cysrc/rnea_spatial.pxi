@@ -33,6 +33,7 @@ cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const doubl
     cdef double* Vi
     cdef double* Ai
     cdef double* Ji
+    angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]

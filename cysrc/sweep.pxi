@@ -10,15 +10,31 @@
 # nothing else (forward kinematics, Jacobians) run the sweep alone.
 
 
+cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
+    """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
+    runs this before its forward loop: the evaluations are independent, so the CPU
+    overlaps them, and the serial recursion that follows has only products left."""
+    cdef int i, fast
+    for i in range(m.nb):
+        fast = m.fast[i]
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+
+
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
                            const double* qd, double* cJ, bint need_S) noexcept nogil:
     """liMi[i] and, for a joint without fast path, S (if need_S) and cJ = Ṡ q̇ (body
     frame; zero when qd is NULL).  One-freedom joints: S is the constant model.X
-    row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written).
+    row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written); revolute ones use
+    the sines of angle_prepass, which must have run for this q.
     Returns 1 if the joint's quaternion is not unit, else 0."""
     cdef int fast = m.fast[i]
-    if fast != FAST_NONE:
+    if fast == FAST_SCREW:
         joint_pose_1dof(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+        return 0
+    if fast != FAST_NONE:
+        joint_pose_rev(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], d.sc_q[2 * i],
+                       d.sc_q[2 * i + 1], &d.liMi[12 * i])
         return 0
     return joint_step_general(m, d, i, q, qd, cJ, need_S)
 
@@ -66,14 +82,18 @@ cdef inline int world_step(ModelCore m, DataC* d, int i, const double* q,
     return bad
 
 
-cdef int forward_sweep(ModelCore m, DataC* d, const double* q) noexcept nogil:
-    """World poses oMi of all bodies.  Returns 0, or i + 1 for the first joint i
-    whose quaternion is not unit."""
+cdef int forward_sweep(ModelCore m, DataC* d, const double* q, double* out4) noexcept nogil:
+    """World poses oMi of all bodies, also written as row-major 4 × 4 matrices into
+    out4 unless it is NULL.  Returns 0, or i + 1 for the first joint i whose
+    quaternion is not unit."""
     cdef int i, bad = 0
     cdef double cJ[6]
+    angle_prepass(m, d, q)
     for i in range(m.nb):
         if world_step(m, d, i, q, NULL, cJ, False) and bad == 0:
             bad = i + 1
+        if out4 != NULL:
+            pose_to_matrix(&d.oMi[12 * i], &out4[16 * i])
     return bad
 
 
@@ -81,12 +101,15 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
     """World poses oMi and subspaces S of the bodies on the path world → body only
     (d.path[0..n) lists them from body up to its root).  Returns the path length n,
     or −(i + 1) for a joint i on it whose quaternion is not unit."""
-    cdef int n = 0, k, i, bad = 0
+    cdef int n = 0, k, i, fast, bad = 0
     cdef double cJ[6]
     i = body
     while i >= 0:
         d.path[n] = i
         n += 1
+        fast = m.fast[i]
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
         i = m.parent[i]
     for k in range(n - 1, -1, -1):
         i = d.path[k]
