@@ -19,8 +19,7 @@ if sys.platform == "win32":
     compile_args = ["/O2", "/openmp"]
     link_args = []
 else:
-    compile_args = ["-O3", "-fopenmp", "-fno-math-errno", "--param=max-inline-insns-single=2000",
-                    "--param=large-function-growth=2000"]
+    compile_args = ["-O3", "-fopenmp", "-fno-math-errno"]
     link_args = ["-fopenmp"]
 
 extensions = [

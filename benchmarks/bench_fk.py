@@ -74,11 +74,13 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
         s = {"pin_fk": "pin.forwardKinematics(pm, pd, qp)",
              "pin_frames": "pin.framesForwardKinematics(pm, pd, qp)",
              "td_fk": "m.forward_kinematics(q)",
+             "td_fk_out": "m.forward_kinematics(q, data=d, out=C)",
              "td_frames": "m.frame_poses(q)"}
         for rep in REPS:
             s[f"pin_jac_{rep}"] = (f"pin.computeFrameJacobian(pm, pd, qp, fid, "
                                    f"pin.{PIN_REF[rep]})")
             s[f"td_jac_{rep}"] = f"m.jacobian(q, {frame_expr}, {rep!r})"
+        s["td_jac_body_out"] = f"m.jacobian(q, {frame_expr}, 'body', data=d, out=J)"
         return s
 
     if "robots" in sections:
@@ -95,7 +97,8 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
             out[f"robot/{key}/td_nframes"] = len(m.frame_names)
             out[f"robot/{key}/pin_nframes"] = int(pm.nframes)
             out[f"robot/{key}/frame"] = frame
-            g = dict(m=m, q=q, pin=pin, pm=pm, pd=pd, qp=qp, fid=fid, frame=frame)
+            g = dict(m=m, q=q, pin=pin, pm=pm, pd=pd, qp=qp, fid=fid, frame=frame,
+                     d=m.create_data(), C=np.empty((m.nb, 4, 4)), J=np.empty((6, m.nv)))
             for k, us in time_calls(stmts_for("frame"), g, **tkw).items():
                 out[f"robot/{key}/{k}"] = us
 
@@ -106,7 +109,7 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
             q = m.random_configuration(np.random.default_rng(2))
             frame = f"link{n - 1}"
             g = dict(m=m, q=q, pin=pin, frame=frame)
-            stmts = stmts_for("frame")
+            stmts = {k: s for k, s in stmts_for("frame").items() if not k.endswith("_out")}
             if n <= PIN_CHAIN_MAX:
                 pm = pin.buildModelFromXML(chain_urdf(links))
                 pd = pm.createData()
@@ -192,14 +195,15 @@ def report(r, spread, info, quick, processes):
     robots = [robot_label(n, f) for n, f in (QUICK_ROBOTS if quick else ROBOTS)]
 
     print("## a. Per call, µs (ratio treedyn / Pinocchio)\n")
-    t = Table(["robot", "nb", "pin.forwardKinematics", "fk(q)", "pin.framesForwardKinematics",
-               "frame_poses(q)", "frames td / pin", "max spread", "max rel. err"])
+    t = Table(["robot", "nb", "pin.forwardKinematics", "fk(q)", "fk(q, data, out)",
+               "pin.framesForwardKinematics", "frame_poses(q)", "frames td / pin",
+               "max spread", "max rel. err"])
     for key in robots:
         g = lambda k: r[f"robot/{key}/{k}"]  # noqa: E731
         sp = max(spread.get(f"robot/{key}/{k}", 0.0)
                  for k in ("pin_fk", "td_fk", "pin_frames", "td_frames"))
         t.add(key, g("nb"), f"{g('pin_fk'):.3f}", _cell(g("td_fk"), g("pin_fk")),
-              f"{g('pin_frames'):.3f}", _cell(g("td_frames"), g("pin_frames")),
+              _cell(g("td_fk_out"), g("pin_fk")), f"{g('pin_frames'):.3f}", _cell(g("td_frames"), g("pin_frames")),
               f"{g('td_nframes')} / {g('pin_nframes')}", f"{100 * sp:.0f} %",
               f"{g('err'):.1e}")
     print(t, "\n")
@@ -208,14 +212,16 @@ def report(r, spread, info, quick, processes):
     print("Frame Jacobian incl. its forward kinematics, µs: pin.computeFrameJacobian "
           "(LOCAL / WORLD / LOCAL_WORLD_ALIGNED) vs m.jacobian(q, frame, body / spatial / "
           "hybrid)\n")
-    t = Table(["robot", "frame", "pin LOCAL", "td body", "pin WORLD", "td spatial",
-               "pin LWA", "td hybrid", "td slowest/fastest", "max spread"])
+    t = Table(["robot", "frame", "pin LOCAL", "td body", "td body (data, out)", "pin WORLD",
+               "td spatial", "pin LWA", "td hybrid", "td slowest/fastest", "max spread"])
     for key in robots:
         g = lambda k: r[f"robot/{key}/{k}"]  # noqa: E731
         cells = []
         for rep in REPS:
             cells += [f"{g(f'pin_jac_{rep}'):.3f}", _cell(g(f"td_jac_{rep}"),
                                                           g(f"pin_jac_{rep}"))]
+            if rep == "body":
+                cells.append(_cell(g("td_jac_body_out"), g("pin_jac_body")))
         tds = [g(f"td_jac_{rep}") for rep in REPS]
         sp = max(spread.get(f"robot/{key}/{p}jac_{rep}", 0.0)
                  for rep in REPS for p in ("pin_", "td_"))

@@ -943,17 +943,24 @@ def _set_gil_release_nv(int n):
 
 
 def _fast_codes(kind, nvj, voff, X):
-    """Per-body 1-dof fast-path code (FAST_* in joints.pxi)."""
+    """Per-body 1-dof fast-path code (FAST_* in joints.pxi).
+
+    A revolute joint takes the axis path when its body-fixed screw is a coordinate
+    axis through the body origin up to round-off of the file's transforms
+    (components within 1e-12 of 0 or ±1, e.g. the 1e-33 m that URDF rpy chains
+    leave in the moment part); the path then uses the exact axis."""
     codes = np.zeros(len(kind), dtype=np.int32)
     X = np.asarray(X)
+    tol = 1e-12
     for i in range(len(kind)):
         if kind[i] != KIND_SCREWS or nvj[i] != 1:
             continue
         x = X[voff[i]]
         codes[i] = FAST_SCREW
-        if np.all(x[3:] == 0.0):
+        if np.all(np.abs(x[3:]) <= tol):
             for k in range(3):
-                if abs(x[k]) == 1.0 and np.count_nonzero(x[:3]) == 1:
+                others = [j for j in range(3) if j != k]
+                if abs(abs(x[k]) - 1.0) <= tol and np.all(np.abs(x[others]) <= tol):
                     codes[i] = FAST_REV_X + k
     return codes
 

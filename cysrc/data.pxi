@@ -88,7 +88,7 @@ cdef class Data:
     cdef int[::1] ibuf
 
     def __cinit__(self, ModelCore model):
-        cdef int nb = model.nb, nv = model.nv, i, o, n
+        cdef int nb = model.nb, nv = model.nv, i, o, n, k
         cdef Py_ssize_t size = (_DATA_PER_BODY * <Py_ssize_t>nb
                                 + _DATA_PER_DOF * <Py_ssize_t>(nv if nv > 0 else 1) + 16)
         self.nb = nb
@@ -99,41 +99,49 @@ cdef class Data:
         self.buf = np.zeros(size)
         self.ibuf = np.zeros(nb if nb > 0 else 1, dtype=np.int32)
         cdef double* p = &self.buf[8]
+        n = nv if nv > 0 else 1
         self.c.nb = nb
         self.c.nv = nv
+        # fields one kernel uses together are adjacent (for a small robot they share
+        # a few 4 KiB pages, as the kernels' loads and stores interleave)
         self.c.liMi = p; p += 12 * nb
-        self.c.oMi = p; p += 12 * nb
         self.c.sMi = p; p += 12 * nb
-        self.c.v = p; p += 6 * nb
-        self.c.a = p; p += 6 * nb
-        self.c.a_gf = p; p += 6 * nb
-        self.c.f = p; p += 6 * nb
         self.c.sv = p; p += 6 * nb
         self.c.sa_gf = p; p += 6 * nb
         self.c.sf = p; p += 6 * nb
+        self.c.sJ = p; p += 6 * n
+        self.c.sc_q = p; p += 2 * nb
+        self.c.S = p; p += 6 * n
+        self.c.v = p; p += 6 * nb
+        self.c.a_gf = p; p += 6 * nb
+        self.c.f = p; p += 6 * nb
+        self.c.oMi = p; p += 12 * nb
+        self.c.a = p; p += 6 * nb
+        self.c.hJ = p; p += 6 * n
+        self.c.hv = p; p += 6 * nb
+        self.c.ha_gf = p; p += 6 * nb
+        self.c.hf = p; p += 6 * nb
         self.c.sc = p; p += 6 * nb
         self.c.sIc = p; p += 10 * nb
         self.c.sIA = p; p += 21 * nb
         self.c.spA = p; p += 6 * nb
-        self.c.hv = p; p += 6 * nb
-        self.c.ha_gf = p; p += 6 * nb
-        self.c.hf = p; p += 6 * nb
-        self.c.sc_q = p; p += 2 * nb
-        n = nv if nv > 0 else 1
-        self.c.S = p; p += 6 * n
-        self.c.sJ = p; p += 6 * n
-        self.c.hJ = p; p += 6 * n
         self.c.U = p; p += 6 * n
         self.c.Dinv = p; p += 6 * n
         self.c.u = p; p += n
         self.c.path = &self.ibuf[0]
         # S of a one-freedom joint is its constant body-fixed screw: set once here
-        # (the kernels' fast paths read model.X and never write these rows)
+        # (the kernels' fast paths never write these rows); a revolute fast-path
+        # joint's is the exact axis ±e_k the fast path uses
         for i in range(nb):
             if model.fast[i] != FAST_NONE:
                 o = model.voff[i]
                 for n in range(6):
                     self.c.S[6 * o + n] = model.X[o, n]
+                if model.fast[i] != FAST_SCREW:
+                    for n in range(6):
+                        self.c.S[6 * o + n] = 0.0
+                    k = model.fast[i] - FAST_REV_X
+                    self.c.S[6 * o + k] = 1.0 if model.X[o, k] > 0.0 else -1.0
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""

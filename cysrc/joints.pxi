@@ -160,7 +160,8 @@ cdef inline void joint_pose_rev(int fast, const double* X, const double* B, doub
     """T = B Rot_k(q) for a revolute joint about body axis k (FAST_REV_*), given
     s = sin q, c = cos q."""
     cdef int r
-    s = X[fast - 1] * s         # X[k] = ±1: the axis direction
+    if X[fast - 1] < 0.0:       # X[k] = ±1: the axis direction
+        s = -s
     # T.R = B.R Rot_k(q): only the two columns other than k mix
     for r in range(3):
         if fast == FAST_REV_Z:

@@ -64,7 +64,7 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
         if fast != FAST_NONE and fast != FAST_SCREW:
             # revolute about body axis k through the origin: S = ±e_k (angular)
             k = fast - FAST_REV_X
-            sg = m.X[o, k]
+            sg = 1.0 if m.X[o, k] > 0.0 else -1.0
             if par < 0:
                 for n in range(6):
                     V[6 * i + n] = 0.0

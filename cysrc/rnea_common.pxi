@@ -75,7 +75,7 @@ cdef inline void spatial_screw_1dof(int fast, const double* X, const double* C,
         twist_Ad(C, &C[9], X, J)
     else:
         k = fast - FAST_REV_X
-        sg = X[k]
+        sg = 1.0 if X[k] > 0.0 else -1.0
         J[0] = sg * C[k]
         J[1] = sg * C[3 + k]
         J[2] = sg * C[6 + k]

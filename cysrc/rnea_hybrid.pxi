@@ -53,7 +53,7 @@ cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double
             else:
                 # ±e_k about the body origin: ⁰X = (±R[:, k], 0)
                 k = fast - FAST_REV_X
-                sg = m.X[o, k]
+                sg = 1.0 if m.X[o, k] > 0.0 else -1.0
                 Xi[0] = sg * Ci[k]
                 Xi[1] = sg * Ci[3 + k]
                 Xi[2] = sg * Ci[6 + k]
