@@ -14,6 +14,8 @@ dispatcher runs the kernel once (on the caller's Data or one from the model's
 pool, releasing the GIL for models with at least ``GIL_RELEASE_NV`` velocity
 coordinates) or over a batch in an OpenMP ``prange`` with one Data per thread.
 """
+import os
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, threadid
@@ -296,14 +298,21 @@ cdef class ModelCore:
                              "per thread internally)")
         if N == 0:
             return 0
-        nth = _num_threads()
+        global _omp_started
+        nth = _batch_threads()
         if nth > N:
             nth = <int>N
         team = _Team(self, nth)
         errs = np.zeros(N, dtype=np.int32)
-        with nogil:
-            for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                errs[s] = _call_sample(fn, self, &team.c[threadid()], c, s)
+        if nth == 1:
+            with nogil:
+                for s in range(N):
+                    errs[s] = _call_sample(fn, self, &team.c[0], c, s)
+        else:
+            _omp_started = True
+            with nogil:
+                for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
+                    errs[s] = _call_sample(fn, self, &team.c[threadid()], c, s)
         for s in range(N):
             if errs[s]:
                 self._raise_code(errs[s], s)
@@ -965,8 +974,34 @@ def _fast_codes(kind, nvj, voff, X):
     return codes
 
 
-cdef int _num_threads():
+# OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child
+# forked after this process ran a parallel region would wait forever on the
+# first one it starts.  Such a child runs its batches on one thread.
+cdef bint _omp_started = False      # this process has run a parallel region
+cdef bint _omp_unusable = False     # forked from a process that had
+
+
+def _after_fork_in_child():
+    global _omp_unusable
+    if _omp_started:
+        _omp_unusable = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+cdef int _batch_threads():
+    if _omp_unusable:
+        return 1
     return max(1, openmp.omp_get_max_threads())
+
+
+def batch_threads():
+    """Number of threads a batch call uses: ``OMP_NUM_THREADS`` or the number of
+    cores, and 1 in a process forked (``multiprocessing`` "fork" start method)
+    after its parent ran a threaded batch, whose OpenMP thread pool the child
+    cannot use; "spawn" and "forkserver" workers keep all threads."""
+    return _batch_threads()
 
 
 cdef bint _all_finite(const double* x, Py_ssize_t n) noexcept nogil:

@@ -8,12 +8,12 @@ from . import integrators, lie, robots
 from .errors import InputError, ModelError, RobotFileError, SingularModelError, TreedynError
 from .graph import JointGraph
 from .io import load, load_graph, save
-from ._kernels import Data
+from ._kernels import Data, batch_threads
 from .model import LoopClosure, Model
 from .simulate import Trajectory, simulate
 
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "Data", "LoopClosure", "lie", "robots",
-           "simulate", "Trajectory", "integrators",
+           "simulate", "Trajectory", "integrators", "batch_threads",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]
