@@ -23,6 +23,7 @@ cimport openmp
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
 from libc.string cimport memcpy, memset
+from libc.stdint cimport uint64_t
 
 from se3 cimport *
 from kinds cimport *
@@ -98,7 +99,33 @@ cdef int _call_sample(kernel_t fn, ModelCore m, DataC* d, const Call* base,
     c.out = _shift(c.out, s * c.so)
     c.out2 = _shift(c.out2, s * c.so2)
     c.out3 = _shift(c.out3, s * c.so3)
-    return fn(m, d, &c)
+    return _checked_outputs(fn(m, d, &c), &c)
+
+
+# A kernel's result that is not finite although its inputs are (checked before the
+# call) means an overflow, e.g. |v| ~ 1e200 squared in the bias forces: reported as
+# an error, never returned.  Finite iff the exponent bits are not all ones; the
+# integer OR-reduction vectorizes.
+cdef enum:
+    CODE_OVERFLOW = 1 << 30
+cdef const uint64_t EXP_BITS = 0x7ff0000000000000ULL
+
+
+cdef inline bint _finite_bits(const double* x, Py_ssize_t n) noexcept nogil:
+    cdef const uint64_t* b = <const uint64_t*>x
+    cdef uint64_t acc = 0
+    cdef Py_ssize_t k
+    for k in range(n):
+        acc |= ((b[k] & EXP_BITS) ^ EXP_BITS) - 1     # top bit set iff b[k] non-finite
+    return (acc >> 63) == 0
+
+
+cdef inline int _checked_outputs(int code, const Call* c) noexcept nogil:
+    if code == 0 and not (_finite_bits(c.out, c.so)
+                          and (c.out2 == NULL or _finite_bits(c.out2, c.so2))
+                          and (c.out3 == NULL or _finite_bits(c.out3, c.so3))):
+        return CODE_OVERFLOW
+    return code
 
 
 # kernel adapters: Call -> the kernel's own arguments
@@ -271,10 +298,12 @@ cdef class ModelCore:
             self._pool.append(d)
 
     cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data,
-                       int work=-1) except -1:
-        """Run fn on one state (N < 0) or on N samples; raise for a kernel's code.
-        One state: the GIL is released while fn runs if it visits at least
-        GIL_RELEASE_NV freedoms (``work``; default nv, the whole model)."""
+                       int work=-1, str what="the result") except -1:
+        """Run fn on one state (N < 0) or on N samples; raise for a kernel's code,
+        or if an output (c.out, out2, out3: c.so, so2, so3 doubles per sample) is
+        not finite (``what`` names it in the message).  One state: the GIL is
+        released while fn runs if it visits at least GIL_RELEASE_NV freedoms
+        (``work``; default nv, the whole model)."""
         cdef Data d
         cdef _Team team
         cdef int code = 0, nth
@@ -286,12 +315,12 @@ cdef class ModelCore:
                 work = self.nv
             if work >= _gil_release_nv:
                 with nogil:
-                    code = fn(self, &d.c, c)
+                    code = _checked_outputs(fn(self, &d.c, c), c)
             else:
-                code = fn(self, &d.c, c)
+                code = _checked_outputs(fn(self, &d.c, c), c)
             self._done(d, data)
             if code:
-                self._raise_code(code, -1)
+                self._raise_code(code, -1, what)
             return 0
         if data is not None:
             raise InputError("data: only for single-state calls (a batch uses one Data "
@@ -315,10 +344,15 @@ cdef class ModelCore:
                     errs[s] = _call_sample(fn, self, &team.c[threadid()], c, s)
         for s in range(N):
             if errs[s]:
-                self._raise_code(errs[s], s)
+                self._raise_code(errs[s], s, what)
         return 0
 
-    cdef _raise_code(self, int code, Py_ssize_t sample):
+    cdef _raise_code(self, int code, Py_ssize_t sample, str what):
+        if code == CODE_OVERFLOW:
+            at = f" (sample {sample})" if sample >= 0 else ""
+            raise InputError(f"{what}{at} overflowed to infinity or NaN although the inputs "
+                             f"are finite: they are too large (e.g. velocities |v| ~ 1e200 "
+                             f"whose squares exceed the float64 range)")
         if code > 0:
             self._raise_bad_quaternion(code - 1, sample)
         self._raise_singular(-code - 1)
@@ -463,7 +497,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * self.nb
-        self._dispatch(_k_fk, &c, self._batch(qa), data)
+        self._dispatch(_k_fk, &c, self._batch(qa), data, -1, "forward_kinematics: the body poses")
         return res
 
     def frame_poses(self, q, data=None, out=None):
@@ -480,7 +514,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * dims[0]
-        self._dispatch(_k_frame_poses, &c, self._batch(qa), data)
+        self._dispatch(_k_frame_poses, &c, self._batch(qa), data, -1, "frame_poses: the frame poses")
         return res
 
     cdef tuple _target(self, object frame):
@@ -538,7 +572,8 @@ cdef class ModelCore:
         c.rep = rep
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 6 * self.nv
-        self._dispatch(_k_jacobian, &c, self._batch(qa), data, self.path_nv[c.body])
+        self._dispatch(_k_jacobian, &c, self._batch(qa), data, self.path_nv[c.body],
+                       "jacobian: the Jacobian")
         return res
 
     cdef object _joint_space_call(self, kernel_t fn, object q, object v, object x, str xname,
@@ -563,7 +598,8 @@ cdef class ModelCore:
         c.sa = self.nv
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = self.nv
-        self._dispatch(fn, &c, self._batch(qa), data)
+        self._dispatch(fn, &c, self._batch(qa), data, -1,
+                       "inverse dynamics: τ" if xname == "a" else "forward dynamics: v̇")
         return res
 
     # ------------------------------------------------------------------ dynamics
@@ -637,7 +673,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = self.nv * self.nv
-        self._dispatch(_k_crba, &c, self._batch(qa), data)
+        self._dispatch(_k_crba, &c, self._batch(qa), data, -1, "mass_matrix: M")
         return res
 
     def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
@@ -709,7 +745,8 @@ cdef class ModelCore:
         c.so = 12 * self.nb
         c.so2 = 6 * self.nb
         c.so3 = 6 * self.nb
-        self._dispatch(_k_body_motion, &c, self._batch(qa), data)
+        self._dispatch(_k_body_motion, &c, self._batch(qa), data, -1,
+                       "the body poses, twists or accelerations")
         return C, V, A
 
     def _spatial_screws(self, q):
@@ -726,7 +763,8 @@ cdef class ModelCore:
         c.sq = self.nq
         c.so = 12 * self.nb
         c.so2 = 6 * self.nv
-        self._dispatch(_k_spatial_screws, &c, self._batch(qa), None)
+        self._dispatch(_k_spatial_screws, &c, self._batch(qa), None, -1,
+                       "the body poses or joint screws")
         return C, (J if self.nv else J[..., :0, :])
 
     def _spatial_screw_rates(self, q, v):
@@ -746,7 +784,10 @@ cdef class ModelCore:
         c.out = <double*>cnp.PyArray_DATA(C)
         c.out2 = <double*>cnp.PyArray_DATA(J)
         c.out3 = <double*>cnp.PyArray_DATA(Jd)
-        self._dispatch(_k_screw_rates, &c, -1, None)
+        c.so = 12 * self.nb
+        c.so2 = 6 * self.nv
+        c.so3 = 6 * self.nv
+        self._dispatch(_k_screw_rates, &c, -1, None, -1, "the joint screws or their rates")
         return C, J[:self.nv], Jd[:self.nv]
 
     # ------------------------------------------------------------------ time stepping

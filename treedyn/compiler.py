@@ -218,14 +218,7 @@ def compile_model(graph):
                 raise ModelError(f"mimic: {role} '{mm[role]}' must have one degree of freedom")
         mimic.append({k: mm[k] for k in ("joint", "leader", "multiplier", "offset")})
 
-    support = np.zeros((nb, nv), dtype=bool)       # freedoms on the path world -> body
-    for i in range(nb):
-        if parent[i] >= 0:
-            support[i] = support[parent[i]]
-        support[i, voff[i]:voff[i] + nvj[i]] = True
-
     arrays = dict(
-        support=support,
         parent=parent, kind=kind, nqj=nqj, nvj=nvj, qoff=qoff, voff=voff,
         A=A, B=B, X=np.concatenate(X) if X else np.zeros((0, 6)),
         Y=np.concatenate(Y) if Y else np.zeros((0, 6)), center=center,

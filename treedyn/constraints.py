@@ -86,7 +86,7 @@ class _Motion:
         rddot0 = R @ (self.A[b, 3:] + cross(w_b, v_b))
         if self._Js is None:
             self._Js = m._spatial_screws(self._q)[1].T        # (6, nv) spatial columns
-        Js = self._Js * m.support[b]
+        Js = self._Js * m.support(b)
         Jw = Js[:3]
         Jr = Js[3:] - cross(r, Jw)                               # ṙ = v + ω × r
         return T, w, rdot, alpha0, rddot0, Jw, Jr

@@ -19,7 +19,7 @@ Notation used below
 ``J_i``
     body Jacobian of body i (6 × nv): its body-fixed twist is ``V_i = J_i v``.
     Column j is ``Ad_{C_i⁻¹} Jˢ_j`` for the freedoms j on the path world → i
-    (``model.support[i]``), zero elsewhere, ``Jˢ_j`` the spatial screw of freedom j
+    (``model.support(i)``), zero elsewhere, ``Jˢ_j`` the spatial screw of freedom j
     at the current configuration.
 
 The velocity vector ``v`` is the model's velocity layout (docs/conventions.md):
@@ -50,7 +50,7 @@ import numpy as np
 from ._kernels import KIND_SCREWS
 from .errors import InputError, ModelError, SingularModelError
 from .lie import Ad_batch, ad_batch, coad_bar_batch
-from .validation import array_of_shape, states as _states
+from .validation import array_of_shape, finite_results, states as _states
 
 __all__ = ["mass_matrix_closed_form", "mass_matrix_factors", "coriolis_matrix", "christoffel",
            "kinetic_energy", "potential_energy", "momentum", "center_of_mass",
@@ -77,10 +77,22 @@ def _to_body(R, r, S):
     return np.concatenate([RT @ w, RT @ (u - rxw)], axis=-2)
 
 
+def _support_matrix(model):
+    """(nb, nv) bool: S[i, j] iff freedom j is on the path world → body i (built per
+    call: the closed-form results below are O(nb · nv) themselves)."""
+    S = np.zeros((model.nb, model.nv), dtype=bool)
+    for i in range(model.nb):
+        p = int(model.parent[i])
+        if p >= 0:
+            S[i] = S[p]
+        S[i, model.voff[i]:model.voff[i] + model.nvj[i]] = True
+    return S
+
+
 def _masked_columns(model, Js):
     """Spatial screws (…, nv, 6) -> (…, nb, 6, nv), column j of body i kept iff
     freedom j is on the path world → i."""
-    return np.swapaxes(Js, -1, -2)[..., None, :, :] * model.support[:, None, :]
+    return np.swapaxes(Js, -1, -2)[..., None, :, :] * _support_matrix(model)[:, None, :]
 
 
 def _body_jacobians(model, q):
@@ -115,6 +127,7 @@ def _loop(fn, model, q, v, batched):
 
 
 # ------------------------------------------------------------------------------ mass matrix
+@finite_results("M", "q")
 def mass_matrix_closed_form(model, q):
     """Generalized mass matrix in closed form (Müller 2018, eq. 81):
 
@@ -161,6 +174,7 @@ def _factors_one(model, q, _v=None):
     return S, L, H
 
 
+@finite_results("S, L or H", "q")
 def mass_matrix_factors(model, q):
     """Factors of the mass matrix ([Park & Kim 2000]; [Müller 2018] eq. 81 with
     the block triangular body Jacobian ``Jᵇ = L S``):
@@ -209,6 +223,7 @@ def _coriolis_one(model, q, v):
     return np.einsum("bri,brj->ij", J, Mb @ K + B @ J)
 
 
+@finite_results("C", "q, v")
 def coriolis_matrix(model, q, v):
     """Coriolis/centrifugal matrix ``C(q, v)`` (nv × nv), closed form in the spirit
     of Müller 2018, eq. 84, chosen to coincide with the Christoffel form (eq. 85):
@@ -279,6 +294,7 @@ def _christoffel_one(model, q, _v=None):
     return 0.5 * (dM + np.swapaxes(dM, 1, 2) - np.transpose(dM, (2, 0, 1)))
 
 
+@finite_results("Γ", "q")
 def christoffel(model, q):
     """Christoffel symbols of the first kind (Müller 2018, eqs. 85–86):
 
@@ -332,6 +348,7 @@ def christoffel(model, q):
 
 
 # ------------------------------------------------------------------------------ energies
+@finite_results("T", "q, v")
 def kinetic_energy(model, q, v):
     """Kinetic energy (J):
 
@@ -362,6 +379,7 @@ def _world_coms(model, q):
     return np.einsum("...bij,bj->...bi", T[..., :3, :3], model.com) + T[..., :3, 3]
 
 
+@finite_results("U", "q, gravity")
 def potential_energy(model, q, gravity=None):
     """Gravitational potential energy (J), zero with all COMs at the world origin:
 
@@ -389,6 +407,7 @@ def potential_energy(model, q, gravity=None):
     return U[()] if np.ndim(U) == 0 else U
 
 
+@finite_results("h", "q, v")
 def momentum(model, q, v):
     """Spatial momentum of the whole system (6,), world frame, about the world
     origin, angular first:
@@ -418,6 +437,7 @@ def momentum(model, q, v):
     return np.concatenate([t.sum(axis=-2), f.sum(axis=-2)], axis=-1)
 
 
+@finite_results("the center of mass", "q")
 def center_of_mass(model, q):
     """Center of mass of the whole system in the world frame (m), shape (3,) or (N, 3)
     (vectorized): ``Σ m_i c_i / Σ m_i``.

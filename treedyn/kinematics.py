@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
+from .validation import finite_results
 
 __all__ = ["REPRESENTATIONS"]
 
@@ -92,6 +93,7 @@ def _offset_twist(O, V):
     return np.concatenate([w @ Ro, (v - np.cross(po, w)) @ Ro], axis=-1)
 
 
+@finite_results("the twists", "q, v")
 def body_velocities(model, q, v, representation="body"):
     _check_rep(representation)
     C, V, _ = model._body_motion(q, v)
@@ -99,6 +101,7 @@ def body_velocities(model, q, v, representation="body"):
     return _from_body(V, None, R, r, representation)[0]
 
 
+@finite_results("the twist derivatives", "q, v, a")
 def body_accelerations(model, q, v, a, representation="body"):
     _check_rep(representation)
     C, V, A = model._body_motion(q, v, a)
@@ -106,6 +109,7 @@ def body_accelerations(model, q, v, a, representation="body"):
     return _from_body(V, A, R, r, representation)[1]
 
 
+@finite_results("the frame's pose, twist or twist derivative", "q, v, a")
 def frame_motion(model, q, v, a, frame, representation):
     """Pose (…, 4, 4), twist and twist derivative (…, 6) of a body or frame."""
     _check_rep(representation)

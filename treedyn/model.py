@@ -21,21 +21,20 @@ from . import integrators as _integ
 from . import kinematics as _kin
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
 from .errors import InputError, SingularModelError
+from .validation import (array_of_shape, finite_result, finite_results, name as _name, number,
+                         real_array, vectors)
 
 __all__ = ["Model", "LoopClosure"]
 
 
-def _checked(x, shape, name):
-    """x as a finite float array of the given shape, or InputError."""
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name}: expected real numbers") from None
-    if arr.shape != shape:
-        raise InputError(f"{name}: expected shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{name}: contains NaN or infinity")
-    return arr
+def _index(i, n, argument, where="support"):
+    """A body index 0 <= i < n (int, not bool), or InputError."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+        raise InputError(f"{where}: {argument}: expected a body index (int) or name (str), "
+                         f"got {type(i).__name__} {i!r:.60}")
+    if not 0 <= i < n:
+        raise InputError(f"{where}: {argument}: body index {i} out of range 0..{n - 1}")
+    return int(i)
 
 
 class LoopClosure:
@@ -145,21 +144,22 @@ class Model(ModelCore):
         if isinstance(armature, dict):
             items = armature.items()
         else:
-            arr = np.asarray(armature, dtype=float)
-            if arr.shape != (self.nv,):
-                raise InputError(f"armature: expected shape ({self.nv},) or a dict, "
-                                 f"got {arr.shape}")
+            arr = array_of_shape(armature, (self.nv,), "armature", "with_armature")
             items = [(n, arr[self.voff[i]:self.voff[i] + self.nvj[i]])
                      for i, n in enumerate(self.joint_names)]
         for name, value in items:
-            if name not in self.idx_v:
-                raise InputError(f"armature: no moving joint named {name!r}")
+            _name(name, "armature", "with_armature", self.idx_v, "moving joint")
             parent, child = graph._joint_edges[name]
             data = graph.graph.edges[parent, child, name]
             nv = len(data["armature"])
-            val = np.broadcast_to(np.asarray(value, dtype=float), (nv,)).copy()
-            if not np.all(np.isfinite(val)) or np.any(val < 0):
-                raise InputError(f"armature of {name!r} must be finite and >= 0")
+            val = real_array(value, f"armature[{name!r}]", "with_armature")
+            if val.shape not in ((), (1,), (nv,)):
+                raise InputError(f"with_armature: armature[{name!r}]: expected a number or "
+                                 f"shape ({nv},), got shape {val.shape}")
+            val = np.broadcast_to(val, (nv,)).copy()
+            if np.any(val < 0):
+                raise InputError(f"with_armature: armature[{name!r}]: expected values >= 0, "
+                                 f"got {val}")
             data["armature"] = val
         from .compiler import compile_model
         return compile_model(graph)
@@ -236,7 +236,7 @@ class Model(ModelCore):
         zero = np.zeros(v_a.shape if v_a.dtype.kind in "fiu" else (self.nv,))
         h = self.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
                                   f_ext_frame=f_ext_frame)
-        tau_a = _checked(tau, h.shape, "tau")
+        tau_a = array_of_shape(tau, h.shape, "tau", "forward_dynamics")
         M = self.mass_matrix(q)
         try:
             L = np.linalg.cholesky(M)
@@ -347,13 +347,19 @@ class Model(ModelCore):
     def integrate(self, q, v, dt=1.0, local_map="exp"):
         """q ⊕ (v dt): move every joint on its own group by τ(v dt), τ = exp or the
         Cayley map; quaternions stay unit by construction.  (nq,) or (N, nq)."""
-        dq = np.asarray(v, dtype=float) * float(dt)
-        return self._retract(q, dq, _integ.local_map_code(local_map))
+        code = _integ.local_map_code(local_map)
+        dt = number(dt, "dt", "integrate")
+        v = vectors(v, self.nv, "v", "integrate")
+        with np.errstate(over="ignore", invalid="ignore"):
+            dq = finite_result(v * dt, "v·dt", "v, dt", "integrate")
+        return finite_result(self._retract(q, dq, code), "q ⊕ v·dt", "q, v, dt", "integrate")
 
+    @finite_results("ψ", "q0, q1")
     def difference(self, q0, q1):
         """Exponential coordinates ψ (nv,) with q1 = q0 ⊕ ψ (the inverse of integrate)."""
         return self._difference(q0, q1)
 
+    @finite_results("ψ̇", "psi, v")
     def local_coordinate_rates(self, psi, v, local_map="exp"):
         """ψ̇ = dτ⁻¹_{−ψ} v: rates of the local coordinates of q0 ⊕ ψ(t) moving with
         body velocity v (dexp⁻¹ or dcay⁻¹ per joint; [Müller & Terze 2013] eq. 37)."""
@@ -385,16 +391,24 @@ class Model(ModelCore):
 
     def jacobian_dot_v(self, q, v, frame, representation="body"):
         """J̇(q, v) v (6,): the frame's twist derivative at zero joint acceleration."""
-        return _kin.frame_motion(self, q, v, np.zeros_like(np.asarray(v, dtype=float)),
-                                 frame, representation)[2]
+        v = vectors(v, self.nv, "v", "jacobian_dot_v")
+        return _kin.frame_motion(self, q, v, np.zeros_like(v), frame, representation)[2]
 
     # frames -----------------------------------------------------------------------
     def body_index(self, name):
         """Index of a moving body in ``body_names``."""
-        try:
-            return self._body_index[name]
-        except KeyError:
-            raise InputError(f"no body named {name!r}") from None
+        return self._body_index[_name(name, "name", "body_index", self._body_index, "body")]
+
+    def support(self, body):
+        """bool (nv,): the freedoms on the path world → ``body`` (index or name), the
+        columns its Jacobian can have nonzero.  O(depth) from ``parent``; the model
+        stores no (nb, nv) table."""
+        i = self.body_index(body) if isinstance(body, str) else _index(body, self.nb, "body")
+        mask = np.zeros(self.nv, dtype=bool)
+        while i >= 0:
+            mask[self.voff[i]:self.voff[i] + self.nvj[i]] = True
+            i = int(self.parent[i])
+        return mask
 
     def frame_pose(self, q, name):
         """World pose (4, 4) (or (N, 4, 4)) of the named frame (any link name, merged

@@ -27,7 +27,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["vectors", "array_of_shape", "real_array", "same_batch", "states", "number", "name"]
+__all__ = ["vectors", "array_of_shape", "real_array", "same_batch", "states", "number", "name",
+           "finite_result", "finite_results"]
 
 
 def _where(where, argument):
@@ -198,3 +199,33 @@ def name(x, argument, where="", choices=None, what=""):
         raise InputError(f"{_where(where, argument)}: no {what or 'item'} named {x!r}; "
                          f"expected one of {listed}")
     return x
+
+
+def finite_result(x, what, inputs, where=""):
+    """``x`` (an array or number computed from finite inputs) unchanged if it is
+    finite; otherwise an :class:`InputError` saying that ``what`` overflowed for the
+    finite ``inputs`` (e.g. ``"q, v"``), i.e. the inputs are too large for float64."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise InputError(f"{_where(where, what)}: overflowed to infinity or NaN although "
+                         f"the inputs ({inputs}) are finite: they are too large (e.g. "
+                         f"velocities |v| ~ 1e200 whose squares exceed the float64 range)")
+    return x
+
+
+def finite_results(what, inputs):
+    """Decorator: the function's result (or each item of a tuple result) checked by
+    :func:`finite_result`; NumPy's overflow warnings are silenced inside, the error
+    says it instead.  ``where`` is the function's name."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out = fn(*args, **kwargs)
+            for item in (out if isinstance(out, tuple) else (out,)):
+                finite_result(item, what, inputs, fn.__name__)
+            return out
+        return checked
+    return wrap
