@@ -31,7 +31,18 @@ __all__ = ["compile_model", "joint_screws", "planar_directions", "spatial_inerti
 
 
 def _unit(v):
-    return np.asarray(v, dtype=float) / np.linalg.norm(v)
+    """v / |v|, scaled by its largest component first so that huge (or tiny) but
+    finite components neither overflow nor underflow in the norm."""
+    v = np.asarray(v, dtype=float)
+    v = v / np.max(np.abs(v))
+    return v / np.sqrt(v @ v)
+
+
+def _cross(a, b):
+    """a × b of two 3-vectors (np.cross costs ~10 µs a call; the compiler makes
+    one per joint)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
 
 
 def planar_directions(j):
@@ -51,45 +62,106 @@ def joint_screws(j):
     Y = (0, e) for a translation.  Spherical: three rotations about the world
     axes through the centre; free and fixed: none here."""
     t, p = j["type"], j["point"]
+    zero = np.zeros(3)
     if t in ("revolute", "continuous", "helical"):
         e = _unit(j["axis"])
-        return np.array([np.r_[e, np.cross(p, e) + j["pitch"] * e]])
+        return np.concatenate([e, _cross(p, e) + j["pitch"] * e])[None]
     if t == "prismatic":
-        return np.array([np.r_[np.zeros(3), _unit(j["axis"])]])
+        return np.concatenate([zero, _unit(j["axis"])])[None]
     if t == "cylindrical":
         e = _unit(j["axis"])
-        return np.array([np.r_[e, np.cross(p, e)], np.r_[np.zeros(3), e]])
+        return np.array([np.concatenate([e, _cross(p, e)]), np.concatenate([zero, e])])
     if t == "universal":
-        return np.array([np.r_[a, np.cross(p, a)] for a in map(_unit, j["axes"])])
+        return np.array([np.concatenate([a, _cross(p, a)]) for a in map(_unit, j["axes"])])
     if t == "planar":
         n, u, w = planar_directions(j)
-        return np.array([np.r_[np.zeros(3), u], np.r_[np.zeros(3), w], np.r_[n, np.cross(p, n)]])
+        return np.array([np.concatenate([zero, u]), np.concatenate([zero, w]),
+                         np.concatenate([n, _cross(p, n)])])
     if t == "spherical":
-        return np.array([np.r_[e, np.cross(p, e)] for e in np.eye(3)])
+        return np.array([np.concatenate([e, _cross(p, e)]) for e in np.eye(3)])
     return np.zeros((0, 6))
 
 
-def _lump(parts):
-    """Combine (mass, com, inertia-about-com) triples given in one frame."""
-    m = sum(p[0] for p in parts)
-    if m <= 0:
-        return 0.0, np.zeros(3), sum((p[2] for p in parts), np.zeros((3, 3)))
-    c = sum(p[0] * p[1] for p in parts) / m
-    inertia = np.zeros((3, 3))
-    for mk, ck, Ik in parts:
-        d = ck - c
-        inertia += Ik + mk * (d @ d * np.eye(3) - np.outer(d, d))
-    return m, c, inertia
+def _lump(owner, m, c, inertia, nb):
+    """Mass (nb,), COM (nb, 3) and inertia about the COM (nb, 3, 3) of each owner
+    from the (mass, COM, inertia about the COM) of its links, all in the owner's
+    frame (parallel-axis theorem).  A massless owner gets COM 0 and the sum of
+    its links' inertias."""
+    mass = np.bincount(owner, weights=m, minlength=nb)
+    mc = np.zeros((nb, 3))
+    np.add.at(mc, owner, m[:, None] * c)
+    heavy = mass > 0
+    com = np.zeros((nb, 3))
+    com[heavy] = mc[heavy] / mass[heavy, None]
+    d = np.where(heavy[owner, None], c - com[owner], 0.0)
+    shift = m[:, None, None] * ((d * d).sum(-1)[:, None, None] * np.eye(3)
+                                - d[:, :, None] * d[:, None, :])
+    total = np.zeros((nb, 3, 3))
+    np.add.at(total, owner, inertia + shift)
+    return mass, com, total
+
+
+def _inverse_poses(A):
+    """C⁻¹ = [[Rᵀ, −Rᵀ r], [0, 1]] of every pose of A (n, 4, 4)."""
+    inv = np.zeros_like(A)
+    RT = np.swapaxes(A[:, :3, :3], 1, 2)
+    inv[:, :3, :3] = RT
+    inv[:, :3, 3] = -np.einsum("kij,kj->ki", RT, A[:, :3, 3])
+    inv[:, 3, 3] = 1.0
+    return inv
+
+
+def _adjoints(C):
+    """Ad(C) = [[R, 0], [r̂ R, R]] of every pose of C (n, 4, 4): (n, 6, 6)."""
+    R, r = C[:, :3, :3], C[:, :3, 3]
+    out = np.zeros((len(C), 6, 6))
+    out[:, :3, :3] = R
+    out[:, 3:, 3:] = R
+    out[:, 3:, :3] = np.cross(r[:, :, None], R, axisa=1, axisb=1, axisc=1)
+    return out
+
+
+def _body_screws(kind, A, Ainv, center, Y):
+    """Body-fixed screws X (nv, 6) and spatial screws at q = 0 Y (nv, 6) of all
+    freedoms: screw joints have Y from their description and X = Ad_{A⁻¹} Y;
+    spherical joints rotate about the body axes through their centre, free joints
+    move along the body axes (X fixed, Y = Ad_A X)."""
+    rows_X, rows_Y, owner_rows = [], [], []
+    for i, (k, Yi) in enumerate(zip(kind, Y)):
+        if k == KIND_SCREWS:
+            rows_Y.append(Yi)
+            rows_X.append(np.full((len(Yi), 6), np.nan))
+        elif k == KIND_SPHERICAL:
+            c = center[i]
+            Xi = np.hstack([np.eye(3), np.cross(c, np.eye(3))])
+            rows_X.append(Xi)
+            rows_Y.append(np.full((3, 6), np.nan))
+        else:
+            rows_X.append(np.eye(6))
+            rows_Y.append(np.full((6, 6), np.nan))
+        owner_rows.append(np.full(len(rows_X[-1]), i))
+    if not rows_X:
+        return np.zeros((0, 6)), np.zeros((0, 6))
+    X, Y = np.concatenate(rows_X), np.concatenate(rows_Y)
+    body = np.concatenate(owner_rows)
+    screw = kind[body] == KIND_SCREWS
+    X[screw] = np.einsum("kij,kj->ki", _adjoints(Ainv[body[screw]]), Y[screw])
+    Y[~screw] = np.einsum("kij,kj->ki", _adjoints(A[body[~screw]]), X[~screw])
+    return X, Y
 
 
 def spatial_inertia(mass, com, inertia):
-    """Body-frame spatial inertia ``[[Θc − m d̂², m d̂], [m d̂ᵀ, m I]]`` (6, 6)."""
-    d = lie.hat3(com)
-    M = np.empty((6, 6))
-    M[:3, :3] = inertia - mass * d @ d
-    M[:3, 3:] = mass * d
-    M[3:, :3] = mass * d.T
-    M[3:, 3:] = mass * np.eye(3)
+    """Body-frame spatial inertia ``[[Θc − m d̂², m d̂], [m d̂ᵀ, m I]]`` (6, 6) of mass
+    m (kg), COM d (m) and inertia about the COM Θc (kg·m²); vectorized: mass (n,),
+    com (n, 3), inertia (n, 3, 3) give (n, 6, 6)."""
+    mass = np.asarray(mass, dtype=float)
+    d = lie.hat3_batch(np.asarray(com, dtype=float))
+    md = mass[..., None, None] * d
+    M = np.empty(mass.shape + (6, 6))
+    M[..., :3, :3] = inertia - md @ d
+    M[..., :3, 3:] = md
+    M[..., 3:, :3] = np.swapaxes(md, -1, -2)
+    M[..., 3:, 3:] = mass[..., None, None] * np.eye(3)
     return M
 
 
@@ -115,53 +187,42 @@ def compile_model(graph):
 
     nb = len(moving)
     A = np.array([frame_of(b) for b in moving]).reshape(nb, 4, 4)
+    Ainv = _inverse_poses(A)
     # lump inertias of merged links into their owners (owner-frame coordinates)
-    parts = {i: [] for i in range(nb)}
-    for link in order:
-        k = owner[link]
-        if k < 0:
-            continue
-        nd = graph.body(link)
-        T = lie.se3_inv(A[k]) @ nd["frame"]
-        R, r = T[:3, :3], T[:3, 3]
-        parts[k].append((nd["mass"], R @ nd["com"] + r, R @ nd["inertia"] @ R.T))
-    mass, com, inertia = np.zeros(nb), np.zeros((nb, 3)), np.zeros((nb, 3, 3))
-    for i in range(nb):
-        mass[i], com[i], inertia[i] = _lump(parts[i])
+    links = [link for link in order if owner[link] >= 0]
+    own = np.array([owner[link] for link in links], dtype=np.intp)
+    nodes = [graph.body(link) for link in links]
+    T = Ainv[own] @ np.array([nd["frame"] for nd in nodes]).reshape(-1, 4, 4)
+    R, r = T[:, :3, :3], T[:, :3, 3]
+    m_k = np.array([nd["mass"] for nd in nodes], dtype=float)
+    c_k = np.einsum("kij,kj->ki", R, np.array([nd["com"] for nd in nodes]).reshape(-1, 3)) + r
+    I_k = R @ np.array([nd["inertia"] for nd in nodes]).reshape(-1, 3, 3) @ np.swapaxes(R, 1, 2)
+    mass, com, inertia = _lump(own, m_k, c_k, I_k, nb)
 
-    parent = np.empty(nb, dtype=np.int32)
+    parent = np.array([owner[parent_joint[b]["parent"]] for b in moving], dtype=np.int32)
     kind = np.empty(nb, dtype=np.int32)
     nqj = np.empty(nb, dtype=np.int32)
     nvj = np.empty(nb, dtype=np.int32)
-    B = np.empty((nb, 4, 4))
+    B = np.where(parent[:, None, None] >= 0, Ainv[np.maximum(parent, 0)], np.eye(4)) @ A
     center = np.zeros((nb, 3))
-    X, Y, armature = [], [], []
+    Y, armature = [], []
     lower, upper, vel, eff = [], [], [], []
     joint_names, joint_types, free_groups = [], [], {}
     for i, b in enumerate(moving):
         j = parent_joint[b]
         t = j["type"]
-        parent[i] = owner[j["parent"]]
-        B[i] = lie.se3_inv(owner_frame(j["parent"])) @ A[i]
         nqj[i], nvj[i] = JOINT_TYPES[t]
-        Ad_A, Ad_Ainv = lie.Ad(A[i]), lie.Ad(lie.se3_inv(A[i]))
         if t == "spherical":
             kind[i] = KIND_SPHERICAL
-            c = (lie.se3_inv(A[i]) @ np.r_[j["point"], 1.0])[:3]
-            center[i] = c
-            Xi = np.array([np.r_[e, np.cross(c, e)] for e in np.eye(3)])
-            Yi = Xi @ Ad_A.T
+            center[i] = Ainv[i, :3, :3] @ j["point"] + Ainv[i, :3, 3]
+            Y.append(None)                      # X and Y below
         elif t == "free":
             kind[i] = KIND_FREE_SE3 if j["group"] == "SE3" else KIND_FREE_SO3R3
             free_groups[j["name"]] = j["group"]
-            Xi = np.eye(6)
-            Yi = Xi @ Ad_A.T
+            Y.append(None)
         else:
             kind[i] = KIND_SCREWS
-            Yi = joint_screws(j)
-            Xi = Yi @ Ad_Ainv.T
-        X.append(Xi)
-        Y.append(Yi)
+            Y.append(joint_screws(j))
         armature.append(j["armature"])
         lim = j["limits"]
         if t in ("spherical", "free"):
@@ -174,21 +235,23 @@ def compile_model(graph):
         eff += [lim["effort"]] * nvj[i]
         joint_names.append(j["name"])
         joint_types.append(t)
+    X, Y = _body_screws(kind, A, Ainv, center, Y)
 
     qoff = np.concatenate([[0], np.cumsum(nqj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
     voff = np.concatenate([[0], np.cumsum(nvj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
     nq, nv = int(nqj.sum()), int(nvj.sum())
 
     # frames: every link (moving or merged), the world, and extra frames
-    frame_names, frame_body, frame_offset = [WORLD], [-1], [np.eye(4)]
-    for link in order:
-        frame_names.append(link)
-        frame_body.append(owner[link])
-        frame_offset.append(lie.se3_inv(owner_frame(link)) @ frame_of(link))
-    for name, (link, pose) in graph.frames.items():
-        frame_names.append(name)
-        frame_body.append(owner[link])
-        frame_offset.append(lie.se3_inv(owner_frame(link)) @ frame_of(link) @ pose)
+    # (offset in the owner's frame = owner frame⁻¹ · link frame [· extra pose])
+    extra = list(graph.frames.items())
+    frame_names = [WORLD] + list(order) + [name for name, _ in extra]
+    frame_links = list(order) + [link for _, (link, _) in extra]
+    frame_body = np.array([-1] + [owner[link] for link in frame_links], dtype=np.int32)
+    Ainv_w = np.concatenate([Ainv, np.eye(4)[None]])          # index -1: the world
+    F = np.array([frame_of(link) for link in frame_links]).reshape(-1, 4, 4)
+    if extra:
+        F[len(order):] = F[len(order):] @ np.array([pose for _, (_, pose) in extra])
+    frame_offset = np.concatenate([np.eye(4)[None], Ainv_w[frame_body[1:]] @ F])
 
     closures = []
     for j in graph.joints(loop=True):
@@ -220,16 +283,14 @@ def compile_model(graph):
 
     arrays = dict(
         parent=parent, kind=kind, nqj=nqj, nvj=nvj, qoff=qoff, voff=voff,
-        A=A, B=B, X=np.concatenate(X) if X else np.zeros((0, 6)),
-        Y=np.concatenate(Y) if Y else np.zeros((0, 6)), center=center,
+        A=A, B=B, X=X,
+        Y=Y, center=center,
         mass=mass, com=com, inertia=inertia,
-        spatial_inertia=np.array([spatial_inertia(mass[i], com[i], inertia[i])
-                                  for i in range(nb)]).reshape(nb, 6, 6),
+        spatial_inertia=spatial_inertia(mass, com, inertia),
         armature=np.concatenate(armature) if armature else np.zeros(0),
         lower_limit=np.array(lower, dtype=float), upper_limit=np.array(upper, dtype=float),
         velocity_limit=np.array(vel, dtype=float), effort_limit=np.array(eff, dtype=float),
-        frame_body=np.array(frame_body, dtype=np.int32),
-        frame_offset=np.array(frame_offset).reshape(-1, 4, 4),
+        frame_body=frame_body, frame_offset=frame_offset,
         gravity=graph.gravity.copy(),
     )
     names = dict(name=graph.name, body_names=list(moving), joint_names=joint_names,
