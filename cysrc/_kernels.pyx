@@ -57,6 +57,10 @@ include "aba.pxi"
 include "lie_groups.pxi"
 include "integrators.pxi"
 
+#: stands for zero velocities or accelerations in the library's own calls
+#: (bias_forces, gravity_forces) so that they need not allocate them in Python.
+_ZERO = object()
+
 cdef dict _WRENCH_FRAMES = {"world": 0, "body": 1, "hybrid": 2}
 cdef tuple _REPRESENTATIONS = ("body", "spatial", "hybrid", "mixed")
 
@@ -371,6 +375,16 @@ cdef class ModelCore:
                              f"{np.shape(ref)}")
         return arr
 
+    cdef cnp.ndarray _zero_or_like(self, cnp.ndarray qa, object x, str name):
+        """_like(qa, x, nv, name), or zeros of that shape for x = _ZERO (the
+        library's bias and gravity forces; not a user value)."""
+        cdef cnp.npy_intp dims[2]
+        if x is not _ZERO:
+            return self._like(qa, x, self.nv, name)
+        dims[0] = cnp.PyArray_DIMS(qa)[0]
+        dims[cnp.PyArray_NDIM(qa) - 1] = self.nv
+        return cnp.PyArray_ZEROS(cnp.PyArray_NDIM(qa), dims, cnp.NPY_DOUBLE, 0)
+
     cdef cnp.ndarray _output(self, object out, cnp.ndarray qa, int nd, cnp.npy_intp* dims):
         """out checked (float64, C-contiguous, writable, shape: q's batch shape +
         dims[:nd]), or a new uninitialized array of that shape."""
@@ -581,8 +595,8 @@ cdef class ModelCore:
                                   object data, object out):
         """Inverse or forward dynamics: (q, v, x = a or τ) with loads -> (nv,) per state."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray xa = self._like(qa, x, self.nv, xname)
+        cdef cnp.ndarray va = self._zero_or_like(qa, v, "v")
+        cdef cnp.ndarray xa = self._zero_or_like(qa, x, xname)
         cdef double gbuf[3]
         cdef cnp.npy_intp dims[1]
         cdef Call c
@@ -842,7 +856,7 @@ cdef class ModelCore:
 
     def _local_rates(self, psi, v, int local=LOCAL_EXP):
         """dτ⁻¹_{−ψ} v per joint (one state)."""
-        cdef cnp.ndarray pa = self._states(psi, self.nv, "dq")
+        cdef cnp.ndarray pa = self._states(psi, self.nv, "psi")
         cdef cnp.ndarray va = self._like(pa, v, self.nv, "v")
         if cnp.PyArray_NDIM(pa) != 1:
             raise InputError("one state expected")
@@ -973,6 +987,8 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
             raise InputError(f"{name}: cannot be read as an array: {exc}") from None
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
             raise InputError(f"{name}: expected real numbers, got dtype {arr.dtype}")
+        if arr.ndim == 0:
+            raise InputError(f"{name}: expected shape ({width},) or (N, {width}), got ()")
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     nd = cnp.PyArray_NDIM(arr)
     if (nd != 1 and nd != 2) or cnp.PyArray_DIMS(arr)[nd - 1] != width:

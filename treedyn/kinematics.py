@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .validation import finite_results
+from .validation import finite_results, name, vectors
 
 __all__ = ["REPRESENTATIONS"]
 
@@ -35,6 +35,13 @@ def _check_rep(representation):
     if representation not in REPRESENTATIONS:
         raise InputError(f"representation must be one of {REPRESENTATIONS}, "
                          f"got {representation!r}")
+
+
+def _given(x, argument):
+    """None is not an array of velocities or accelerations (the kernel entry
+    takes None as "not asked for")."""
+    if x is None:
+        raise InputError(f"{argument}: expected real numbers, got None")
 
 
 def _split(C):
@@ -56,12 +63,13 @@ def _frame_target(model, frame):
         if not 0 <= frame < model.nb:
             raise InputError(f"body index {frame} out of range 0..{model.nb - 1}")
         return int(frame), None
+    name(frame, "frame", "", None, "body or frame")
     if frame in model._body_index:
         return model._body_index[frame], None
     if frame in model._frame_index:
         k = model._frame_index[frame]
         return int(model.frame_body[k]), model.frame_offset[k]
-    raise InputError(f"no body or frame named {frame!r}")
+    raise InputError(f"frame: no body or frame named {frame!r}")
 
 
 def _from_body(V, Vdot, R, r, representation):
@@ -96,6 +104,7 @@ def _offset_twist(O, V):
 @finite_results("the twists", "q, v")
 def body_velocities(model, q, v, representation="body"):
     _check_rep(representation)
+    _given(v, "v")
     C, V, _ = model._body_motion(q, v)
     R, r = _split(C)
     return _from_body(V, None, R, r, representation)[0]
@@ -104,6 +113,8 @@ def body_velocities(model, q, v, representation="body"):
 @finite_results("the twist derivatives", "q, v, a")
 def body_accelerations(model, q, v, a, representation="body"):
     _check_rep(representation)
+    _given(v, "v")
+    _given(a, "a")
     C, V, A = model._body_motion(q, v, a)
     R, r = _split(C)
     return _from_body(V, A, R, r, representation)[1]
@@ -111,8 +122,10 @@ def body_accelerations(model, q, v, a, representation="body"):
 
 @finite_results("the frame's pose, twist or twist derivative", "q, v, a")
 def frame_motion(model, q, v, a, frame, representation):
-    """Pose (…, 4, 4), twist and twist derivative (…, 6) of a body or frame."""
+    """Pose (…, 4, 4), twist and twist derivative (…, 6) of a body or frame
+    (``a`` None: no twist derivative)."""
     _check_rep(representation)
+    _given(v, "v")
     b, O = _frame_target(model, frame)
     C, V, A = model._body_motion(q, v, a)
     lead = C.shape[:-2]

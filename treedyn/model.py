@@ -20,6 +20,7 @@ from . import dynamics as _dyn
 from . import integrators as _integ
 from . import kinematics as _kin
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
+from ._kernels import _ZERO
 from .errors import InputError, SingularModelError
 from .validation import (array_of_shape, finite_result, finite_results, name as _name, number,
                          real_array, vectors)
@@ -218,23 +219,16 @@ class Model(ModelCore):
     def bias_forces(self, q, v, gravity=None, data=None, out=None):
         """h(q, v) = C(q, v) v + g(q): inverse dynamics at zero acceleration, (nv,) or
         (N, nv); ``data`` / ``out`` as in :meth:`inverse_dynamics`."""
-        v_a = np.asarray(v)
-        zero = np.zeros(v_a.shape if v_a.dtype.kind in "fiu" else (self.nv,))
-        return self.inverse_dynamics(q, v, zero, gravity=gravity, data=data, out=out)
+        return self.inverse_dynamics(q, v, _ZERO, gravity=gravity, data=data, out=out)
 
     def gravity_forces(self, q, gravity=None, data=None, out=None):
         """g(q): generalized gravity forces, (nv,) or (N, nv); ``data`` / ``out`` as in
         :meth:`inverse_dynamics`."""
-        q_a = np.asarray(q)
-        lead = q_a.shape[:-1] if q_a.dtype.kind in "fiu" and q_a.ndim == 2 else ()
-        zero = np.zeros(lead + (self.nv,))
-        return self.inverse_dynamics(q, zero, zero, gravity=gravity, data=data, out=out)
+        return self.inverse_dynamics(q, _ZERO, _ZERO, gravity=gravity, data=data, out=out)
 
     def _forward_dynamics_cholesky(self, q, v, tau, f_ext, gravity, f_ext_frame):
         """forward_dynamics(method="cholesky"): M (CRBA) and h (RNEA), Cholesky solve."""
-        v_a = np.asarray(v)
-        zero = np.zeros(v_a.shape if v_a.dtype.kind in "fiu" else (self.nv,))
-        h = self.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
+        h = self.inverse_dynamics(q, v, _ZERO, f_ext=f_ext, gravity=gravity,
                                   f_ext_frame=f_ext_frame)
         tau_a = array_of_shape(tau, h.shape, "tau", "forward_dynamics")
         M = self.mass_matrix(q)
@@ -243,8 +237,10 @@ class Model(ModelCore):
         except np.linalg.LinAlgError:
             raise SingularModelError(f"{self.name}: the mass matrix is not positive definite "
                                      f"(massless subtree without armature?)") from None
-        y = np.linalg.solve(L, (tau_a - h)[..., None])
-        return np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = np.linalg.solve(L, (tau_a - h)[..., None])
+            vdot = np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
+        return finite_result(vdot, "forward dynamics: v̇", "q, v, τ", "forward_dynamics")
 
     def mass_matrix_factors(self, q):
         """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) ([Park & Kim 2000]): S block-diagonal
@@ -387,6 +383,7 @@ class Model(ModelCore):
 
     def frame_acceleration(self, q, v, a, frame, representation="body"):
         """Twist derivative (6,) of a body or named frame (gravity not included)."""
+        _kin._given(a, "a")
         return _kin.frame_motion(self, q, v, a, frame, representation)[2]
 
     def jacobian_dot_v(self, q, v, frame, representation="body"):
@@ -413,10 +410,7 @@ class Model(ModelCore):
     def frame_pose(self, q, name):
         """World pose (4, 4) (or (N, 4, 4)) of the named frame (any link name, merged
         links included)."""
-        try:
-            k = self._frame_index[name]
-        except KeyError:
-            raise InputError(f"no frame named {name!r}") from None
+        k = self._frame_index[_name(name, "name", "frame_pose", self._frame_index, "frame")]
         C = self.forward_kinematics(q)
         b = self.frame_body[k]
         base = np.broadcast_to(np.eye(4), C.shape[:-3] + (4, 4)) if b < 0 else C[..., b, :, :]

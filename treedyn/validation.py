@@ -149,11 +149,17 @@ def same_batch(x, ref, argument, ref_argument, where=""):
                          f"{_shape_text(x.shape)}, {ref_argument} {_shape_text(ref.shape)})")
 
 
-def states(model, q, v=None, where=""):
+_ABSENT = object()
+
+
+def states(model, q, v=_ABSENT, where=""):
     """Checked configurations and velocities of ``model``: q (nq,) or (N, nq), v of
-    the same batch shape (or None).  Returns ``(q, v, batched)``."""
+    the same batch shape (if given; ``None`` is refused like any non-array).
+    Returns ``(q, v, batched)`` (``v`` None if not given)."""
     q = vectors(q, model.nq, "q", where)
-    if v is not None:
+    if v is _ABSENT:
+        v = None
+    else:
         v = vectors(v, model.nv, "v", where)
         same_batch(v, q, "v", "q", where)
     return q, v, q.ndim == 2
