@@ -494,8 +494,9 @@ def random_chain_links(n, seed=0):
     return links
 
 
-def chain_urdf(links):
-    """URDF text of the chain (for pin.buildModelFromXML)."""
+def chain_urdf(links, parents=None):
+    """URDF text of the chain (for pin.buildModelFromXML); with ``parents`` (link
+    i's parent index, −1 the base) the same links form that tree instead."""
     def f(x):                     # shortest round-trip decimal of a float
         return repr(float(x))
 
@@ -514,7 +515,8 @@ def chain_urdf(links):
             f'<child link="link{i}"/><origin xyz="{f(x[0])} {f(x[1])} {f(x[2])}" '
             f'rpy="{f(r[0])} {f(r[1])} {f(r[2])}"/><axis xyz="{f(a[0])} {f(a[1])} {f(a[2])}"/>'
             f'<limit lower="-10" upper="10" effort="1000" velocity="100"/></joint>')
-        parent = f"link{i}"
+        parent = f"link{i}" if parents is None or i + 1 >= len(parents) else (
+            "base" if parents[i + 1] < 0 else f"link{parents[i + 1]}")
     out.append("</robot>")
     return "\n".join(out)
 
