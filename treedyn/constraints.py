@@ -34,24 +34,85 @@ attachment frames, which the kinematics kernels produce
 (``frame_motion``): points and directions rigidly attached to a body move with
 ẋ = ω × (x − r) + ṙ and ė = ω × e, and accelerate with the same rule at
 v̇ = 0.  All quantities are in world axes.
+
+Every public function checks its arguments with :mod:`treedyn.validation`
+(wrong shape, NaN, infinity, complex → :class:`~treedyn.errors.InputError`
+naming the function and the argument) and refuses to return a result that
+overflowed to infinity or NaN from finite inputs (InputError naming the result
+and the sizes of the inputs).
 """
 from __future__ import annotations
 
+import contextlib
+import numbers
+
 import numpy as np
 
-from .errors import InputError, ModelError
+from .errors import InputError, ModelError, SingularModelError
 from .lie import cross, so3_log
-from .validation import name as _name, number as _number, vectors as _vectors
+from .validation import _given
+from .validation import array_of_shape as _array_of_shape, name as _name, number as _number
+from .validation import vectors as _vectors
 
-__all__ = ["ConstraintSet"]
+__all__ = ["ConstraintSet", "constrained_forward_dynamics", "constraint_wrenches",
+           "project_velocity", "project_position", "assemble", "closed_loop_inverse_dynamics"]
+
+_WRENCH_FRAMES = ("world", "body", "hybrid")
 
 _ROWS = {"spherical": 3, "revolute": 5, "continuous": 5, "helical": 5, "prismatic": 5,
          "cylindrical": 4, "universal": 4, "planar": 3, "fixed": 6, "free": 0}
 
 
 def _unit(x):
+    """x / |x| without overflow or underflow: x is first scaled by an exact power of
+    two (largest component in [1, 2)), which leaves moderate vectors' results
+    bit-identical to x / np.linalg.norm(x)."""
     x = np.asarray(x, dtype=float)
-    return x / np.linalg.norm(x)
+    m = np.abs(x).max()
+    if m > 0 and np.isfinite(m):
+        x = np.ldexp(x, 1 - int(np.frexp(m)[1]))
+    return x / np.sqrt(x.dot(x))
+
+
+def _count(x, argument, where, minimum=1):
+    """``x`` as a Python int >= minimum (bools, floats and strings are refused)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) or x < minimum:
+        raise InputError(f"{where}: {argument}: expected an integer >= {minimum}, "
+                         f"got {_given(x)}")
+    return int(x)
+
+
+def _sizes(inputs):
+    return ", ".join(f"max |{n}| = {np.abs(a).max():.3g}" for n, a in inputs
+                     if a is not None and np.size(a))
+
+
+def _finite_result(where, output, values, inputs):
+    """InputError unless every array in ``values`` is finite: the result ``output``
+    overflowed although the (checked, finite) ``inputs`` — (name, array) pairs,
+    reported with their sizes — are finite."""
+    if all(np.all(np.isfinite(v)) for v in values):
+        return
+    raise InputError(f"{where}: {output}: overflowed to infinity or NaN although the inputs "
+                     f"are finite: they are too large ({_sizes(inputs)})")
+
+
+@contextlib.contextmanager
+def _named(where, inputs=()):
+    """Re-raise an InputError of a kernel or function called inside ``where`` (e.g.
+    the kinematics overflowing for |v| ~ 1e200) named after ``where``, with the
+    sizes of ``inputs`` when it reports an overflow; NumPy warnings are silenced
+    (non-finite results are reported by name instead)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            yield
+    except InputError as exc:
+        text = str(exc)
+        if not text.startswith(where + ":"):
+            text = f"{where}: {text}"
+            if "overflow" in text and inputs:
+                text += f" ({_sizes(inputs)})"
+        raise InputError(text) from None
 
 
 def _perp_basis(e):
@@ -178,6 +239,12 @@ class ConstraintSet:
                 geo["pitch"] = float(data["pitch"])
             if "axis" in geo:
                 geo["u1"], geo["u2"] = _perp_basis(geo["axis"])
+            if not all(np.all(np.isfinite(x)) for x in [*offs, *geo.values()]):
+                src = data.get("source")
+                at = f" ({src[0]}: {src[1]})" if src else ""
+                raise ModelError(f"loop closure '{lc.name}'{at}: its attachment frames "
+                                 f"overflow to infinity or NaN (body poses or joint point "
+                                 f"too large)")
             self.closures.append(dict(lc=lc, type=t, offsets=offs, geo=geo, n=_ROWS[t]))
         self.mimic = [(model.idx_v[m["joint"]], model.idx_v[m["leader"]], m["multiplier"],
                        m["offset"]) for m in model.mimic]
@@ -186,10 +253,23 @@ class ConstraintSet:
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, q, v=None):
         """Residual g (m,), Jacobian G (m, nv) and velocity-product term Ġv (m,)
-        (zero velocity if v is None)."""
+        (zero velocity if v is None).
+
+        ``q`` (nq,) and ``v`` (nv,) must be finite real arrays (InputError naming
+        the argument otherwise); a result that overflows raises InputError."""
+        where = "constraints"
         m = self.model
-        q = _vectors(q, m.nq, "q", "constraints", batch=False)
-        v = np.zeros(m.nv) if v is None else _vectors(v, m.nv, "v", "constraints", batch=False)
+        q = _vectors(q, m.nq, "q", where, batch=False)
+        v = np.zeros(m.nv) if v is None else _vectors(v, m.nv, "v", where, batch=False)
+        out = self._evaluate(q, v)
+        _finite_result(where, "residual g, Jacobian G or Ġv", out, (("q", q), ("v", v)))
+        return out
+
+    def _evaluate(self, q, v=None):
+        """:meth:`evaluate` for checked arrays (no checks)."""
+        m = self.model
+        if v is None:
+            v = np.zeros(m.nv)
         g, G, gam = [], [], []
         motion = _Motion(m, q, v) if self.closures else None
         for c in self.closures:
@@ -207,17 +287,18 @@ class ConstraintSet:
             gam.append(0.0)
         return (np.array(g), np.array(G).reshape(len(g), m.nv), np.array(gam))
 
-    def wrench_maps(self, q):
+    def wrench_maps(self, q, where="constraint_wrenches"):
         """Per closure, the (rows × 6) map D from the child-side frame's twist
         (ω, ṙ of the child link origin, world axes) to the residual rates: the
         constraint wrench on the child link is Dᵀ λ (torque about the child link
         origin, then force; world axes)."""
-        q = _vectors(q, self.model.nq, "q", "constraint_wrenches", batch=False)
+        q = _vectors(q, self.model.nq, "q", where, batch=False)
         motion = _Motion(self.model, q, np.zeros(self.model.nv))
         out = []
         for c in self.closures:
             rows = self._closure_rows(c, motion, child_virtual=True)
             out.append(np.array([r[1] for r in rows]).reshape(len(rows), 6))
+        _finite_result(where, "wrench maps", out, (("q", q),))
         return out
 
     def _closure_rows(self, c, motion, child_virtual=False):
@@ -325,21 +406,50 @@ def _mimic_value(model, q, f, l, mult, off):
 def _pinv_solve(A, b, rcond):
     """Minimal-norm least-squares solution of A x = b by a rank-revealing SVD:
     redundant constraint rows (e.g. a planar four-bar closed by a 3-D revolute)
-    give a singular A; their multipliers are the minimal-norm choice."""
-    U, s, Vt = np.linalg.svd(A)
+    give a singular A; their multipliers are the minimal-norm choice.  A may be
+    square, tall or wide (thin SVD)."""
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
     keep = s > rcond * (s[0] if s.size else 1.0)
     return Vt[keep].T @ ((U[:, keep].T @ b) / s[keep])
+
+
+def _rcond(rcond, where):
+    return _number(rcond, "rcond", where, minimum=0.0, strict=True)
+
+
+def _cholesky(model, q, where):
+    """Cholesky factor of M(q), or SingularModelError (massless subtree)."""
+    try:
+        return np.linalg.cholesky(model.mass_matrix(q))
+    except np.linalg.LinAlgError:
+        raise SingularModelError(f"{where}: {model.name}: the mass matrix is not positive "
+                                 f"definite (massless subtree without armature?)") from None
+
+
+def _loads(model, f_ext, gravity, f_ext_frame, where):
+    """Checked external wrenches (nb, 6), gravity (3,) and wrench frame."""
+    if f_ext is not None:
+        f_ext = _array_of_shape(f_ext, (model.nb, 6), "f_ext", where)
+    if gravity is not None:
+        gravity = _array_of_shape(gravity, (3,), "gravity", where)
+    f_ext_frame = _name(f_ext_frame, "f_ext_frame", where, choices=_WRENCH_FRAMES,
+                        what="wrench frame")
+    return f_ext, gravity, f_ext_frame
 
 
 def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
                                  f_ext_frame="world", baumgarte=None, rcond=1e-10):
     """Accelerations and multipliers of M a + h = τ + Gᵀλ, G a = −Ġv (index 1,
     [Müller & Terze 2013] eq. 3).  ``baumgarte=(α, β, dt)`` adds −(2α/dt) G v − (β/dt)² g to the
-    right-hand side (dimensionless gains α, β).  Returns (a, λ, g)."""
+    right-hand side (dimensionless gains α, β).  Returns (a, λ, g).
+
+    q (nq,), v and tau (nv,), f_ext (nb, 6) and gravity (3,) must be finite real
+    arrays; a result that overflows raises InputError naming it."""
     where = "constrained_forward_dynamics"
     q = _vectors(q, model.nq, "q", where, batch=False)
     v = _vectors(v, model.nv, "v", where, batch=False)
     tau = _vectors(tau, model.nv, "tau", where, batch=False)
+    f_ext, gravity, f_ext_frame = _loads(model, f_ext, gravity, f_ext_frame, where)
     if baumgarte is not None:
         try:
             alpha, beta, dt = baumgarte
@@ -349,22 +459,29 @@ def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
         baumgarte = (_number(alpha, "baumgarte alpha", where),
                      _number(beta, "baumgarte beta", where),
                      _number(dt, "baumgarte dt", where, minimum=0.0, strict=True))
-    zero = np.zeros(model.nv)
-    h = model.inverse_dynamics(q, v, zero, f_ext=f_ext, gravity=gravity,
-                               f_ext_frame=f_ext_frame)
-    M = model.mass_matrix(q)
-    L = np.linalg.cholesky(M)
-    a_u = _cho(L, tau - h)
-    g, G, gam = cs.evaluate(q, v)
-    if G.shape[0] == 0:
-        return a_u, np.zeros(0), g
-    rhs = -gam
-    if baumgarte is not None:
-        alpha, beta, dt = baumgarte
-        rhs = rhs - (2.0 * alpha / dt) * (G @ v) - (beta / dt) ** 2 * g
-    MinvGt = _cho(L, G.T)
-    lam = _pinv_solve(G @ MinvGt, rhs - G @ a_u, rcond)
-    return a_u + MinvGt @ lam, lam, g
+    rcond = _rcond(rcond, where)
+    inputs = (("q", q), ("v", v), ("tau", tau), ("f_ext", f_ext), ("gravity", gravity))
+    with _named(where, inputs):
+        h = model.inverse_dynamics(q, v, np.zeros(model.nv), f_ext=f_ext, gravity=gravity,
+                                   f_ext_frame=f_ext_frame)
+        L = _cholesky(model, q, where)
+        a_u = _cho(L, tau - h)
+        _finite_result(where, "a (unconstrained accelerations)", (a_u,), inputs)
+        g, G, gam = cs._evaluate(q, v)
+        _finite_result(where, "constraint residual g, Jacobian G or Ġv", (g, G, gam), inputs)
+        if G.shape[0] == 0:
+            return a_u, np.zeros(0), g
+        rhs = -gam
+        if baumgarte is not None:
+            alpha, beta, dt = baumgarte
+            rhs = rhs - (2.0 * alpha / dt) * (G @ v) - (beta / dt) ** 2 * g
+        MinvGt = _cho(L, G.T)
+        b = rhs - G @ a_u
+        _finite_result(where, "constraint right-hand side", (b,), inputs)
+        lam = _pinv_solve(G @ MinvGt, b, rcond)
+        a = a_u + MinvGt @ lam
+        _finite_result(where, "a or lam", (a, lam), inputs)
+    return a, lam, g
 
 
 def _cho(L, b):
@@ -372,84 +489,136 @@ def _cho(L, b):
     return np.linalg.solve(L.T, y)
 
 
+def constraint_wrenches(model, cs, q, lam):
+    """Per loop closure, the wrench (torque, force) (6,) the closing joint applies to
+    its child-side link, about that link's origin in world axes, from the
+    multipliers ``lam`` (all constraint rows, ``cs.n_rows``, as returned by
+    :func:`constrained_forward_dynamics`; the mimic rows come last and give no
+    wrench)."""
+    where = "constraint_wrenches"
+    q = _vectors(q, model.nq, "q", where, batch=False)
+    lam = _vectors(lam, cs.n_rows, "lam", where, batch=False)
+    inputs = (("q", q), ("lam", lam))
+    with _named(where, inputs):
+        out, k = [], 0
+        for D in cs.wrench_maps(q, where):
+            out.append(D.T @ lam[k:k + D.shape[0]])
+            k += D.shape[0]
+        _finite_result(where, "wrenches", out, inputs)
+    return out
+
+
 def project_velocity(model, cs, q, v, rcond=1e-10):
     """The velocity nearest to v in the kinetic-energy metric with G v = 0."""
-    v = _vectors(v, model.nv, "v", "project_velocity", batch=False)
-    _, G, _ = cs.evaluate(q)
-    if G.shape[0] == 0:
-        return v
-    L = np.linalg.cholesky(model.mass_matrix(q))
-    MinvGt = _cho(L, G.T)
-    return v - MinvGt @ _pinv_solve(G @ MinvGt, G @ v, rcond)
+    where = "project_velocity"
+    q = _vectors(q, model.nq, "q", where, batch=False)
+    v = _vectors(v, model.nv, "v", where, batch=False)
+    rcond = _rcond(rcond, where)
+    inputs = (("q", q), ("v", v))
+    with _named(where, inputs):
+        _, G, _ = cs._evaluate(q)
+        _finite_result(where, "constraint Jacobian G", (G,), inputs)
+        if G.shape[0] == 0:
+            return v
+        L = _cholesky(model, q, where)
+        MinvGt = _cho(L, G.T)
+        Gv = G @ v
+        _finite_result(where, "G v", (Gv,), inputs)
+        out = v - MinvGt @ _pinv_solve(G @ MinvGt, Gv, rcond)
+        _finite_result(where, "the projected velocity", (out,), inputs)
+    return out
 
 
 def project_position(model, cs, q, tol=1e-12, max_iter=20, rcond=1e-10):
     """Gauss–Newton projection onto g(q) = 0 in the kinetic-energy metric
-    (small corrections; used after each time step).  Returns (q, max|g|)."""
+    (small corrections; used after each time step).  Returns (q, max|g|).
+
+    ``tol`` > 0 (finite) and ``max_iter`` >= 1 (an integer) are checked."""
+    where = "project_position"
+    q = _vectors(q, model.nq, "q", where, batch=False)
+    tol = _number(tol, "tol", where, minimum=0.0, strict=True)
+    max_iter = _count(max_iter, "max_iter", where)
+    rcond = _rcond(rcond, where)
+    inputs = (("q", q),)
     L = None
-    for _ in range(max_iter):
-        g, G, _ = cs.evaluate(q)
-        err = np.abs(g).max() if g.size else 0.0
-        if err <= tol:
-            return q, err
-        if L is None:
-            L = np.linalg.cholesky(model.mass_matrix(q))
-        MinvGt = _cho(L, G.T)
-        q = model.integrate(q, -MinvGt @ _pinv_solve(G @ MinvGt, g, rcond))
-    g = cs.evaluate(q)[0]
+    with _named(where, inputs):
+        for _ in range(max_iter):
+            g, G, _ = cs._evaluate(q)
+            _finite_result(where, "constraint residual g or Jacobian G", (g, G), inputs)
+            err = np.abs(g).max() if g.size else 0.0
+            if err <= tol:
+                return q, err
+            if L is None:
+                L = _cholesky(model, q, where)
+            MinvGt = _cho(L, G.T)
+            q = model.integrate(q, -MinvGt @ _pinv_solve(G @ MinvGt, g, rcond))
+        g = cs._evaluate(q)[0]
+        _finite_result(where, "the projected q or its residual", (g, q), inputs)
     return q, (np.abs(g).max() if g.size else 0.0)
 
 
 def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
     """Solve g(q) = 0 from q_guess by Levenberg–Marquardt with step control,
     keeping the coordinates of the joints in ``fixed`` ({name: value}) at the given
-    values.  Raises ModelError with the residual if it does not converge."""
-    q = _vectors(q_guess, model.nq, "q_guess", "assemble", batch=False).copy()
+    values.  Raises ModelError with the residual if it does not converge; bad
+    arguments (``tol`` not > 0, ``max_iter`` not an integer >= 1, unknown joint
+    names in ``fixed``, NaN...) raise InputError."""
+    where = "assemble"
+    q = _vectors(q_guess, model.nq, "q_guess", where, batch=False).copy()
+    tol = _number(tol, "tol", where, minimum=0.0, strict=True)
+    max_iter = _count(max_iter, "max_iter", where)
     free = np.ones(model.nv, dtype=bool)
     if fixed is not None and not hasattr(fixed, "items"):
         raise InputError(f"assemble: fixed: expected a dict {{joint name: value}}, got "
                          f"{type(fixed).__name__} {fixed!r}")
     for name, value in (fixed or {}).items():
-        _name(name, "fixed", "assemble", choices=model.idx_q, what="moving joint")
+        _name(name, "fixed", where, choices=model.idx_q, what="moving joint")
         i = model.joint_names.index(name)
         if model.joint_types[i] in ("spherical", "free"):
             raise InputError(f"assemble: joint {name!r} has a quaternion; only joints whose "
                              f"coordinates are numbers can be fixed")
         n = int(model.nqj[i])
-        vals = np.asarray(value)
-        if vals.shape == ():
-            vals = np.full(n, float(_number(value, f"fixed[{name!r}]", "assemble")))
+        if not isinstance(value, (list, tuple)) and np.ndim(value) == 0:
+            vals = np.full(n, _number(value, f"fixed[{name!r}]", where))
         else:
-            vals = _vectors(value, n, f"fixed[{name!r}]", "assemble", batch=False)
+            vals = _vectors(value, n, f"fixed[{name!r}]", where, batch=False)
         q[model.qoff[i]:model.qoff[i] + model.nqj[i]] = vals
         free[model.voff[i]:model.voff[i] + model.nvj[i]] = False
-    g = cs.evaluate(q)[0]
-    cost = 0.5 * g @ g
-    mu = 1e-3
-    for it in range(max_iter):
+    inputs = (("q_guess", q),)
+    with _named(where, inputs):
+        g = cs._evaluate(q)[0]
+        cost = 0.5 * g @ g
+        if not np.isfinite(cost):
+            raise InputError(f"assemble: q_guess: the constraint residual overflows (max |g| "
+                             f"= {np.abs(g).max():.3g}) although q_guess is finite: the guess "
+                             f"(or a fixed value) is too large ({_sizes(inputs)})")
+        mu = 1e-3
+        for it in range(max_iter):
+            if not g.size or np.abs(g).max() <= tol:
+                return q
+            _, G, _ = cs._evaluate(q)
+            Gf = G[:, free]
+            H = Gf.T @ Gf
+            grad = Gf.T @ g
+            while True:
+                step = np.zeros(model.nv)
+                step[free] = -np.linalg.solve(
+                    H + mu * (np.diag(np.diag(H)) + 1e-12 * np.eye(len(H))), grad)
+                q_new = model.integrate(q, step)
+                g_new = cs._evaluate(q_new)[0]
+                cost_new = 0.5 * g_new @ g_new
+                if cost_new < cost:
+                    q, g, cost = q_new, g_new, cost_new
+                    mu = max(mu / 3.0, 1e-12)
+                    break
+                mu *= 4.0
+                if mu > 1e12:
+                    raise ModelError(
+                        f"assemble: no progress at residual {np.abs(g).max():.3e} after {it} "
+                        f"iterations: the loops cannot be closed near this guess (singular or "
+                        f"unreachable configuration)")
         if not g.size or np.abs(g).max() <= tol:
             return q
-        _, G, _ = cs.evaluate(q)
-        Gf = G[:, free]
-        H = Gf.T @ Gf
-        grad = Gf.T @ g
-        while True:
-            step = np.zeros(model.nv)
-            step[free] = -np.linalg.solve(H + mu * (np.diag(np.diag(H)) + 1e-12 * np.eye(len(H))),
-                                          grad)
-            q_new = model.integrate(q, step)
-            g_new = cs.evaluate(q_new)[0]
-            cost_new = 0.5 * g_new @ g_new
-            if cost_new < cost:
-                q, g, cost = q_new, g_new, cost_new
-                mu = max(mu / 3.0, 1e-12)
-                break
-            mu *= 4.0
-            if mu > 1e12:
-                raise ModelError(
-                    f"assemble: no progress at residual {np.abs(g).max():.3e} after {it} "
-                    f"iterations: the loops cannot be closed near this guess (singular or "
-                    f"unreachable configuration)")
     raise ModelError(f"assemble: residual {np.abs(g).max():.3e} after {max_iter} iterations")
 
 
@@ -471,46 +640,67 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
     where = "closed_loop_inverse_dynamics"
     if isinstance(actuated, str):
         actuated = [actuated]
+    try:
+        actuated = list(actuated)
+    except TypeError:
+        raise InputError(f"{where}: actuated: expected a joint name or a list of joint names, "
+                         f"got {_given(actuated)}") from None
     idx = []
     for name in actuated:
         _name(name, "actuated", where, choices=model.idx_v, what="moving tree joint")
+        if actuated.count(name) > 1:
+            raise InputError(f"{where}: actuated: joint {name!r} is listed more than once")
         i = model.joint_names.index(name)
+        if model.joint_types[i] in ("spherical", "free"):
+            raise InputError(f"{where}: actuated: joint {name!r} is a {model.joint_types[i]} "
+                             f"joint; only joints whose coordinates are numbers can be "
+                             f"actuated here")
         idx += list(range(model.voff[i], model.voff[i] + model.nvj[i]))
     idx = np.array(idx, dtype=int)
     # one value per actuated coordinate; a scalar is accepted for a single one
     q_ind, v_ind, a_ind = (_vectors(np.reshape(x, -1) if np.ndim(x) == 0 else x, len(idx),
                                     arg, where, batch=False)
                            for x, arg in ((q_ind, "q_ind"), (v_ind, "v_ind"), (a_ind, "a_ind")))
+    q_guess = model.neutral() if q_guess is None else \
+        _vectors(q_guess, model.nq, "q_guess", where, batch=False)
+    if gravity is not None:
+        gravity = _array_of_shape(gravity, (3,), "gravity", where)
+    rcond = _rcond(rcond, where)
+    inputs = (("q_ind", q_ind), ("v_ind", v_ind), ("a_ind", a_ind), ("gravity", gravity))
     fixed = {}
     k = 0
     for name in actuated:
-        i = model.joint_names.index(name)
-        n = int(model.nqj[i])
-        if model.joint_types[i] in ("spherical", "free"):
-            raise InputError(f"actuated joint {name!r}: only joints whose coordinates are "
-                             f"numbers can be actuated here")
+        n = int(model.nqj[model.joint_names.index(name)])
         fixed[name] = q_ind[k:k + n]
         k += n
-    q = assemble(model, cs, model.neutral() if q_guess is None else q_guess, fixed)
-    dep = np.setdiff1d(np.arange(model.nv), idx)
-    _, G, _ = cs.evaluate(q)
-    v = np.zeros(model.nv)
-    v[idx] = v_ind
-    v[dep] = -_pinv_solve(G[:, dep], G[:, idx] @ v_ind, rcond)
-    _, G, gam = cs.evaluate(q, v)
-    a = np.zeros(model.nv)
-    a[idx] = a_ind
-    a[dep] = -_pinv_solve(G[:, dep], G[:, idx] @ a_ind + gam, rcond)
-    tau_tree = model.inverse_dynamics(q, v, a, gravity=gravity)
-    S = np.zeros((len(idx), model.nv))
-    S[np.arange(len(idx)), idx] = 1.0
-    A = np.vstack([S, G]).T                                # τ = Sᵀ τ_act + Gᵀ λ
-    x = _pinv_solve(A, tau_tree, rcond)
-    tau_act, lam = x[:len(idx)], x[len(idx):]
-    maps = cs.wrench_maps(q)
-    wrenches, k = [], 0
-    for D in maps:
-        wrenches.append(D.T @ lam[k:k + D.shape[0]])
-        k += D.shape[0]
-    return dict(tau=tau_act, q=q, v=v, a=a, lam=lam, wrenches=wrenches,
-                residual=float(np.abs(A @ x - tau_tree).max()))
+    with _named(where, inputs):
+        q = assemble(model, cs, q_guess, fixed)
+        dep = np.setdiff1d(np.arange(model.nv), idx)
+        _, G, _ = cs._evaluate(q)
+        v = np.zeros(model.nv)
+        v[idx] = v_ind
+        rhs = G[:, idx] @ v_ind
+        _finite_result(where, "v (velocities of the dependent joints)", (rhs,), inputs)
+        v[dep] = -_pinv_solve(G[:, dep], rhs, rcond)
+        _finite_result(where, "v (velocities of the dependent joints)", (v,), inputs)
+        _, G, gam = cs._evaluate(q, v)
+        a = np.zeros(model.nv)
+        a[idx] = a_ind
+        rhs = G[:, idx] @ a_ind + gam
+        _finite_result(where, "a (accelerations of the dependent joints)", (rhs,), inputs)
+        a[dep] = -_pinv_solve(G[:, dep], rhs, rcond)
+        _finite_result(where, "a (accelerations of the dependent joints)", (a,), inputs)
+        tau_tree = model.inverse_dynamics(q, v, a, gravity=gravity)
+        S = np.zeros((len(idx), model.nv))
+        S[np.arange(len(idx)), idx] = 1.0
+        A = np.vstack([S, G]).T                                # τ = Sᵀ τ_act + Gᵀ λ
+        x = _pinv_solve(A, tau_tree, rcond)
+        tau_act, lam = x[:len(idx)], x[len(idx):]
+        wrenches, k = [], 0
+        for D in cs.wrench_maps(q, where):
+            wrenches.append(D.T @ lam[k:k + D.shape[0]])
+            k += D.shape[0]
+        residual = float(np.abs(A @ x - tau_tree).max()) if tau_tree.size else 0.0
+        _finite_result(where, "tau, lam or wrenches", (tau_act, lam, *wrenches, residual),
+                       inputs)
+    return dict(tau=tau_act, q=q, v=v, a=a, lam=lam, wrenches=wrenches, residual=residual)

@@ -23,6 +23,7 @@ element)``, makes errors name the robot file and element they came from.
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 
 import networkx as nx
@@ -30,7 +31,7 @@ import numpy as np
 
 from .errors import ModelError, RobotFileError
 
-__all__ = ["JointGraph", "JOINT_TYPES", "WORLD", "check_inertia"]
+__all__ = ["JointGraph", "JOINT_TYPES", "WORLD", "check_inertia", "unit_vector", "MAX_ANGLE"]
 
 WORLD = "world"
 
@@ -59,28 +60,109 @@ def _fail(message, source=None, field=None):
     raise ModelError(f"{field}: {message}" if field else message)
 
 
+def _short(value, limit=60):
+    """Short description of a given value: type and (truncated) repr."""
+    text = repr(value)
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _has_bool(value):
+    """True if ``value`` is, or (in nested lists/tuples) contains, a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_bool(v) for v in value)
+    return isinstance(value, np.ndarray) and value.dtype.kind == "b"
+
+
 def _array(value, shape, field, source, name=None):
-    """``value`` as a finite float64 array of ``shape``, or a clear error."""
+    """``value`` as a finite float64 array of ``shape``, or a clear error.
+
+    Only real numbers are accepted: strings (even "1.5"), booleans, complex and
+    other objects are refused rather than cast."""
     try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        _fail(f"expected {_shape_text(shape)} real numbers, got {value!r}", source, field)
+        arr = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):     # ragged lists, exotic objects
+        arr = None
+    want = "a real number" if shape == () else f"{_shape_text(shape)} real numbers"
+    if arr is None or arr.dtype.kind not in "fiu" or _has_bool(value):
+        _fail(f"expected {want}, got {_short(value)}", source, field)
     if arr.shape != shape:
-        _fail(f"expected {_shape_text(shape)} numbers, got shape {arr.shape}", source, field)
+        _fail(f"expected {want}, got shape {arr.shape}", source, field)
+    arr = np.array(arr, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         _fail(f"contains NaN or infinity: {value!r}", source, field)
     return arr
+
+
+def _real(value, what, field, source):
+    """``value`` as a Python float (a real number, not a bool or string; may be ±inf)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        _fail(f"{what} must be a real number, got {_short(value)}", source, field)
+    return float(value)
+
+
+def _text(value, field, source, what, prefix=""):
+    """A name: a string, or a clear error (unhashable lists, numbers, ...)."""
+    if not isinstance(value, str):
+        _fail(f"{prefix}expected a {what} name (a string), got {_short(value)}", source, field)
+    return value
 
 
 def _shape_text(shape):
     return "×".join(str(s) for s in shape) if shape else "a scalar of"
 
 
+#: Largest accepted |angle| (rad) of a roll-pitch-yaw triple: a float64 of this
+#: size resolves an angle to ~1e-10 rad; larger values are almost surely a mistake
+#: (and from ~1e16 rad on the rotation is pure round-off).
+MAX_ANGLE = 1e6
+
+#: Directions whose largest component lies in [2**-400, 2**400] are stored as
+#: given: their norms neither overflow nor underflow.  Others are stored scaled by
+#: an exact power of two (same direction bit for bit).
+_SAFE_LOW, _SAFE_HIGH = 2.0 ** -400, 2.0 ** 400
+
+
+def _power_of_two_scaled(v):
+    """``v · 2**k`` (exact) with max |v_i| in [1, 2); a zero vector stays zero."""
+    v = np.asarray(v, dtype=np.float64)
+    m = float(np.abs(v).max()) if v.size else 0.0
+    if m == 0.0 or not np.isfinite(m):
+        return v.copy()
+    return np.ldexp(v, 1 - int(np.frexp(m)[1]))
+
+
+def unit_vector(v):
+    """The unit vector along ``v`` (3,), free of overflow and underflow.
+
+    ``v`` is first scaled by an exact power of two so that its largest component
+    is in [1, 2), then divided by its norm: ``unit_vector((1e300, 0, 0))`` is
+    exactly (1, 0, 0), and for moderate vectors the result equals
+    ``v / np.linalg.norm(v)`` bit for bit.  A zero vector gives NaN (callers check
+    with :func:`_direction` first).
+    """
+    s = _power_of_two_scaled(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return s / np.sqrt(s.dot(s))
+
+
 def _direction(value, field, source):
+    """A non-zero direction (3,).  Returned as given if its norm is safe to compute,
+    otherwise scaled by an exact power of two (see ``_SAFE_LOW``)."""
     v = _array(value, (3,), field, source)
-    if np.linalg.norm(v) < 1e-12:
+    m = float(np.abs(v).max())
+    if m == 0.0:
         _fail("direction must be a non-zero vector", source, field)
-    return v
+    if m < np.finfo(np.float64).tiny:
+        _fail(f"direction must be a non-zero vector of normal numbers: its largest component "
+              f"{m:.3g} is subnormal (below 2.2e-308), so its direction is not accurately "
+              f"represented", source, field)
+    if _SAFE_LOW <= m <= _SAFE_HIGH:
+        return v
+    return _power_of_two_scaled(v)
 
 
 def check_inertia(mass, inertia, body, source=None, strict=True):
@@ -94,16 +176,22 @@ def check_inertia(mass, inertia, body, source=None, strict=True):
     """
     if mass < 0:
         _fail(f"body '{body}': negative mass {mass}", source, "mass")
-    scale = max(np.abs(inertia).max(), 1e-300)
-    if np.abs(inertia - inertia.T).max() > 1e-9 * scale:
+    # work on the matrix scaled by an exact power of two (largest entry in [1, 2)):
+    # entries up to 1e308 neither overflow in the sums nor in the eigensolver
+    factor = float(np.abs(inertia).max())
+    scaled = _power_of_two_scaled(inertia)
+    if np.abs(scaled - scaled.T).max() > 1e-9 * max(np.abs(scaled).max(), 1e-300):
         _fail(f"body '{body}': inertia matrix is not symmetric", source, "inertia")
-    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
-    tol = 1e-9 * max(eig.sum(), 1e-300)
+    eig_s = np.linalg.eigvalsh(0.5 * scaled + 0.5 * scaled.T)
+    unit = factor / np.abs(scaled).max() if factor > 0 else 1.0      # the power of two
+    with np.errstate(over="ignore"):
+        eig = eig_s * unit                          # principal moments, for the messages
+    tol = 1e-9 * max(eig_s.sum(), 1e-300)
     problem = None
-    if eig[0] < -tol:
+    if eig_s[0] < -tol:
         problem = (f"body '{body}': inertia is not positive semidefinite "
                    f"(principal moments {eig.tolist()})")
-    elif eig[2] > eig[0] + eig[1] + tol:
+    elif eig_s[2] > eig_s[0] + eig_s[1] + tol:
         problem = (f"body '{body}': principal moments {eig.tolist()} violate the triangle "
                    f"inequality I3 <= I1 + I2")
     if problem is None:
@@ -143,6 +231,7 @@ class JointGraph:
         self.graph.add_node(WORLD, mass=0.0, com=np.zeros(3), inertia=np.zeros((3, 3)),
                             frame=np.eye(4), source=None)
         self.frames = {}       # extra frames: name -> (link, 4x4 pose in link frame)
+        self.frame_sources = {}  # extra frames: name -> source (file, element) or None
         self.mimic = []        # dicts: joint, leader, multiplier, offset
         self._joint_edges = {}  # joint name -> (parent, child)
 
@@ -155,15 +244,12 @@ class JointGraph:
         COM in body-frame axes; ``frame`` is the 4×4 pose of the body frame in
         the world construction frame at q = 0 (identity if omitted).
         """
-        name = str(name)
+        name = _text(name, "name", source, "body")
         if name == WORLD:
             _fail(f"'{WORLD}' is reserved for the ground", source, "name")
         if name in self.graph:
             _fail(f"duplicate body name '{name}'", source, "name")
-        try:
-            mass = float(mass)
-        except (TypeError, ValueError):
-            _fail(f"body '{name}': mass must be a number, got {mass!r}", source, "mass")
+        mass = _real(mass, f"body '{name}': mass", "mass", source)
         if not np.isfinite(mass):
             _fail(f"body '{name}': mass is not finite", source, "mass")
         com = _array(com, (3,), "com", source)
@@ -174,7 +260,8 @@ class JointGraph:
         else:
             frame = _array(frame, (4, 4), "frame", source)
             _check_pose(frame, "frame", source)
-        self.graph.add_node(name, mass=mass, com=com, inertia=0.5 * (inertia + inertia.T),
+        # 0.5 A + 0.5 Aᵀ: the same bits as 0.5 (A + Aᵀ), without overflow near 1e308
+        self.graph.add_node(name, mass=mass, com=com, inertia=0.5 * inertia + 0.5 * inertia.T,
                             frame=frame, source=source)
 
     def add_joint(self, name, type, parent, child, axis=None, point=(0.0, 0.0, 0.0),
@@ -184,13 +271,17 @@ class JointGraph:
 
         See ``docs/robot-format.md`` for the meaning of each argument per type.
         """
-        name = str(name)
+        name = _text(name, "name", source, "joint")
         if name in self._joint_edges:
             _fail(f"duplicate joint name '{name}'", source, "name")
+        if not isinstance(type, str):
+            _fail(f"joint '{name}': expected a joint type (a string), got {_short(type)}",
+                  source, "type")
         if type not in JOINT_TYPES:
             _fail(f"joint '{name}': unknown joint type '{type}' "
                   f"(known: {', '.join(JOINT_TYPES)})", source, "type")
         for role, body in (("parent", parent), ("child", child)):
+            _text(body, role, source, f"{role} body", f"joint '{name}': ")
             if body not in self.graph:
                 _fail(f"joint '{name}': {role} body '{body}' does not exist", source, role)
         if parent == child:
@@ -203,8 +294,9 @@ class JointGraph:
         data = dict(name=name, type=type, loop=bool(loop), source=source,
                     point=_array(point, (3,), "point", source), pitch=0.0,
                     axis=None, axes=None, x_axis=None, group=None)
-        # raw directions are stored as given (so that a saved file reloads bit for bit);
-        # the compiler normalizes them
+        # directions are stored as given (so that a saved file reloads bit for bit), or
+        # scaled by an exact power of two if their norm would over- or underflow (the
+        # same direction, stable through save and load); the compiler normalizes them
         if type in _AXIS_TYPES:
             if axis is None:
                 _fail(f"joint '{name}' of type {type} needs an axis", source, "axis")
@@ -216,13 +308,14 @@ class JointGraph:
                 _fail(f"universal joint '{name}' needs two axes", source, "axes")
             a = _array(axes, (2, 3), "axes", source)
             a1, a2 = _direction(a[0], "axes", source), _direction(a[1], "axes", source)
-            if np.linalg.norm(np.cross(a1, a2)) < 1e-9 * np.linalg.norm(a1) * np.linalg.norm(a2):
+            if np.linalg.norm(np.cross(unit_vector(a1), unit_vector(a2))) < 1e-9:
                 _fail(f"universal joint '{name}': the two axes are parallel", source, "axes")
             data["axes"] = np.array([a1, a2])
         if type == "planar" and x_axis is not None:
-            n = data["axis"] / np.linalg.norm(data["axis"])
+            n = unit_vector(data["axis"])
             u = _direction(x_axis, "x_axis", source)
-            if np.linalg.norm(u - n * (n @ u)) < 1e-9 * np.linalg.norm(u):
+            e = unit_vector(u)
+            if np.linalg.norm(e - n * (n @ e)) < 1e-9:
                 _fail(f"planar joint '{name}': x_axis is parallel to the normal",
                       source, "x_axis")
             data["x_axis"] = u
@@ -231,7 +324,14 @@ class JointGraph:
                 _fail(f"free joint '{name}': group must be one of {FREE_GROUPS}, got {group!r}",
                       source, "group")
             data["group"] = group
-        arm = np.atleast_1d(_array(armature, np.shape(armature), "armature", source))
+        try:
+            arm_shape = np.shape(armature)
+        except ValueError:                                 # ragged lists
+            arm_shape = None
+        if arm_shape is None or len(arm_shape) > 1:
+            _fail(f"joint '{name}': armature needs a number or a list of {nv} numbers, got "
+                  f"{_short(armature)}", source, "armature")
+        arm = np.atleast_1d(_array(armature, arm_shape, "armature", source))
         if arm.size not in (1, nv) and nv:
             _fail(f"joint '{name}': armature needs 1 or {nv} values, got {arm.size}",
                   source, "armature")
@@ -245,6 +345,8 @@ class JointGraph:
 
     def add_frame(self, name, body, pose=None, source=None):
         """Attach a named frame to ``body`` (a body or world) at ``pose`` (4×4, body frame)."""
+        name = _text(name, "name", source, "frame")
+        _text(body, "body", source, "body", f"frame '{name}': ")
         if body not in self.graph:
             _fail(f"frame '{name}': body '{body}' does not exist", source, "body")
         if name in self.frames or name in self.graph:
@@ -252,14 +354,25 @@ class JointGraph:
         pose = np.eye(4) if pose is None else _array(pose, (4, 4), "pose", source)
         _check_pose(pose, "pose", source)
         self.frames[name] = (body, pose)
+        self.frame_sources[name] = source
 
     def add_mimic(self, joint, leader, multiplier=1.0, offset=0.0, source=None):
-        """Record q_joint = multiplier · q_leader + offset (kept, never dropped)."""
-        if str(joint) == str(leader):
+        """Record q_joint = multiplier · q_leader + offset (kept, never dropped).
+
+        A joint mimics at most one leader: a second coupling of the same joint is
+        refused (two couplings would conflict, or duplicate each other)."""
+        _text(joint, "joint", source, "joint", "mimic: ")
+        _text(leader, "leader", source, "leader joint", "mimic: ")
+        if joint == leader:
             _fail(f"mimic: joint '{joint}' cannot mimic itself", source, "joint")
         mult = float(_array(multiplier, (), "multiplier", source))
         off = float(_array(offset, (), "offset", source))
-        self.mimic.append(dict(joint=str(joint), leader=str(leader), multiplier=mult,
+        for other in self.mimic:
+            if other["joint"] == joint:
+                new = dict(joint=joint, leader=leader, multiplier=mult, offset=off, source=source)
+                _fail(f"mimic: joint '{joint}' is coupled twice: by {_mimic_text(other)} and by "
+                      f"{_mimic_text(new)}; a joint can mimic one leader only", source, "joint")
+        self.mimic.append(dict(joint=joint, leader=leader, multiplier=mult,
                                offset=off, source=source))
 
     # ------------------------------------------------------------------ queries
@@ -363,9 +476,50 @@ class JointGraph:
         return out
 
     def compile(self):
-        """Compile into an immutable :class:`treedyn.model.Model`."""
+        """Compile into an immutable :class:`treedyn.model.Model`.
+
+        Before compiling, the mimic couplings are checked against the joints (each
+        error names the coupling's file and element); afterwards every number of
+        the compiled model must be finite: finite inputs that overflow (e.g. an
+        origin of 1e308 m composed with another, a centre of mass of 1e200 m whose
+        square enters the spatial inertia) raise an error naming the body or joint
+        instead of leaving infinity or NaN in the model.
+        """
         from .compiler import compile_model
-        return compile_model(self)
+        self._check_mimic()
+        with np.errstate(over="ignore", invalid="ignore"):     # reported below, by name
+            model = compile_model(self)
+        _check_finite_model(self, model)
+        return model
+
+    def _check_mimic(self):
+        """Each coupling links two existing one-freedom tree joints; no coupling cycles."""
+        tree = {j["name"]: j for j in self.joints(loop=False)}
+        loops = {j["name"] for j in self.joints(loop=True)}
+        for mm in self.mimic:
+            for role in ("joint", "leader"):
+                jn = mm[role]
+                if jn in loops:
+                    _fail(f"mimic: {role} '{jn}' is a loop-closing joint: it has no coordinate "
+                          f"to couple", mm["source"], role)
+                if jn not in tree:
+                    _fail(f"mimic: {role} '{jn}' is not a joint of the model", mm["source"], role)
+                t = tree[jn]["type"]
+                if t != "fixed" and JOINT_TYPES[t][1] != 1:
+                    _fail(f"mimic: {role} '{jn}' is a {t} joint; mimic couples joints with one "
+                          f"degree of freedom", mm["source"], role)
+        leader_of = {mm["joint"]: mm for mm in self.mimic}
+        for mm in self.mimic:
+            chain, cur = [mm], mm
+            while cur["leader"] in leader_of:
+                cur = leader_of[cur["leader"]]
+                if cur is mm:
+                    text = ", ".join(_mimic_text(c) for c in chain)
+                    _fail(f"mimic: the couplings {text} form a cycle (a joint mimics itself "
+                          f"through others)", mm["source"], "leader")
+                if cur in chain:
+                    break
+                chain.append(cur)
 
 
 def _check_pose(T, field, source):
@@ -373,6 +527,13 @@ def _check_pose(T, field, source):
     if np.abs(R @ R.T - np.eye(3)).max() > 1e-9 or np.linalg.det(R) < 0 or \
             np.abs(T[3] - [0, 0, 0, 1]).max() > 0:
         _fail("not a rigid transformation (rotation must be orthonormal, det +1)", source, field)
+
+
+def _mimic_text(m):
+    """A mimic coupling for messages: its element (if from a file) and its equation."""
+    where = f"{m['source'][1]} " if m.get("source") else ""
+    return (f"{where}({m['joint']} = {m['multiplier']:g} * {m['leader']} "
+            f"+ {m['offset']:g})")
 
 
 def _limits(limits, name, source):
@@ -385,14 +546,106 @@ def _limits(limits, name, source):
         if key not in out:
             _fail(f"joint '{name}': unknown limit '{key}' (known: {', '.join(out)})",
                   source, "limits")
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            _fail(f"joint '{name}': limit '{key}' must be a number", source, "limits")
+        v = _real(value, f"joint '{name}': limit '{key}'", "limits", source)
         if np.isnan(v):
             _fail(f"joint '{name}': limit '{key}' is NaN", source, "limits")
+        if key in ("effort", "velocity") and v < 0:
+            _fail(f"joint '{name}': limit '{key}' must be >= 0, got {v:g}", source, "limits")
         out[key] = v
     if out["lower"] > out["upper"]:
         _fail(f"joint '{name}': lower limit {out['lower']} > upper limit {out['upper']}",
               source, "limits")
     return out
+
+
+def _check_finite_model(graph, model):
+    """Raise, naming the body, joint or frame and its source, if a number of the
+    compiled ``model`` is NaN or infinite (joint limits may be infinite), or if
+    the magnitudes its dynamics forms from them overflow.  Whole arrays are
+    tested first; the culprit is looked for only on failure."""
+    nodes = graph.graph.nodes
+
+    def joint_data(name):
+        parent, child = graph._joint_edges[name]
+        return graph.graph.edges[parent, child, name]
+
+    def rows_bad(a):
+        """Indices along the first axis of rows holding a NaN or infinity."""
+        a = np.asarray(a)
+        ok = np.isfinite(a).reshape(len(a), -1).all(axis=1) if a.size else np.ones(len(a), bool)
+        return np.flatnonzero(~ok)
+
+    def overflow(what, source, field, hint):
+        _fail(f"{what} overflows to infinity or NaN in the compiled model although the "
+              f"given numbers are finite: {hint}", source, field)
+
+    def urdf(source):
+        return source is not None and str(source[1]).startswith("<")
+
+    def pose_source(i):
+        """Where body i's pose at q = 0 is given: its [[body]] frame (TOML, graph) or
+        its joint's <origin> (URDF)."""
+        src = nodes[model.body_names[i]]["source"]
+        jsrc = joint_data(model.joint_names[i])["source"]
+        if urdf(src) and urdf(jsrc):
+            return jsrc, "origin"
+        return src, "frame"
+
+    def per_body(*arrays):
+        return np.concatenate([np.asarray(a, dtype=float).reshape(model.nb, -1)
+                               for a in arrays], axis=1)
+
+    if model.nb:
+        for i in rows_bad(per_body(model.A, model.B))[:1]:
+            overflow(f"body '{model.body_names[i]}': the pose at q = 0", *pose_source(i),
+                     "its position (or its parent's) is too large")
+        for i in rows_bad(per_body(model.mass, model.com, model.inertia,
+                                   model.spatial_inertia))[:1]:
+            src = nodes[model.body_names[i]]["source"]
+            overflow(f"body '{model.body_names[i]}': the inertia (with any links merged into "
+                     f"it)", src, "inertial" if urdf(src) else "inertia",
+                     "mass, centre of mass or inertia too large (the spatial inertia holds "
+                     "mass × com²)")
+        for i in rows_bad(model.center)[:1]:
+            jdata = joint_data(model.joint_names[i])
+            overflow(f"joint '{model.joint_names[i]}': the joint centre", jdata["source"],
+                     "point", "the joint point or the body pose is too large")
+    freedoms = np.concatenate([model.X, model.Y, model.armature.reshape(-1, 1)], axis=1)
+    for k in rows_bad(freedoms)[:1]:
+        i = int(np.searchsorted(model.voff, k, side="right") - 1)
+        jdata = joint_data(model.joint_names[i])
+        field = "axes" if jdata["type"] == "universal" else "point"
+        overflow(f"joint '{model.joint_names[i]}': the joint screw", jdata["source"], field,
+                 "the joint point (point × axis, or pitch) or the body pose is too large")
+    for k in rows_bad(model.frame_offset)[:1]:
+        frame = model.frame_names[k]
+        src = getattr(graph, "frame_sources", {}).get(frame) if frame in graph.frames \
+            else nodes[frame]["source"] if frame in nodes else None
+        overflow(f"frame '{frame}': its pose in its body", src, "origin", "positions too large")
+    for lc in model.loop_closures:
+        if any(len(rows_bad(np.atleast_2d(a))) for a in
+               (lc.Y, lc.parent_offset, lc.child_offset, lc.point)):
+            overflow(f"loop-closing joint '{lc.name}'", lc.data["source"], "point",
+                     "the joint point or the poses of the bodies it connects are too large")
+    if len(rows_bad(model.gravity.reshape(1, 3))):
+        overflow("gravity", None, "gravity", "")
+    # magnitudes the dynamics forms from these data at any configuration: the
+    # gravity force and moment m |g| (|c| + 1) and the inertia about the world
+    # origin m |c|² of each body (c: world position of its centre of mass; orders
+    # of magnitude: largest components, not norms)
+    g = float(np.abs(model.gravity).max())
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = np.einsum("bij,bj->bi", model.A[:, :3, :3], model.com) + model.A[:, :3, 3]
+        r = np.abs(c).max(axis=1) if model.nb else np.zeros(0)
+        m = model.mass
+        ok = (m == 0) | (np.isfinite(m * g * (r + 1.0)) & np.isfinite(m * r * r))
+    for i in np.flatnonzero(~ok)[:1]:
+        src = nodes[model.body_names[i]]["source"]
+        if np.abs(model.com[i]).max() > np.abs(model.A[i, :3, 3]).max():
+            field = "inertial" if urdf(src) else "com"
+        else:
+            src, field = pose_source(i)
+        overflow(f"body '{model.body_names[i]}': the dynamics of its mass", src, field,
+                 f"mass {m[i]:g} kg with its centre of mass {r[i]:.3g} m from the world "
+                 f"origin under gravity {g:.3g} m/s² gives forces or inertias beyond the "
+                 f"float64 range")

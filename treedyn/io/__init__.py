@@ -3,17 +3,40 @@ from __future__ import annotations
 
 import os
 
-from ..errors import RobotFileError
+import numpy as np
+
+from ..errors import InputError, RobotFileError
+from ..validation import _given
 from .toml import read_toml, write_toml
 from .urdf import read_urdf
 
 __all__ = ["load", "load_graph", "save"]
 
 
+def _path(path, where):
+    """``path`` as a str (from str or os.PathLike), or InputError."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise InputError(f"{where}: path: expected a file path (str or os.PathLike), got "
+                         f"{_given(path)}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    return path
+
+
+def _flag(value, argument, where):
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{where}: {argument}: expected True or False, got {_given(value)}")
+    return bool(value)
+
+
 def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
                coordinates="relative"):
     """Read a robot file (``.urdf`` or ``.toml``) into an editable JointGraph."""
-    path = os.fspath(path)
+    path = _path(path, "load")
+    floating_base = _flag(floating_base, "floating_base", "load")
+    strict_inertia = _flag(strict_inertia, "strict_inertia", "load")
     ext = os.path.splitext(path)[1].lower()
     if free_group not in (None, "SE3", "SO3xR3"):
         raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
@@ -77,10 +100,14 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
 
 def save(model, path):
     """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``."""
-    path = os.fspath(path)
+    path = _path(path, "save")
     if os.path.splitext(path)[1].lower() != ".toml":
         raise RobotFileError("treedyn writes the TOML format only: use a .toml path", file=path)
     from ..graph import JointGraph
+    from ..model import Model
+    if not isinstance(model, (Model, JointGraph)):
+        raise InputError(f"save: model: expected a treedyn Model or JointGraph, got "
+                         f"{_given(model)}")
     graph = model if isinstance(model, JointGraph) else model.graph
     write_toml(graph, path)
     return path

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import lie
 from ..errors import RobotFileError
-from ..graph import JointGraph
+from ..graph import MAX_ANGLE, JointGraph, _array, _short
 
 __all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
 
@@ -60,36 +60,33 @@ def _check_keys(table, allowed, file, element):
               sorted(unknown)[0])
 
 
-def _pose(table, file, element, field):
-    """4x4 pose from {origin, rpy | rotation}."""
+def _pose(table, file, element, prefix=""):
+    """4x4 pose from {origin, rpy | rotation}; errors name the key (``prefix.key``)."""
+    def key(k):
+        return f"{prefix}.{k}" if prefix else k
     _check_keys(table, {"origin", "rpy", "rotation"}, file, element)
     T = np.eye(4)
     src = (file, element)
-    try:
-        T[:3, 3] = np.array(table.get("origin", [0.0, 0.0, 0.0]), dtype=float)
-        if "rpy" in table and "rotation" in table:
-            _fail("give either 'rpy' or 'rotation', not both", file, element, field)
-        if "rpy" in table:
-            rpy = np.array(table["rpy"], dtype=float)
-            if rpy.shape != (3,):
-                raise ValueError
-            T[:3, :3] = lie.rpy_to_rot(rpy)
-        elif "rotation" in table:
-            T[:3, :3] = np.array(table["rotation"], dtype=float)
-    except (ValueError, TypeError):
-        _fail("origin needs 3 numbers, rpy 3 numbers, rotation a 3x3 array", *src, field)
-    if not np.all(np.isfinite(T)):
-        _fail("NaN or infinity", *src, field)
+    if "rpy" in table and "rotation" in table:
+        _fail("give either 'rpy' or 'rotation', not both", file, element, key("rotation"))
+    T[:3, 3] = _array(table.get("origin", [0.0, 0.0, 0.0]), (3,), key("origin"), src)
+    if "rpy" in table:
+        rpy = _array(table["rpy"], (3,), key("rpy"), src)
+        if np.abs(rpy).max() > MAX_ANGLE:
+            _fail(f"roll-pitch-yaw angles must be at most {MAX_ANGLE:g} rad in magnitude "
+                  f"(a float64 that large fixes an angle only to ~1e-10 rad: most likely a "
+                  f"mistake), got {rpy.tolist()}", file, element, key("rpy"))
+        T[:3, :3] = lie.rpy_to_rot(rpy)
+    elif "rotation" in table:
+        T[:3, :3] = _array(table["rotation"], (3, 3), key("rotation"), src)
     return T
 
 
 def _inertia(value, file, element):
     if isinstance(value, dict):
         _check_keys(value, {"ixx", "iyy", "izz", "ixy", "ixz", "iyz"}, file, element)
-        try:
-            v = {k: float(value.get(k, 0.0)) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
-        except (TypeError, ValueError):
-            _fail("inertia entries must be numbers", file, element, "inertia")
+        v = {k: float(_array(value.get(k, 0.0), (), f"inertia.{k}", (file, element)))
+             for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
         return np.array([[v["ixx"], v["ixy"], v["ixz"]],
                          [v["ixy"], v["iyy"], v["iyz"]],
                          [v["ixz"], v["iyz"], v["izz"]]])
@@ -100,15 +97,26 @@ def _build(doc, gravity, file, strict_inertia=True):
     _check_keys(doc, _TOP_KEYS, file, "top level")
     meta = doc.get("model", {})
     _check_keys(meta, {"name", "gravity"}, file, "[model]")
-    name = str(meta.get("name", os.path.splitext(os.path.basename(file))[0]))
+    name = meta.get("name", os.path.splitext(os.path.basename(file))[0])
+    if not isinstance(name, str):
+        _fail(f"expected the model name (a string), got {_short(name)}", file, "[model]", "name")
+    bodies = _array_of_tables(doc, "body", file)
+    joints = _array_of_tables(doc, "joint", file)
+    if not bodies or not joints:
+        missing = " and ".join(f"[[{k}]]" for k, v in (("body", bodies), ("joint", joints))
+                               if not v)
+        _fail(f"the file describes no {missing}: a robot needs at least one [[body]] and one "
+              f"[[joint]] connecting it (docs/robot-format.md)", file, "top level")
     grav = gravity if gravity is not None else meta.get("gravity", (0.0, 0.0, -9.81))
     try:
         g = JointGraph(name, gravity=grav, strict_inertia=strict_inertia)
     except RobotFileError:
         raise
     except ValueError as exc:
+        if gravity is not None:          # the caller's argument, not the file's
+            raise
         _fail(str(exc), file, "[model]", "gravity")
-    for k, b in enumerate(_array_of_tables(doc, "body", file)):
+    for k, b in enumerate(bodies):
         el = f'[[body]] "{b.get("name", f"#{k}")}"'
         _check_keys(b, _BODY_KEYS, file, el)
         if "name" not in b:
@@ -117,7 +125,7 @@ def _build(doc, gravity, file, strict_inertia=True):
         g.add_body(b["name"], mass=b.get("mass", 0.0), com=b.get("com", (0.0, 0.0, 0.0)),
                    inertia=_inertia(b.get("inertia"), file, el) if "inertia" in b else None,
                    frame=frame, source=(file, el))
-    for k, j in enumerate(_array_of_tables(doc, "joint", file)):
+    for k, j in enumerate(joints):
         el = f'[[joint]] "{j.get("name", f"#{k}")}"'
         _check_keys(j, _JOINT_KEYS, file, el)
         for key in ("name", "type", "parent", "child"):
@@ -137,7 +145,7 @@ def _build(doc, gravity, file, strict_inertia=True):
             if key not in fr:
                 _fail("missing key", file, el, key)
         pose = _pose({k2: fr[k2] for k2 in ("origin", "rpy", "rotation") if k2 in fr},
-                     file, el, "origin")
+                     file, el)
         g.add_frame(fr["name"], fr["body"], pose, source=(file, el))
     for k, mm in enumerate(_array_of_tables(doc, "mimic", file)):
         el = f'[[mimic]] #{k}'
@@ -145,11 +153,8 @@ def _build(doc, gravity, file, strict_inertia=True):
         for key in ("joint", "leader"):
             if key not in mm:
                 _fail("missing key", file, el, key)
-        try:
-            mult, off = float(mm.get("multiplier", 1.0)), float(mm.get("offset", 0.0))
-        except (TypeError, ValueError):
-            _fail("multiplier and offset must be numbers", file, el, "multiplier")
-        g.add_mimic(mm["joint"], mm["leader"], mult, off, source=(file, el))
+        g.add_mimic(mm["joint"], mm["leader"], mm.get("multiplier", 1.0), mm.get("offset", 0.0),
+                    source=(file, el))
     return g
 
 

@@ -21,6 +21,7 @@ URDF semantics used here (ROS URDF specification):
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -29,9 +30,19 @@ from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from ..graph import WORLD, JointGraph
+from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
+
+#: a decimal number as XML Schema writes it (no underscores, hexadecimal, spaces)
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = ("nan", "inf", "infinity")
+
+#: child elements that may appear at most once in a <joint>, a <link>, an <inertial>
+_SINGLE = {"joint": ("parent", "child", "origin", "axis", "limit", "mimic", "dynamics",
+                     "calibration", "safety_controller"),
+           "link": ("inertial",),
+           "inertial": ("origin", "mass", "inertia")}
 
 _URDF_TYPES = {
     "revolute": "revolute",
@@ -104,13 +115,27 @@ class _Reader:
         parts = raw.split()
         if len(parts) != n:
             self.fail(f"expected {n} numbers, got {raw!r}", where, attr)
-        try:
+        for p in parts:
+            if p.lower().lstrip("+-") in _NON_FINITE:
+                self.fail(f"NaN or infinity in {raw!r}", where, attr)
+            if not _NUMBER.fullmatch(p):
+                self.fail(f"not a number in {raw!r}", where, attr)
+        with np.errstate(over="ignore"):
             vals = np.array([float(p) for p in parts])
-        except ValueError:
-            self.fail(f"not a number in {raw!r}", where, attr)
         if not np.all(np.isfinite(vals)):
-            self.fail(f"NaN or infinity in {raw!r}", where, attr)
+            self.fail(f"number out of the float64 range (|x| > 1.8e308) in {raw!r}", where, attr)
         return vals
+
+    def single(self, elem, tag, where):
+        """The child ``<tag>`` of ``elem`` (or None); more than one is an error."""
+        found = elem.findall(tag)
+        if len(found) > 1:
+            self.fail(f"{len(found)} <{tag}> elements; at most one is allowed", where, tag)
+        return found[0] if found else None
+
+    def check_children(self, elem, kind, where):
+        for tag in _SINGLE[kind]:
+            self.single(elem, tag, where)
 
     def origin(self, elem, where):
         o = elem.find("origin") if elem is not None else None
@@ -118,7 +143,12 @@ class _Reader:
         if o is None:
             return T
         T[:3, 3] = self.floats(o, "xyz", 3, where + "<origin>", (0, 0, 0))
-        T[:3, :3] = lie.rpy_to_rot(self.floats(o, "rpy", 3, where + "<origin>", (0, 0, 0)))
+        rpy = self.floats(o, "rpy", 3, where + "<origin>", (0, 0, 0))
+        if np.abs(rpy).max() > MAX_ANGLE:
+            self.fail(f"roll-pitch-yaw angles must be at most {MAX_ANGLE:g} rad in magnitude "
+                      f"(a float64 that large fixes an angle only to ~1e-10 rad: most likely "
+                      f"a mistake), got {o.get('rpy')!r}", where + "<origin>", "rpy")
+        T[:3, :3] = lie.rpy_to_rot(rpy)
         return T
 
     def build(self, root, floating_base, free_group, gravity, strict_inertia):
@@ -130,6 +160,10 @@ class _Reader:
                 self.fail("link without a name", "<link>", "name")
             if lname in links:
                 self.fail(f"duplicate link name '{lname}'", f'<link name="{lname}">', "name")
+            self.check_children(el, "link", f'<link name="{lname}">')
+            inl = el.find("inertial")
+            if inl is not None:
+                self.check_children(inl, "inertial", f'<link name="{lname}"><inertial>')
             links[lname] = el
         if not links:
             self.fail("the robot has no links", "<robot>")
@@ -141,6 +175,7 @@ class _Reader:
                 self.fail("joint without a name", "<joint>", "name")
             if jname in joints:
                 self.fail(f"duplicate joint name '{jname}'", where, "name")
+            self.check_children(el, "joint", where)
             jtype = el.get("type")
             if jtype not in _URDF_TYPES:
                 self.fail(f"unknown joint type {jtype!r} (URDF types: "
@@ -181,7 +216,12 @@ class _Reader:
             lk = queue.pop(0)
             for jname in children[lk]:
                 el, _, _, chi = joints[jname]
-                frame[chi] = frame[lk] @ self.origin(el, f'<joint name="{jname}">')
+                with np.errstate(over="ignore", invalid="ignore"):
+                    frame[chi] = frame[lk] @ self.origin(el, f'<joint name="{jname}">')
+                if not np.all(np.isfinite(frame[chi])):
+                    self.fail(f"the pose of link '{chi}' at q = 0 overflows: this origin "
+                              f"composed with those of the joints above it exceeds the "
+                              f"float64 range", f'<joint name="{jname}"><origin>', "xyz")
                 seen.add(chi)
                 queue.append(chi)
         if len(seen) != len(links):
@@ -215,9 +255,11 @@ class _Reader:
             t = _URDF_TYPES[jtype]
             axis_el = el.find("axis")
             axis_local = self.floats(axis_el, "xyz", 3, where + "<axis>", (1.0, 0.0, 0.0))
-            if t in ("revolute", "continuous", "prismatic", "planar") and \
-                    np.linalg.norm(axis_local) < 1e-12:
-                self.fail("axis must be a non-zero vector", where + "<axis>", "xyz")
+            if t in ("revolute", "continuous", "prismatic", "planar"):
+                # non-zero (and not subnormal), then made unit (scaled first: no overflow
+                # or underflow) before it is rotated: "1e300 0 0" is exactly "1 0 0"
+                axis_local = unit_vector(_direction(axis_local, "xyz",
+                                                    (self.file, where + "<axis>")))
             R, p = frame[chi][:3, :3], frame[chi][:3, 3]
             limits = None
             lim = el.find("limit")
@@ -270,11 +312,15 @@ class _Reader:
                         [v["ixy"], v["iyy"], v["iyz"]],
                         [v["ixz"], v["iyz"], v["izz"]]])
         R = T[:3, :3]
-        return mass, T[:3, 3].copy(), R @ I_c @ R.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            inertia = R @ I_c @ R.T
+        if not np.all(np.isfinite(inertia)):
+            self.fail("the inertia overflows when rotated from the <inertial><origin> frame "
+                      "into the link frame (entries too large)", where_i + "<inertia>", "ixx")
+        return mass, T[:3, 3].copy(), inertia
 
 
 def _perpendicular(n):
-    n = n / np.linalg.norm(n)
+    n = unit_vector(n)
     trial = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = trial - n * (n @ trial)
-    return u / np.linalg.norm(u)
+    return unit_vector(trial - n * (n @ trial))
