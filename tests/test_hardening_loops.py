@@ -236,8 +236,6 @@ def test_constraint_wrenches_function_equals_the_model_method():
         np.testing.assert_array_equal(got, ref)
 
 
-@pytest.mark.xfail(strict=False, reason="Model.constraint_wrenches (model.py) must delegate to "
-                                        "treedyn.constraints.constraint_wrenches")
 @pytest.mark.parametrize("lam", [np.zeros(2), np.full(ROWS, np.nan), np.zeros(ROWS + 3)])
 def test_model_constraint_wrenches_checks_lam(lam):
     with pytest.raises(InputError, match="constraint_wrenches: lam: "):

@@ -312,12 +312,8 @@ class Model(ModelCore):
     def constraint_wrenches(self, q, lam):
         """Per loop closure, the wrench (torque, force) (6,) the closing joint applies to
         its child-side link, about that link's origin in world axes, from multipliers λ."""
-        maps = self.constraints.wrench_maps(q)
-        out, k = [], 0
-        for D in maps:
-            out.append(D.T @ lam[k:k + D.shape[0]])
-            k += D.shape[0]
-        return out
+        from .constraints import constraint_wrenches
+        return constraint_wrenches(self, self.constraints, q, lam)
 
     def assemble(self, q_guess, fixed=None, tol=1e-12, max_iter=200):
         """A configuration closing every loop, near ``q_guess``, with the joints in
