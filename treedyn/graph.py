@@ -23,6 +23,7 @@ element)``, makes errors name the robot file and element they came from.
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 import warnings
 
@@ -82,17 +83,20 @@ def _array(value, shape, field, source, name=None):
 
     Only real numbers are accepted: strings (even "1.5"), booleans, complex and
     other objects are refused rather than cast."""
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError, OverflowError):     # ragged lists, exotic objects
-        arr = None
-    want = "a real number" if shape == () else f"{_shape_text(shape)} real numbers"
-    if arr is None or arr.dtype.kind not in "fiu" or _has_bool(value):
-        _fail(f"expected {want}, got {_short(value)}", source, field)
-    if arr.shape != shape:
-        _fail(f"expected {want}, got shape {arr.shape}", source, field)
-    arr = np.array(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == shape:
+        arr = value.copy()                              # the loaders' case: no checks of type
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError, OverflowError):  # ragged lists, exotic objects
+            arr = None
+        want = "a real number" if shape == () else f"{_shape_text(shape)} real numbers"
+        if arr is None or arr.dtype.kind not in "fiu" or _has_bool(value):
+            _fail(f"expected {want}, got {_short(value)}", source, field)
+        if arr.shape != shape:
+            _fail(f"expected {want}, got shape {arr.shape}", source, field)
+        arr = np.array(arr, dtype=np.float64)
+    if not all(map(math.isfinite, arr.ravel().tolist())):
         _fail(f"contains NaN or infinity: {value!r}", source, field)
     return arr
 
@@ -475,7 +479,7 @@ class JointGraph:
             out._joint_edges[name] = (WORLD, child)
         return out
 
-    def compile(self):
+    def compile(self, _private=False):
         """Compile into an immutable :class:`treedyn.model.Model`.
 
         Before compiling, the mimic couplings are checked against the joints (each
@@ -488,7 +492,7 @@ class JointGraph:
         from .compiler import compile_model
         self._check_mimic()
         with np.errstate(over="ignore", invalid="ignore"):     # reported below, by name
-            model = compile_model(self)
+            model = compile_model(self, _private)
         _check_finite_model(self, model)
         return model
 

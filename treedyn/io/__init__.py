@@ -95,7 +95,7 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
     treedyn.Model
     """
     return load_graph(path, floating_base, free_group, gravity, strict_inertia,
-                      coordinates).compile()
+                      coordinates).compile(_private=True)
 
 
 def save(model, path):

@@ -24,6 +24,8 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+import math
+
 import numpy as np
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _safe_fromstring
@@ -116,15 +118,16 @@ class _Reader:
         if len(parts) != n:
             self.fail(f"expected {n} numbers, got {raw!r}", where, attr)
         for p in parts:
-            if p.lower().lstrip("+-") in _NON_FINITE:
-                self.fail(f"NaN or infinity in {raw!r}", where, attr)
             if not _NUMBER.fullmatch(p):
+                if p.lower().lstrip("+-") in _NON_FINITE:
+                    self.fail(f"NaN or infinity in {raw!r}", where, attr)
                 self.fail(f"not a number in {raw!r}", where, attr)
-        with np.errstate(over="ignore"):
-            vals = np.array([float(p) for p in parts])
-        if not np.all(np.isfinite(vals)):
-            self.fail(f"number out of the float64 range (|x| > 1.8e308) in {raw!r}", where, attr)
-        return vals
+        vals = [float(p) for p in parts]           # plain decimals: float() cannot fail
+        for x in vals:
+            if not math.isfinite(x):
+                self.fail(f"number out of the float64 range (|x| > 1.8e308) in {raw!r}",
+                          where, attr)
+        return np.array(vals)
 
     def single(self, elem, tag, where):
         """The child ``<tag>`` of ``elem`` (or None); more than one is an error."""
