@@ -24,6 +24,8 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
 from libc.string cimport memcpy, memset
 from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
+cimport cython
 
 from se3 cimport *
 from kinds cimport *
@@ -75,6 +77,7 @@ cdef struct Call:
     const double* fext         # (nb, 6) or NULL
     int fframe                 # 0 world, 1 body, 2 hybrid
     int body, frame, rep       # Jacobian target and representation
+    bint poses                 # out holds 4x4 poses: only their translations can overflow
     double* out
     double* out2
     double* out3
@@ -117,19 +120,96 @@ cdef const uint64_t EXP_BITS = 0x7ff0000000000000ULL
 
 cdef inline bint _finite_bits(const double* x, Py_ssize_t n) noexcept nogil:
     cdef const uint64_t* b = <const uint64_t*>x
-    cdef uint64_t acc = 0
+    cdef uint64_t acc = 0, e = EXP_BITS            # a local: the global could alias b[k]
     cdef Py_ssize_t k
     for k in range(n):
-        acc |= ((b[k] & EXP_BITS) ^ EXP_BITS) - 1     # top bit set iff b[k] non-finite
+        acc |= ((b[k] & e) ^ e) - 1                # top bit set iff b[k] is not finite
     return (acc >> 63) == 0
 
 
+cdef inline bint _finite_translations(const double* T, Py_ssize_t n) noexcept nogil:
+    """The translations of n/16 homogeneous 4x4 poses are finite (their rotations
+    are products of rotations of finite angles or unit quaternions: bounded)."""
+    cdef Py_ssize_t k
+    cdef double s = 0.0
+    for k in range(0, n, 16):
+        s += T[k + 3] * 0.0 + T[k + 7] * 0.0 + T[k + 11] * 0.0    # NaN iff one is not finite
+    return s == 0.0
+
+
 cdef inline int _checked_outputs(int code, const Call* c) noexcept nogil:
-    if code == 0 and not (_finite_bits(c.out, c.so)
-                          and (c.out2 == NULL or _finite_bits(c.out2, c.so2))
-                          and (c.out3 == NULL or _finite_bits(c.out3, c.so3))):
+    if code:
+        return code
+    if c.poses:
+        if not _finite_translations(c.out, c.so):
+            return CODE_OVERFLOW
+    elif not (_finite_bits(c.out, c.so)
+              and (c.out2 == NULL or _finite_bits(c.out2, c.so2))
+              and (c.out3 == NULL or _finite_bits(c.out3, c.so3))):
         return CODE_OVERFLOW
-    return code
+    return 0
+
+
+# Output arrays.  NumPy caches the memory of arrays up to 1 KiB; a larger result
+# (panda's 9 poses are 1152 bytes) would go through the general malloc path,
+# which costs about as much as the forward-kinematics kernel itself.  Results
+# between 1 and 64 KiB therefore take their memory from a small cache of blocks
+# that dead results gave back (under the GIL: arrays are made and freed with it).
+cdef enum:
+    _CACHE_SLOTS = 8
+    _CACHE_MIN = 1024
+    _CACHE_MAX = 65536
+cdef void* _cache_ptr[_CACHE_SLOTS]
+cdef size_t _cache_len[_CACHE_SLOTS]
+cdef int _cache_n = 0
+
+
+@cython.freelist(16)
+cdef class _Block:
+    """Owner (the array's ``base``) of a result's memory; gives it back to the cache."""
+    cdef void* ptr
+    cdef size_t nbytes
+
+    def __dealloc__(self):
+        global _cache_n
+        if self.ptr == NULL:
+            return
+        if _cache_n < _CACHE_SLOTS:
+            _cache_ptr[_cache_n] = self.ptr
+            _cache_len[_cache_n] = self.nbytes
+            _cache_n += 1
+        else:
+            free(self.ptr)
+
+
+cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims):
+    """An uninitialized C-contiguous float64 array of shape dims[:nd]."""
+    global _cache_n
+    cdef size_t nbytes = sizeof(double)
+    cdef int k
+    cdef void* ptr = NULL
+    cdef _Block blk
+    for k in range(nd):
+        nbytes *= <size_t>dims[k]
+    if nbytes <= _CACHE_MIN or nbytes > _CACHE_MAX:
+        return cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
+    for k in range(_cache_n - 1, -1, -1):
+        if _cache_len[k] == nbytes:
+            ptr = _cache_ptr[k]
+            _cache_n -= 1
+            _cache_ptr[k] = _cache_ptr[_cache_n]
+            _cache_len[k] = _cache_len[_cache_n]
+            break
+    if ptr == NULL:
+        ptr = malloc(nbytes)
+        if ptr == NULL:
+            raise MemoryError()
+    blk = _Block.__new__(_Block)
+    blk.ptr = ptr
+    blk.nbytes = nbytes
+    arr = cnp.PyArray_SimpleNewFromData(nd, dims, cnp.NPY_DOUBLE, ptr)
+    cnp.set_array_base(arr, blk)
+    return arr
 
 
 # kernel adapters: Call -> the kernel's own arguments
@@ -396,7 +476,7 @@ cdef class ModelCore:
         for k in range(nd):
             full[lead + k] = dims[k]
         if out is None:
-            return cnp.PyArray_EMPTY(lead + nd, full, cnp.NPY_DOUBLE, 0)
+            return _new_output(lead + nd, full)
         ok = (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
               and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
               and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
@@ -511,6 +591,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * self.nb
+        c.poses = True
         self._dispatch(_k_fk, &c, self._batch(qa), data, -1, "forward_kinematics: the body poses")
         return res
 
@@ -528,6 +609,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * dims[0]
+        c.poses = True
         self._dispatch(_k_frame_poses, &c, self._batch(qa), data, -1, "frame_poses: the frame poses")
         return res
 
