@@ -305,3 +305,26 @@ def test_bad_data_and_out_are_refused():
         m.jacobian(q, ["panda_link7"])
     with pytest.raises(td.InputError, match="representation"):
         m.jacobian(q, "panda_link7", "local")
+
+
+def test_results_never_share_memory_with_live_results():
+    """Results of 1-64 KiB reuse the memory of dead results (a small block cache in
+    the binding): a live result must never be overwritten by a later call."""
+    m, _, _ = load_pair("panda")
+    rng = np.random.default_rng(11)
+    qs = [m.random_configuration(rng) for _ in range(40)]
+    live, expect = [], []
+    for k, q in enumerate(qs):
+        T = m.forward_kinematics(q)
+        J = m.jacobian(q, "panda_link7", "spatial")
+        assert T.nbytes > 1024 and T.flags.writeable and T.flags.c_contiguous
+        if k % 3:
+            live.append((T, J))
+            expect.append((T.copy(), J.copy()))
+        del T, J                                      # every third result dies at once
+    for (T, J), (T0, J0) in zip(live, expect):
+        assert np.array_equal(T, T0) and np.array_equal(J, J0)
+    arrays = [a for pair in live for a in pair]
+    for i in range(len(arrays)):
+        for j in range(i + 1, len(arrays)):
+            assert not np.shares_memory(arrays[i], arrays[j])
