@@ -58,6 +58,7 @@ include "crba.pxi"
 include "aba.pxi"
 include "lie_groups.pxi"
 include "integrators.pxi"
+include "loops.pxi"
 
 #: stands for zero velocities or accelerations in the library's own calls
 #: (bias_forces, gravity_forces) so that they need not allocate them in Python.
@@ -77,6 +78,7 @@ cdef struct Call:
     const double* fext         # (nb, 6) or NULL
     int fframe                 # 0 world, 1 body, 2 hybrid
     int body, frame, rep       # Jacobian target and representation
+    double k1, k2, rcond       # constrained dynamics: Baumgarte gains, rank tolerance
     bint poses                 # out holds 4x4 poses: only their translations can overflow
     double* out
     double* out2
@@ -237,6 +239,15 @@ cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
 cdef int _k_aba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return aba_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
 
+cdef int _k_loop_rows(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out g (m), out2 G (m, nv), out3 Ġv (m) at (q, v)."""
+    return loop_rows_kernel(m, d, c.q, c.v, c.out, c.out2, c.out3)
+
+cdef int _k_constrained_fd(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out v̇ (nv), out2 λ (m), out3 g (m) at (q, v, τ = c.a)."""
+    return constrained_fd_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.k1, c.k2,
+                                 c.rcond, c.out, c.out2, c.out3)
+
 cdef int _k_body_motion(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """out (nb, 12) world poses, out2 / out3 (nb, 6) body twists / derivatives."""
     cdef int bad = body_motion_kernel(m, d, c.q, c.v, c.a)
@@ -287,6 +298,12 @@ cdef class ModelCore:
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
     cdef dict _targets                 # body or frame name -> (body, frame index or -1)
+    # loop closures and mimic couplings (loops.pxi; set by _init_loops)
+    cdef readonly int n_crows          # constraint rows m
+    cdef const int[:, ::1] cl_int      # (closures, 3): row kind, parent-side, child-side body
+    cdef const double[:, ::1] cl_geo   # (closures, G_WIDTH): attachment frames and geometry
+    cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
+    cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
     cdef list _pool                    # state: no result depends on them)
 
@@ -345,6 +362,22 @@ cdef class ModelCore:
             targets[name] = (i, -1)
         self._targets = targets
         self._pool = []
+        self.n_crows = 0
+        self.cl_int = np.zeros((0, 3), dtype=np.int32)
+        self.cl_geo = np.zeros((0, G_WIDTH))
+        self.mm_int = np.zeros((0, 4), dtype=np.int32)
+        self.mm_dbl = np.zeros((0, 2))
+
+    def _init_loops(self, cl_int, cl_geo, mm_int, mm_dbl, int n_rows):
+        """Set the compiled loop closures (treedyn.constraints.ConstraintSet.packed);
+        called once, while the model is built, before any Data exists."""
+        if self._idle is not None or self._pool:
+            raise RuntimeError("_init_loops after Data were created")
+        self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
+        self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
+        self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
+        self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
+        self.n_crows = n_rows
 
     # ------------------------------------------------------------------ Data
     def create_data(self):
@@ -432,6 +465,10 @@ cdef class ModelCore:
         return 0
 
     cdef _raise_code(self, int code, Py_ssize_t sample, str what):
+        if code == CODE_MASS_NOT_PD:
+            at = f" (sample {sample})" if sample >= 0 else ""
+            raise SingularModelError(f"{what}{at}: the mass matrix is not positive definite "
+                                     f"(massless subtree without armature?)")
         if code == CODE_OVERFLOW:
             at = f" (sample {sample})" if sample >= 0 else ""
             raise InputError(f"{what}{at} overflowed to infinity or NaN although the inputs "
@@ -451,8 +488,9 @@ cdef class ModelCore:
         cdef cnp.ndarray arr = _as_states(x, width, name)
         cdef int nd = cnp.PyArray_NDIM(arr)
         if nd != cnp.PyArray_NDIM(ref) or (nd == 2 and cnp.PyArray_DIMS(arr)[0] != cnp.PyArray_DIMS(ref)[0]):
-            raise InputError(f"{name}: shape {np.shape(arr)} does not match q's batch shape "
-                             f"{np.shape(ref)}")
+            want = np.shape(ref)[:-1] + (width,)
+            raise InputError(f"{name}: expected shape {want} (the batch shape of q "
+                             f"{np.shape(ref)}), got {np.shape(arr)}")
         return arr
 
     cdef cnp.ndarray _zero_or_like(self, cnp.ndarray qa, object x, str name):
@@ -511,15 +549,18 @@ cdef class ModelCore:
             return &self.grav[0]
         garr = self._states(gravity, 3, "gravity")
         if cnp.PyArray_NDIM(garr) != 1:
-            raise InputError("gravity: expected shape (3,)")
+            raise InputError(f"gravity: expected shape (3,), got {np.shape(garr)}")
         for k in range(3):
             gbuf[k] = (<double*>cnp.PyArray_DATA(garr))[k]
         return gbuf
 
     cdef int _wrench_frame(self, object f_ext_frame) except -1:
-        if not isinstance(f_ext_frame, str) or f_ext_frame not in _WRENCH_FRAMES:
-            raise InputError(f"f_ext_frame must be 'world', 'body' or 'hybrid', "
-                             f"got {f_ext_frame!r}")
+        if not isinstance(f_ext_frame, str):
+            raise InputError(f"f_ext_frame: expected a wrench frame name (str), got "
+                             f"{type(f_ext_frame).__name__} {f_ext_frame!r:.60}")
+        if f_ext_frame not in _WRENCH_FRAMES:
+            raise InputError(f"f_ext_frame: no wrench frame named {f_ext_frame!r}; expected "
+                             f"one of 'body', 'hybrid', 'world'")
         return _WRENCH_FRAMES[f_ext_frame]
 
     cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
@@ -530,7 +571,8 @@ cdef class ModelCore:
                 raise TypeError(f"dtype {fa.dtype}")
             fa = np.ascontiguousarray(fa, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"f_ext: cannot be read as real numbers: {exc}") from None
+            raise InputError(f"f_ext: expected real numbers of shape ({self.nb}, 6) or "
+                             f"(N, {self.nb}, 6), got {exc}") from None
         cdef tuple want
         if cnp.PyArray_NDIM(qa) == 1:
             want = (self.nb, 6)
@@ -540,7 +582,8 @@ cdef class ModelCore:
             raise InputError(f"f_ext: expected shape {want} (one wrench per body), "
                              f"got {np.shape(fa)}")
         if not _all_finite(<double*>cnp.PyArray_DATA(fa), cnp.PyArray_SIZE(fa)):
-            raise InputError("f_ext: contains NaN or infinity")
+            raise InputError(f"f_ext: expected finite numbers of shape {want}, got NaN or "
+                             f"infinity")
         return fa
 
     cdef object _loads(self, Call* c, cnp.ndarray qa, object f_ext, object gravity,
@@ -550,10 +593,9 @@ cdef class ModelCore:
         c.g = self._gravity_ptr(gravity, gbuf)
         c.fext = NULL
         c.sf = 0
-        c.fframe = 0
+        c.fframe = 0 if f_ext_frame == "world" else self._wrench_frame(f_ext_frame)
         if f_ext is None:
             return None
-        c.fframe = self._wrench_frame(f_ext_frame)
         fa = self._wrenches(qa, f_ext)
         c.fext = <double*>cnp.PyArray_DATA(fa)
         c.sf = 6 * self.nb
@@ -886,6 +928,77 @@ cdef class ModelCore:
         self._dispatch(_k_screw_rates, &c, -1, None, -1, "the joint screws or their rates")
         return C, J[:self.nv], Jd[:self.nv]
 
+    # ------------------------------------------------------------------ loop closures
+    cdef int _require_loops(self) except -1:
+        if self.cl_int.shape[0] + self.mm_int.shape[0] == 0:
+            raise InputError("the model has no loop closures or mimic couplings")
+        return 0
+
+    def _loop_rows(self, q, v=None):
+        """Constraint rows (docs/constraints.md) at q (nq,) or (N, nq) and v (zero if
+        None): g (…, m), G (…, m, nv), Ġv (…, m)."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._zero_or_like(qa, _ZERO if v is None else v, "v")
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        self._require_loops()
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        mr = self.n_crows
+        g = np.empty(lead + (mr,))
+        G = np.empty(lead + (mr, self.nv))
+        gam = np.empty(lead + (mr,))
+        if mr == 0:
+            return g, G, gam
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.out = <double*>cnp.PyArray_DATA(g)
+        c.out2 = <double*>cnp.PyArray_DATA(G)
+        c.out3 = <double*>cnp.PyArray_DATA(gam)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.so = mr
+        c.so2 = mr * self.nv
+        c.so3 = mr
+        self._dispatch(_k_loop_rows, &c, self._batch(qa), None, -1,
+                       "constraints: the residual g, Jacobian G or Ġv")
+        return g, G, gam
+
+    def _constrained_forward_dynamics(self, q, v, tau, f_ext=None, gravity=None,
+                                      f_ext_frame="world", double k1=0.0, double k2=0.0,
+                                      double rcond=1e-10):
+        """(v̇, λ, g) of the index-1 equations (loops.pxi) for one state or a batch."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
+        cdef double gbuf[3]
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        self._require_loops()
+        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+        mr = self.n_crows
+        a = np.empty(lead + (self.nv,))
+        lam = np.empty(lead + (mr,))
+        g = np.empty(lead + (mr,))
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(ta)
+        c.out = <double*>cnp.PyArray_DATA(a)
+        c.out2 = <double*>cnp.PyArray_DATA(lam) if mr else NULL
+        c.out3 = <double*>cnp.PyArray_DATA(g) if mr else NULL
+        c.k1 = k1
+        c.k2 = k2
+        c.rcond = rcond
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.so = self.nv
+        c.so2 = mr
+        c.so3 = mr
+        self._dispatch(_k_constrained_fd, &c, self._batch(qa), None, -1,
+                       "v̇ or λ")
+        return a, lam, g
+
     # ------------------------------------------------------------------ time stepping
     cdef _check_unit_quaternions(self, cnp.ndarray qa, str name):
         """Raise unless every quaternion of q (or of each row) is unit to 1e-6."""
@@ -1068,7 +1181,8 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
         except Exception as exc:
             raise InputError(f"{name}: cannot be read as an array: {exc}") from None
         if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
-            raise InputError(f"{name}: expected real numbers, got dtype {arr.dtype}")
+            raise InputError(f"{name}: expected real numbers of shape ({width},) or "
+                             f"(N, {width}), got dtype {arr.dtype}")
         if arr.ndim == 0:
             raise InputError(f"{name}: expected shape ({width},) or (N, {width}), got ()")
         arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -1077,7 +1191,9 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
         raise InputError(
             f"{name}: expected shape ({width},) or (N, {width}), got {np.shape(arr)}")
     if not _all_finite(<double*>cnp.PyArray_DATA(arr), cnp.PyArray_SIZE(arr)):
-        raise InputError(f"{name}: contains NaN or infinity")
+        raise InputError(f"{name}: expected finite numbers of shape {np.shape(arr)}, got "
+                         f"NaN or infinity (first at flat index "
+                         f"{int(np.flatnonzero(~np.isfinite(arr))[0])})")
     return arr
 
 

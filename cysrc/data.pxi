@@ -46,6 +46,22 @@ cdef struct DataC:
     # scratch
     double* sc_q      # (nb, 2)  sin, cos of the revolute fast-path joints' angles
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
+    # loop closures (loops.pxi; NULL for models without closures or mimic couplings)
+    double* oJ        # (nv, 6)  world screws about the world origin
+    double* zero_v    # (nv,)    zeros
+    double* cmv       # (36, nv) side Jacobians and moving vectors of the rows
+    double* cG        # (m, nv)  constraint Jacobian G
+    double* cgam      # (m,)     Ġv
+    double* cM        # (nv, nv) mass matrix, then its Cholesky factor
+    double* cY        # (m, nv)  L⁻¹ Gᵀ by columns
+    double* cK        # (m, m)   G M⁻¹ Gᵀ
+    double* cF        # (m, m)   its pivoted Cholesky factor
+    double* cS        # (m, m)   FᵀF
+    double* cb        # (m,)     right-hand side, then λ
+    double* cw        # (m,)
+    double* cw2       # (nv,)
+    int* cperm        # (m,)
+    const double* q_loop   # the configuration of the rows being evaluated
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -86,6 +102,8 @@ cdef class Data:
     cdef readonly long model_serial
     cdef double[::1] buf
     cdef int[::1] ibuf
+    cdef double[::1] cbuf
+    cdef int[::1] cibuf
 
     def __cinit__(self, ModelCore model):
         cdef int nb = model.nb, nv = model.nv, i, o, n, k
@@ -129,6 +147,7 @@ cdef class Data:
         self.c.Dinv = p; p += 6 * n
         self.c.u = p; p += n
         self.c.path = &self.ibuf[0]
+        self._loop_scratch(model)
         # S of a one-freedom joint is its constant body-fixed screw: set once here
         # (the kernels' fast paths never write these rows); a revolute fast-path
         # joint's is the exact axis ±e_k the fast path uses
@@ -142,6 +161,34 @@ cdef class Data:
                         self.c.S[6 * o + n] = 0.0
                     k = model.fast[i] - FAST_REV_X
                     self.c.S[6 * o + k] = 1.0 if model.X[o, k] > 0.0 else -1.0
+
+    cdef _loop_scratch(self, ModelCore model):
+        """Scratch of the loop-closure kernels (loops.pxi), if the model has any."""
+        cdef int n = model.nv if model.nv > 0 else 1
+        cdef int mr = model.n_crows if model.n_crows > 0 else 1
+        cdef double* p
+        self.c.oJ = NULL
+        self.c.cmv = NULL
+        if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
+            return
+        self.cbuf = np.zeros((6 + 1 + 36 + 1) * n + n * n + 2 * mr * n + 3 * mr * mr
+                             + 3 * mr + 16)
+        self.cibuf = np.zeros(mr, dtype=np.int32)
+        p = &self.cbuf[8]
+        self.c.oJ = p; p += 6 * n
+        self.c.zero_v = p; p += n
+        self.c.cmv = p; p += 36 * n
+        self.c.cw2 = p; p += n
+        self.c.cM = p; p += n * n
+        self.c.cG = p; p += mr * n
+        self.c.cY = p; p += mr * n
+        self.c.cK = p; p += mr * mr
+        self.c.cF = p; p += mr * mr
+        self.c.cS = p; p += mr * mr
+        self.c.cgam = p; p += mr
+        self.c.cb = p; p += mr
+        self.c.cw = p; p += mr
+        self.c.cperm = &self.cibuf[0]
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""
@@ -194,7 +241,8 @@ cdef class Data:
     @property
     def nbytes(self):
         """Memory held by this Data, bytes."""
-        return self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
+        return (self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
+                + (0 if self.cbuf is None else self.cbuf.shape[0] * 8 + self.cibuf.shape[0] * 4))
 
     @staticmethod
     def pose_matrices(poses):

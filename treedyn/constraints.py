@@ -250,6 +250,35 @@ class ConstraintSet:
                        m["offset"]) for m in model.mimic]
         self.n_rows = sum(c["n"] for c in self.closures) + len(self.mimic)
 
+    _KIND = {"spherical": 0, "revolute": 1, "continuous": 1, "helical": 2, "prismatic": 3,
+             "cylindrical": 4, "universal": 5, "planar": 6, "fixed": 7, "free": 8}
+
+    def packed(self):
+        """The closures and couplings as the compiled kernels take them
+        (cysrc/loops.pxi): (cl_int (k, 3), cl_geo (k, 44), mm_int (c, 4),
+        mm_dbl (c, 2), number of rows)."""
+        m = self.model
+        cl_int = np.zeros((len(self.closures), 3), dtype=np.int32)
+        cl_geo = np.zeros((len(self.closures), 44))
+        for k, c in enumerate(self.closures):
+            lc, geo = c["lc"], c["geo"]
+            cl_int[k] = (self._KIND[c["type"]], lc.parent_body, lc.child_body)
+            for o, off in enumerate(c["offsets"]):
+                cl_geo[k, 12 * o:12 * o + 9] = off[:3, :3].ravel()
+                cl_geo[k, 12 * o + 9:12 * o + 12] = off[:3, 3]
+            for name, col in (("point", 24), ("axis", 27), ("u1", 30), ("u2", 33),
+                              ("a1", 36), ("a2", 39)):
+                if name in geo:
+                    cl_geo[k, col:col + 3] = geo[name]
+            cl_geo[k, 42] = geo.get("c12", 0.0)
+            cl_geo[k, 43] = geo.get("pitch", 0.0)
+        qindex = {int(m.voff[i]): int(m.qoff[i]) for i in range(m.nb)}
+        mm_int = np.array([(f, l, qindex[f], qindex[l]) for f, l, _, _ in self.mimic],
+                          dtype=np.int32).reshape(-1, 4)
+        mm_dbl = np.array([(mult, off) for _, _, mult, off in self.mimic],
+                          dtype=float).reshape(-1, 2)
+        return cl_int, cl_geo, mm_int, mm_dbl, self.n_rows
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, q, v=None):
         """Residual g (m,), Jacobian G (m, nv) and velocity-product term Ġv (m,)
@@ -266,7 +295,12 @@ class ConstraintSet:
         return out
 
     def _evaluate(self, q, v=None):
-        """:meth:`evaluate` for checked arrays (no checks)."""
+        """:meth:`evaluate` for checked arrays (no checks): the compiled rows
+        (cysrc/loops.pxi)."""
+        return self.model._loop_rows(q, v)
+
+    def _evaluate_numpy(self, q, v=None):
+        """The same rows in NumPy (the test oracle of the compiled ones)."""
         m = self.model
         if v is None:
             v = np.zeros(m.nv)
@@ -461,27 +495,34 @@ def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
                      _number(dt, "baumgarte dt", where, minimum=0.0, strict=True))
     rcond = _rcond(rcond, where)
     inputs = (("q", q), ("v", v), ("tau", tau), ("f_ext", f_ext), ("gravity", gravity))
+    k1, k2 = (0.0, 0.0) if baumgarte is None else (2.0 * baumgarte[0] / baumgarte[2],
+                                                  (baumgarte[1] / baumgarte[2]) ** 2)
     with _named(where, inputs):
-        h = model.inverse_dynamics(q, v, np.zeros(model.nv), f_ext=f_ext, gravity=gravity,
-                                   f_ext_frame=f_ext_frame)
-        L = _cholesky(model, q, where)
-        a_u = _cho(L, tau - h)
-        _finite_result(where, "a (unconstrained accelerations)", (a_u,), inputs)
-        g, G, gam = cs._evaluate(q, v)
-        _finite_result(where, "constraint residual g, Jacobian G or Ġv", (g, G, gam), inputs)
-        if G.shape[0] == 0:
-            return a_u, np.zeros(0), g
-        rhs = -gam
-        if baumgarte is not None:
-            alpha, beta, dt = baumgarte
-            rhs = rhs - (2.0 * alpha / dt) * (G @ v) - (beta / dt) ** 2 * g
-        MinvGt = _cho(L, G.T)
-        b = rhs - G @ a_u
-        _finite_result(where, "constraint right-hand side", (b,), inputs)
-        lam = _pinv_solve(G @ MinvGt, b, rcond)
-        a = a_u + MinvGt @ lam
-        _finite_result(where, "a or lam", (a, lam), inputs)
-    return a, lam, g
+        if cs.n_rows == 0 and not cs.closures:
+            return model.forward_dynamics(q, v, tau, f_ext=f_ext, gravity=gravity,
+                                          f_ext_frame=f_ext_frame), np.zeros(0), np.zeros(0)
+        return model._constrained_forward_dynamics(q, v, tau, f_ext, gravity, f_ext_frame,
+                                                   k1, k2, rcond)
+
+
+def _constrained_forward_dynamics_numpy(model, cs, q, v, tau, f_ext=None, gravity=None,
+                                        f_ext_frame="world", baumgarte=None, rcond=1e-10):
+    """The same equations in NumPy, with an SVD for the multipliers (the test oracle
+    of the compiled kernel; checked arrays only)."""
+    h = model.inverse_dynamics(q, v, np.zeros(model.nv), f_ext=f_ext, gravity=gravity,
+                               f_ext_frame=f_ext_frame)
+    L = _cholesky(model, q, "constrained_forward_dynamics")
+    a_u = _cho(L, tau - h)
+    g, G, gam = cs._evaluate_numpy(q, v)
+    if G.shape[0] == 0:
+        return a_u, np.zeros(0), g
+    rhs = -gam
+    if baumgarte is not None:
+        alpha, beta, dt = baumgarte
+        rhs = rhs - (2.0 * alpha / dt) * (G @ v) - (beta / dt) ** 2 * g
+    MinvGt = _cho(L, G.T)
+    lam = _pinv_solve(G @ MinvGt, rhs - G @ a_u, rcond)
+    return a_u + MinvGt @ lam, lam, g
 
 
 def _cho(L, b):

@@ -120,6 +120,11 @@ class Model(ModelCore):
         d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
         d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
         self._init_core(arrays, names)
+        if closures or mimic:
+            from .constraints import ConstraintSet
+            cs = ConstraintSet(self)
+            d["_constraints"] = cs
+            self._init_loops(*cs.packed())
 
     # immutability and pickling ----------------------------------------------------
     def __setattr__(self, key, value):
@@ -304,9 +309,21 @@ class Model(ModelCore):
                                      f_ext_frame="world", baumgarte=None):
         """(q̈, λ) of M q̈ + h = τ + Gᵀλ, G q̈ = −Ġv (redundant rows allowed: λ is the
         minimal-norm choice); Gᵀλ are the generalized constraint forces."""
-        from .constraints import constrained_forward_dynamics
-        a, lam, _ = constrained_forward_dynamics(self, self.constraints, q, v, tau, f_ext,
-                                                 gravity, f_ext_frame, baumgarte)
+        if baumgarte is not None or not (self.loop_closures or self.mimic):
+            from .constraints import constrained_forward_dynamics
+            a, lam, _ = constrained_forward_dynamics(self, self.constraints, q, v, tau, f_ext,
+                                                     gravity, f_ext_frame, baumgarte)
+            return a, lam
+        # the compiled kernel checks its arguments (cysrc/loops.pxi); one state or a batch
+        try:
+            a, lam, _ = self._constrained_forward_dynamics(q, v, tau, f_ext, gravity,
+                                                           f_ext_frame)
+        except InputError as exc:
+            text = f"constrained_forward_dynamics: {exc}"
+            if "overflow" in text:
+                from .constraints import _sizes
+                text += f" ({_sizes((('q', q), ('v', v), ('tau', tau), ('f_ext', f_ext)))})"
+            raise InputError(text) from None
         return a, lam
 
     def constraint_wrenches(self, q, lam):

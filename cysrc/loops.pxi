@@ -1,0 +1,555 @@
+# Loop closures and mimic couplings as constraint rows, and constrained forward
+# dynamics (docs/constraints.md).
+#
+# Rows: each closing joint is two frames, one on each side's body (P: parent
+# side, C: child side), coincident at q = 0.  Points and directions fixed to a
+# side are "moving vectors": value x, rate ẋ, second derivative at v̇ = 0 (ẍ₀)
+# and the Jacobian ∂ẋ/∂v (3 × nv), from the body's world pose, world angular
+# velocity ω, origin velocity ṙ and their derivatives at v̇ = 0:
+#     point:      ẋ = ṙ + ω × d,  ẍ₀ = r̈₀ + α₀ × d + ω × (ω × d),  d = x − r
+#     direction:  ė = ω × e,      ë₀ = α₀ × e + ω × ė
+# Every row is a dot or cross product of such vectors, or a rotation error; the
+# row order and formulas are those of treedyn/constraints.py, which keeps them in
+# NumPy as the test oracle.
+#
+# Dynamics (index 1, [Müller & Terze 2013] eq. 3):
+#     M v̇ + h = τ + Gᵀλ,   G v̇ = −Ġv (− Baumgarte terms)
+# M by CRBA and h by RNEA, M = L Lᵀ (Cholesky), Y = L⁻¹ Gᵀ, K = G M⁻¹ Gᵀ = Yᵀ Y.
+# Redundant rows make K singular: K = F Fᵀ by Cholesky with diagonal pivoting,
+# stopped at pivots below rcond · max diag (rank r), and λ = K⁺ c, the
+# minimal-norm multipliers, as F (FᵀF)⁻² Fᵀ c.  Cost O(n + nv³ + m nv² + m³),
+# dominated for small robots by the two sweeps (CRBA, RNEA) and the row kinematics.
+
+cdef enum:
+    LOOP_SPHERICAL = 0
+    LOOP_REVOLUTE = 1
+    LOOP_HELICAL = 2
+    LOOP_PRISMATIC = 3
+    LOOP_CYLINDRICAL = 4
+    LOOP_UNIVERSAL = 5
+    LOOP_PLANAR = 6
+    LOOP_FIXED = 7
+    LOOP_FREE = 8
+    # cl_geo columns (one closure per row of the array)
+    G_OFFP = 0       # pose of frame P in body P (12)
+    G_OFFC = 12      # pose of frame C in body C (12)
+    G_POINT = 24     # joint point, frame coordinates (3)
+    G_AXIS = 27      # joint axis (3)
+    G_U1 = 30        # u1, u2 ⟂ axis (3 + 3)
+    G_U2 = 33
+    G_A1 = 36        # universal axes (3 + 3), a1·a2 at q = 0
+    G_A2 = 39
+    G_C12 = 42
+    G_PITCH = 43
+    G_WIDTH = 44
+    CODE_MASS_NOT_PD = (1 << 30) + 1
+
+
+cdef struct MovVec:
+    double x[3]
+    double xd[3]
+    double xdd[3]
+    double* J          # (3, nv) row-major
+
+
+cdef struct Side:
+    double R[9]
+    double r[3]
+    double w[3]        # angular velocity (world)
+    double rd[3]       # velocity of the frame origin
+    double al[3]       # angular acceleration at v̇ = 0
+    double rdd[3]      # acceleration of the frame origin at v̇ = 0
+    double* Jw         # (3, nv): ω = Jw v
+    double* Jr         # (3, nv): ṙ = Jr v
+
+
+cdef struct Rows:
+    int k              # next row
+    int nv
+    double* g
+    double* G          # (m, nv)
+    double* gam
+
+
+cdef inline void _cross_add(const double* a, const double* b, double s, double* c) noexcept nogil:
+    """c += s (a × b)."""
+    c[0] += s * (a[1] * b[2] - a[2] * b[1])
+    c[1] += s * (a[2] * b[0] - a[0] * b[2])
+    c[2] += s * (a[0] * b[1] - a[1] * b[0])
+
+
+cdef void _side(ModelCore m, DataC* d, int body, const double* off, const double* oJ,
+                Side* s) noexcept nogil:
+    """Pose and motion of the frame (body's pose) · off, from d.oMi, d.v, d.a (body
+    motion at v̇ = 0) and the world screws oJ (nv, 6) of the path's freedoms."""
+    cdef int nv = m.nv, i, j, k, c
+    cdef double Rb[9]
+    cdef double rb[3]
+    cdef double t[3]
+    cdef double dd[3]
+    cdef const double* V
+    cdef const double* A
+    for k in range(3 * nv):
+        s.Jw[k] = 0.0
+        s.Jr[k] = 0.0
+    if body < 0:
+        for k in range(9):
+            s.R[k] = off[k]
+        for k in range(3):
+            s.r[k] = off[9 + k]
+            s.w[k] = 0.0; s.rd[k] = 0.0; s.al[k] = 0.0; s.rdd[k] = 0.0
+        return
+    for k in range(9):
+        Rb[k] = d.oMi[12 * body + k]
+    for k in range(3):
+        rb[k] = d.oMi[12 * body + 9 + k]
+    V = &d.v[6 * body]
+    A = &d.a[6 * body]
+    rot_vec(Rb, V, s.w)
+    rot_vec(Rb, &V[3], s.rd)
+    rot_vec(Rb, A, s.al)
+    cross(V, &V[3], t)
+    t[0] += A[3]; t[1] += A[4]; t[2] += A[5]
+    rot_vec(Rb, t, s.rdd)
+    # columns of the freedoms on the path world -> body: ω = Σ ω_j, ṙ = Σ (v0_j + ω_j × r)
+    i = body
+    while i >= 0:
+        for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
+            cross(&oJ[6 * j], rb, t)                  # ω_j × r
+            for c in range(3):
+                s.Jw[c * nv + j] = oJ[6 * j + c]
+                s.Jr[c * nv + j] = oJ[6 * j + 3 + c] + t[c]
+        i = m.parent[i]
+    # the frame: R = Rb Ro, r = Rb po + rb, d = r − rb
+    pose_mul(Rb, rb, off, &off[9], s.R, s.r)
+    for k in range(3):
+        dd[k] = s.r[k] - rb[k]
+    _cross_add(s.w, dd, 1.0, s.rd)
+    _cross_add(s.al, dd, 1.0, s.rdd)
+    cross(s.w, dd, t)
+    _cross_add(s.w, t, 1.0, s.rdd)
+    for j in range(nv):                               # Jr −= d × Jw
+        s.Jr[0 * nv + j] -= dd[1] * s.Jw[2 * nv + j] - dd[2] * s.Jw[1 * nv + j]
+        s.Jr[1 * nv + j] -= dd[2] * s.Jw[0 * nv + j] - dd[0] * s.Jw[2 * nv + j]
+        s.Jr[2 * nv + j] -= dd[0] * s.Jw[1 * nv + j] - dd[1] * s.Jw[0 * nv + j]
+
+
+cdef void _point(const Side* s, const double* xl, int nv, MovVec* p) noexcept nogil:
+    """The point with frame coordinates xl."""
+    cdef double dd[3]
+    cdef double t[3]
+    cdef int k, j
+    rot_vec(s.R, xl, dd)
+    for k in range(3):
+        p.x[k] = dd[k] + s.r[k]
+        p.xd[k] = s.rd[k]
+        p.xdd[k] = s.rdd[k]
+    _cross_add(s.w, dd, 1.0, p.xd)
+    _cross_add(s.al, dd, 1.0, p.xdd)
+    cross(s.w, dd, t)
+    _cross_add(s.w, t, 1.0, p.xdd)
+    for j in range(nv):                               # J = Jr − d × Jw
+        p.J[0 * nv + j] = s.Jr[0 * nv + j] - (dd[1] * s.Jw[2 * nv + j] - dd[2] * s.Jw[1 * nv + j])
+        p.J[1 * nv + j] = s.Jr[1 * nv + j] - (dd[2] * s.Jw[0 * nv + j] - dd[0] * s.Jw[2 * nv + j])
+        p.J[2 * nv + j] = s.Jr[2 * nv + j] - (dd[0] * s.Jw[1 * nv + j] - dd[1] * s.Jw[0 * nv + j])
+
+
+cdef void _direction(const Side* s, const double* el, int nv, MovVec* e) noexcept nogil:
+    """The direction with frame coordinates el."""
+    cdef int k, j
+    rot_vec(s.R, el, e.x)
+    cross(s.w, e.x, e.xd)
+    cross(s.al, e.x, e.xdd)
+    _cross_add(s.w, e.xd, 1.0, e.xdd)
+    for j in range(nv):                               # J = Jw × e (ė = ω × e)
+        e.J[0 * nv + j] = s.Jw[1 * nv + j] * e.x[2] - s.Jw[2 * nv + j] * e.x[1]
+        e.J[1 * nv + j] = s.Jw[2 * nv + j] * e.x[0] - s.Jw[0 * nv + j] * e.x[2]
+        e.J[2 * nv + j] = s.Jw[0 * nv + j] * e.x[1] - s.Jw[1 * nv + j] * e.x[0]
+
+
+cdef void _difference(const MovVec* a, const MovVec* b, int nv, MovVec* out) noexcept nogil:
+    """out = b − a."""
+    cdef int k
+    for k in range(3):
+        out.x[k] = b.x[k] - a.x[k]
+        out.xd[k] = b.xd[k] - a.xd[k]
+        out.xdd[k] = b.xdd[k] - a.xdd[k]
+    for k in range(3 * nv):
+        out.J[k] = b.J[k] - a.J[k]
+
+
+cdef void _cross_mv(const MovVec* a, const MovVec* b, int nv, MovVec* out) noexcept nogil:
+    """out = a × b."""
+    cdef int k, j
+    cross(a.x, b.x, out.x)
+    cross(a.xd, b.x, out.xd)
+    _cross_add(a.x, b.xd, 1.0, out.xd)
+    cross(a.xdd, b.x, out.xdd)
+    _cross_add(a.xd, b.xd, 2.0, out.xdd)
+    _cross_add(a.x, b.xdd, 1.0, out.xdd)
+    for j in range(nv):                               # J = a × J_b − b × J_a
+        out.J[0 * nv + j] = (a.x[1] * b.J[2 * nv + j] - a.x[2] * b.J[1 * nv + j]
+                             - b.x[1] * a.J[2 * nv + j] + b.x[2] * a.J[1 * nv + j])
+        out.J[1 * nv + j] = (a.x[2] * b.J[0 * nv + j] - a.x[0] * b.J[2 * nv + j]
+                             - b.x[2] * a.J[0 * nv + j] + b.x[0] * a.J[2 * nv + j])
+        out.J[2 * nv + j] = (a.x[0] * b.J[1 * nv + j] - a.x[1] * b.J[0 * nv + j]
+                             - b.x[0] * a.J[1 * nv + j] + b.x[1] * a.J[0 * nv + j])
+
+
+cdef void _emit_dot(Rows* rows, const MovVec* a, const MovVec* b, double shift) noexcept nogil:
+    """Row a·b − shift: rate row aᵀJ_b + bᵀJ_a, ẍ₀ term ä·b + 2 ȧ·ḃ + a·b̈."""
+    cdef int nv = rows.nv, j, k = rows.k
+    cdef double* G = &rows.G[k * nv]
+    rows.g[k] = dot3(a.x, b.x) - shift
+    rows.gam[k] = dot3(a.xdd, b.x) + 2.0 * dot3(a.xd, b.xd) + dot3(a.x, b.xdd)
+    for j in range(nv):
+        G[j] = (a.x[0] * b.J[j] + a.x[1] * b.J[nv + j] + a.x[2] * b.J[2 * nv + j]
+                + b.x[0] * a.J[j] + b.x[1] * a.J[nv + j] + b.x[2] * a.J[2 * nv + j])
+    rows.k = k + 1
+
+
+cdef void _emit_components(Rows* rows, const MovVec* a) noexcept nogil:
+    """The three components of a as rows."""
+    cdef int nv = rows.nv, j, c
+    for c in range(3):
+        rows.g[rows.k] = a.x[c]
+        rows.gam[rows.k] = a.xdd[c]
+        for j in range(nv):
+            rows.G[rows.k * nv + j] = a.J[c * nv + j]
+        rows.k += 1
+
+
+cdef void rot_log(const double* R, double* phi) noexcept nogil:
+    """phi with exp(φ̂) = R, |φ| ≤ π (via the unit quaternion of R, Shepperd's
+    choice of the largest of 1 + trace, 1 + 2 R_kk − trace)."""
+    cdef double Q[4]
+    cdef double tr = R[0] + R[4] + R[8], s
+    if tr >= R[0] and tr >= R[4] and tr >= R[8]:
+        s = 2.0 * sqrt(1.0 + tr)
+        Q[0] = 0.25 * s
+        Q[1] = (R[7] - R[5]) / s; Q[2] = (R[2] - R[6]) / s; Q[3] = (R[3] - R[1]) / s
+    elif R[0] >= R[4] and R[0] >= R[8]:
+        s = 2.0 * sqrt(1.0 + 2.0 * R[0] - tr)
+        Q[0] = (R[7] - R[5]) / s; Q[1] = 0.25 * s
+        Q[2] = (R[1] + R[3]) / s; Q[3] = (R[2] + R[6]) / s
+    elif R[4] >= R[8]:
+        s = 2.0 * sqrt(1.0 + 2.0 * R[4] - tr)
+        Q[0] = (R[2] - R[6]) / s; Q[1] = (R[1] + R[3]) / s
+        Q[2] = 0.25 * s; Q[3] = (R[5] + R[7]) / s
+    else:
+        s = 2.0 * sqrt(1.0 + 2.0 * R[8] - tr)
+        Q[0] = (R[3] - R[1]) / s; Q[1] = (R[2] + R[6]) / s
+        Q[2] = (R[5] + R[7]) / s; Q[3] = 0.25 * s
+    quat_to_rotvec(Q, phi)
+
+
+cdef void _relative_rotation(const Side* P, const Side* C, double* phi) noexcept nogil:
+    """log(R_Pᵀ R_C)."""
+    cdef double Rrel[9]
+    cdef int a, b, k
+    for a in range(3):
+        for b in range(3):
+            Rrel[3 * a + b] = 0.0
+            for k in range(3):
+                Rrel[3 * a + b] += P.R[3 * k + a] * C.R[3 * k + b]
+    rot_log(Rrel, phi)
+
+
+cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept nogil:
+    """log(R_Pᵀ R_C) (3 rows); rate R_Pᵀ(ω_C − ω_P), ẍ₀ term
+    R_Pᵀ(α_C − α_P) − (R_Pᵀ ω_P) × R_Pᵀ(ω_C − ω_P) (exact on the manifold)."""
+    cdef int nv = rows.nv, c, j, k
+    cdef double phi[3]
+    cdef double dw[3]
+    cdef double dwl[3]
+    cdef double wPl[3]
+    cdef double dal[3]
+    cdef double t[3]
+    _relative_rotation(P, C, phi)
+    for c in range(3):
+        dw[c] = C.w[c] - P.w[c]
+        t[c] = C.al[c] - P.al[c]
+    rotT_vec(P.R, dw, dwl)
+    rotT_vec(P.R, P.w, wPl)
+    rotT_vec(P.R, t, dal)
+    cross(wPl, dwl, t)
+    for c in range(3):
+        k = rows.k
+        rows.g[k] = phi[c]
+        rows.gam[k] = dal[c] - t[c]
+        for j in range(nv):
+            rows.G[k * nv + j] = (P.R[c] * (C.Jw[j] - P.Jw[j])
+                                  + P.R[3 + c] * (C.Jw[nv + j] - P.Jw[nv + j])
+                                  + P.R[6 + c] * (C.Jw[2 * nv + j] - P.Jw[2 * nv + j]))
+        rows.k = k + 1
+
+
+cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noexcept nogil:
+    """Rows g (m), G (m, nv), Ġv (m) of every closure and mimic coupling from
+    d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws)."""
+    cdef int nv = m.nv, nvv = nv if nv > 0 else 1, c, t, k, j
+    cdef Rows rows
+    cdef Side P, C
+    cdef MovVec mv[8]
+    cdef double* scr = d.cmv
+    cdef const double* geo
+    cdef double zero[3]
+    cdef double thJ, th_acc, pitch
+    cdef double phi[3]
+    zero[0] = 0.0; zero[1] = 0.0; zero[2] = 0.0
+    rows.k = 0
+    rows.nv = nv
+    rows.g = g
+    rows.G = G
+    rows.gam = gam
+    P.Jw = scr; P.Jr = &scr[3 * nvv]
+    C.Jw = &scr[6 * nvv]; C.Jr = &scr[9 * nvv]
+    for k in range(8):
+        mv[k].J = &scr[(12 + 3 * k) * nvv]
+    for c in range(m.cl_int.shape[0]):
+        t = m.cl_int[c, 0]
+        geo = &m.cl_geo[c, 0]
+        _side(m, d, m.cl_int[c, 1], &geo[G_OFFP], d.oJ, &P)
+        _side(m, d, m.cl_int[c, 2], &geo[G_OFFC], d.oJ, &C)
+        if t == LOOP_FREE:
+            continue
+        # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
+        _point(&P, &geo[G_POINT], nv, &mv[0])
+        _point(&C, &geo[G_POINT], nv, &mv[1])
+        _difference(&mv[0], &mv[1], nv, &mv[2])
+        if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
+            _emit_components(&rows, &mv[2])
+        if (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
+                or t == LOOP_PLANAR):
+            # axis alignment u_k · (e_P × e_C), u_k ⟂ e carried by P
+            _direction(&P, &geo[G_AXIS], nv, &mv[3])
+            _direction(&C, &geo[G_AXIS], nv, &mv[4])
+            _cross_mv(&mv[3], &mv[4], nv, &mv[5])
+            _direction(&P, &geo[G_U1], nv, &mv[6])
+            _direction(&P, &geo[G_U2], nv, &mv[7])
+            _emit_dot(&rows, &mv[6], &mv[5], 0.0)
+            _emit_dot(&rows, &mv[7], &mv[5], 0.0)
+        if t == LOOP_HELICAL or t == LOOP_CYLINDRICAL or t == LOOP_PRISMATIC:
+            _direction(&P, &geo[G_U1], nv, &mv[6])
+            _direction(&P, &geo[G_U2], nv, &mv[7])
+            _emit_dot(&rows, &mv[6], &mv[2], 0.0)
+            _emit_dot(&rows, &mv[7], &mv[2], 0.0)
+        if t == LOOP_PLANAR:
+            _direction(&P, &geo[G_AXIS], nv, &mv[3])
+            _emit_dot(&rows, &mv[3], &mv[2], 0.0)
+        if t == LOOP_UNIVERSAL:
+            _direction(&P, &geo[G_A1], nv, &mv[3])
+            _direction(&C, &geo[G_A2], nv, &mv[4])
+            _emit_dot(&rows, &mv[3], &mv[4], geo[G_C12])
+        if t == LOOP_PRISMATIC or t == LOOP_FIXED:
+            _orientation_rows(&rows, &P, &C)
+        if t == LOOP_FIXED:
+            _point(&P, zero, nv, &mv[0])
+            _point(&C, zero, nv, &mv[1])
+            _difference(&mv[0], &mv[1], nv, &mv[2])
+            _emit_components(&rows, &mv[2])
+        if t == LOOP_HELICAL:
+            # e_P·(x_C − x_P) − h θ, θ = e·log(R_Pᵀ R_C); θ̇ = e_P·(ω_C − ω_P)
+            pitch = geo[G_PITCH]
+            _direction(&P, &geo[G_AXIS], nv, &mv[3])
+            _emit_dot(&rows, &mv[3], &mv[2], 0.0)
+            k = rows.k - 1
+            _relative_rotation(&P, &C, phi)
+            g[k] -= pitch * dot3(phi, &geo[G_AXIS])
+            th_acc = 0.0
+            for j in range(3):
+                th_acc += (mv[3].xd[j] * (C.w[j] - P.w[j])
+                           + mv[3].x[j] * (C.al[j] - P.al[j]))
+            gam[k] -= pitch * th_acc
+            for j in range(nv):
+                thJ = (mv[3].x[0] * (C.Jw[j] - P.Jw[j]) + mv[3].x[1] * (C.Jw[nv + j] - P.Jw[nv + j])
+                       + mv[3].x[2] * (C.Jw[2 * nv + j] - P.Jw[2 * nv + j]))
+                G[k * nv + j] -= pitch * thJ
+    # mimic couplings: q_f − m q_l − offset, rate row e_f − m e_l
+    for c in range(m.mm_int.shape[0]):
+        k = rows.k
+        g[k] = (d.q_loop[m.mm_int[c, 2]] - m.mm_dbl[c, 0] * d.q_loop[m.mm_int[c, 3]]
+                - m.mm_dbl[c, 1])
+        gam[k] = 0.0
+        for j in range(nv):
+            G[k * nv + j] = 0.0
+        G[k * nv + m.mm_int[c, 0]] += 1.0
+        G[k * nv + m.mm_int[c, 1]] -= m.mm_dbl[c, 0]
+        rows.k = k + 1
+    return rows.k
+
+
+cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                          double* g, double* G, double* gam) noexcept nogil:
+    """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
+    Fills d.oMi, d.v, d.a, d.S, d.oJ.  Returns 0 or i + 1 (non-unit quaternion)."""
+    cdef int bad, k
+    for k in range(m.nv):
+        d.zero_v[k] = 0.0
+    bad = body_motion_kernel(m, d, q, d.zero_v if qd == NULL else qd, d.zero_v)
+    world_screws(m, d, d.oJ)
+    d.q_loop = q
+    loop_rows(m, d, g, G, gam)
+    return bad
+
+
+# ------------------------------------------------------------------ small dense algebra
+cdef bint _cholesky(double* A, int n) noexcept nogil:
+    """A (n, n) row-major = L Lᵀ in place (lower triangle); False unless positive
+    definite."""
+    cdef int i, j, k
+    cdef double s, t
+    for j in range(n):
+        s = A[j * n + j]
+        for k in range(j):
+            s -= A[j * n + k] * A[j * n + k]
+        if not s > 0.0:
+            return False
+        s = sqrt(s)
+        A[j * n + j] = s
+        for i in range(j + 1, n):
+            t = A[i * n + j]
+            for k in range(j):
+                t -= A[i * n + k] * A[j * n + k]
+            A[i * n + j] = t / s
+    return True
+
+
+cdef void _solve_L(const double* L, int n, double* x) noexcept nogil:
+    """x = L⁻¹ x."""
+    cdef int i, k
+    cdef double s
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= L[i * n + k] * x[k]
+        x[i] = s / L[i * n + i]
+
+
+cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
+    """x = L⁻ᵀ x."""
+    cdef int i, k
+    cdef double s
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for k in range(i + 1, n):
+            s -= L[k * n + i] * x[k]
+        x[i] = s / L[i * n + i]
+
+
+cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
+                          int* perm, double* b, double* w) noexcept nogil:
+    """b = K⁺ b for K (mr, mr) symmetric positive semidefinite (overwritten): K = F Fᵀ
+    by Cholesky with diagonal pivoting (rank r: pivots below rcond · max diag
+    dropped), then K⁺ b = F (FᵀF)⁻² Fᵀ b.  F (mr, mr), S (mr, mr), perm (mr),
+    w (mr) scratch."""
+    cdef int i, j, k, r, rank = mr, p, tmp
+    cdef double dmax = 0.0, best, s, tol
+    for i in range(mr):
+        perm[i] = i
+        if K[i * mr + i] > dmax:
+            dmax = K[i * mr + i]
+    tol = rcond * dmax
+    for i in range(mr * mr):
+        F[i] = 0.0
+    # pivoted outer-product Cholesky on the permuted matrix; F column r in permuted order
+    for r in range(mr):
+        p = -1
+        best = tol
+        for i in range(r, mr):
+            if K[perm[i] * mr + perm[i]] > best:
+                best = K[perm[i] * mr + perm[i]]
+                p = i
+        if p < 0:
+            rank = r
+            break
+        tmp = perm[r]; perm[r] = perm[p]; perm[p] = tmp
+        s = sqrt(K[perm[r] * mr + perm[r]])
+        for i in range(r, mr):
+            F[perm[i] * mr + r] = K[perm[i] * mr + perm[r]] / s
+        for i in range(r + 1, mr):
+            for j in range(r + 1, mr):
+                K[perm[i] * mr + perm[j]] -= F[perm[i] * mr + r] * F[perm[j] * mr + r]
+    r = rank
+    # rank r: columns 0..r-1 of F (rows in the original order)
+    for i in range(r):                                  # w = Fᵀ b
+        s = 0.0
+        for k in range(mr):
+            s += F[k * mr + i] * b[k]
+        w[i] = s
+    for i in range(r):                                  # S = FᵀF
+        for j in range(r):
+            s = 0.0
+            for k in range(mr):
+                s += F[k * mr + i] * F[k * mr + j]
+            S[i * r + j] = s
+    _cholesky(S, r)
+    _solve_L(S, r, w)
+    _solve_Lt(S, r, w)
+    _solve_L(S, r, w)
+    _solve_Lt(S, r, w)
+    for k in range(mr):                                 # b = F w
+        s = 0.0
+        for i in range(r):
+            s += F[k * mr + i] * w[i]
+        b[k] = s
+
+
+cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                               const double* tau, const double* grav, const double* fext,
+                               int fframe, double k1, double k2, double rcond,
+                               double* qdd, double* lam, double* gres) noexcept nogil:
+    """v̇ (nv), λ (m) and g (m) of the index-1 equations at (q, v, τ); Baumgarte
+    terms −k1 G v − k2 g on the right-hand side of the rows (k1 = 2α/Δt,
+    k2 = (β/Δt)²; zero for none).  Returns 0, i + 1 for a non-unit quaternion,
+    CODE_MASS_NOT_PD."""
+    cdef int nv = m.nv, mr = m.n_crows, i, j, k, bad
+    cdef double* G = d.cG
+    cdef double* gam = d.cgam
+    cdef double* M = d.cM
+    cdef double* Y = d.cY
+    cdef double* K = d.cK
+    cdef double* c = d.cb
+    cdef double s
+    bad = loop_rows_kernel(m, d, q, qd, gres, G, gam)
+    if bad:
+        return bad
+    crba_kernel(m, d, q, M)
+    rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
+    for j in range(nv):
+        qdd[j] = tau[j] - qdd[j]
+    if not _cholesky(M, nv):
+        return CODE_MASS_NOT_PD
+    _solve_L(M, nv, qdd)
+    _solve_Lt(M, nv, qdd)                               # unconstrained v̇_u = M⁻¹(τ − h)
+    if mr == 0:
+        return 0
+    # Y = L⁻¹ Gᵀ (nv, mr), stored by columns: Y[k * nv + j]
+    for k in range(mr):
+        for j in range(nv):
+            Y[k * nv + j] = G[k * nv + j]
+        _solve_L(M, nv, &Y[k * nv])
+    for i in range(mr):                                 # K = Yᵀ Y, c = −Ġv − G v̇_u − stab
+        for k in range(i, mr):
+            s = 0.0
+            for j in range(nv):
+                s += Y[i * nv + j] * Y[k * nv + j]
+            K[i * mr + k] = s
+            K[k * mr + i] = s
+        s = -gam[i] - k2 * gres[i]
+        for j in range(nv):
+            s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
+        c[i] = s
+    _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw)
+    for k in range(mr):
+        lam[k] = c[k]
+    # v̇ = v̇_u + L⁻ᵀ Y λ
+    for j in range(nv):
+        s = 0.0
+        for k in range(mr):
+            s += Y[k * nv + j] * c[k]
+        d.cw2[j] = s
+    _solve_Lt(M, nv, d.cw2)
+    for j in range(nv):
+        qdd[j] += d.cw2[j]
+    return 0
