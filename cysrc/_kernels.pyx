@@ -942,11 +942,13 @@ cdef class ModelCore:
         cdef Call c
         memset(&c, 0, sizeof(Call))
         self._require_loops()
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        mr = self.n_crows
-        g = np.empty(lead + (mr,))
-        G = np.empty(lead + (mr, self.nv))
-        gam = np.empty(lead + (mr,))
+        cdef int mr = self.n_crows
+        cdef cnp.npy_intp dims[2]
+        dims[0] = mr
+        dims[1] = self.nv
+        g = self._output(None, qa, 1, dims)
+        G = self._output(None, qa, 2, dims)
+        gam = self._output(None, qa, 1, dims)
         if mr == 0:
             return g, G, gam
         c.q = <double*>cnp.PyArray_DATA(qa)
@@ -975,11 +977,13 @@ cdef class ModelCore:
         memset(&c, 0, sizeof(Call))
         self._require_loops()
         fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        mr = self.n_crows
-        a = np.empty(lead + (self.nv,))
-        lam = np.empty(lead + (mr,))
-        g = np.empty(lead + (mr,))
+        cdef int mr = self.n_crows
+        cdef cnp.npy_intp dims[1]
+        dims[0] = self.nv
+        a = self._output(None, qa, 1, dims)
+        dims[0] = mr
+        lam = self._output(None, qa, 1, dims)
+        g = self._output(None, qa, 1, dims)
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(ta)

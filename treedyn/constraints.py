@@ -288,11 +288,13 @@ class ConstraintSet:
         the argument otherwise); a result that overflows raises InputError."""
         where = "constraints"
         m = self.model
-        q = _vectors(q, m.nq, "q", where, batch=False)
-        v = np.zeros(m.nv) if v is None else _vectors(v, m.nv, "v", where, batch=False)
-        out = self._evaluate(q, v)
-        _finite_result(where, "residual g, Jacobian G or Ġv", out, (("q", q), ("v", v)))
-        return out
+        if np.ndim(q) != 1 or (v is not None and np.ndim(v) != 1):    # one state only
+            q = _vectors(q, m.nq, "q", where, batch=False)
+            v = None if v is None else _vectors(v, m.nv, "v", where, batch=False)
+        try:
+            return m._loop_rows(q, v)        # checks q and v, reports overflow
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
     def _evaluate(self, q, v=None):
         """:meth:`evaluate` for checked arrays (no checks): the compiled rows

@@ -1,0 +1,157 @@
+"""Closed loops: constrained forward dynamics in the kernels, against Pinocchio.
+
+Sections (each worker in a fresh process):
+
+a. ``solo``: a free-flying Solo-12 whose front and hind lower legs are joined by
+   two spherical (3-D) closures: ``m.constrained_forward_dynamics(q, v, τ)`` against
+   ``pin.constraintDynamics`` with the same two ``CONTACT_3D`` constraints (results
+   compared first), and a batch of states in one threaded call against a Python
+   loop of ``pin.constraintDynamics``;
+b. ``robots``: the shipped loop robots (four-bar, slider-crank, Delta):
+   constrained forward dynamics, the constraint rows alone, and the tree's
+   forward dynamics (ABA) for scale.
+
+Usage: ``python benchmarks/bench_loops.py [--quick] [--processes K] [--wait-idle S]
+[--snapshot]`` (the command line of ``common.bench_main``).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Table, bench_main, fmt, print_header, time_call, time_calls  # noqa: E402
+from oracles import (erd_path, pin_v_matrix, pinocchio_model, rel_err,  # noqa: E402
+                     to_pinocchio_q, to_pinocchio_se3, to_pinocchio_v)
+
+PAIRS = [("FL_LOWER_LEG", "FR_LOWER_LEG"), ("HL_LOWER_LEG", "HR_LOWER_LEG")]
+LOOP_ROBOTS = ["four_bar", "slider_crank", "delta"]
+
+
+def solo_pair():
+    """(treedyn model, Pinocchio model, constraint models, datas, settings) of Solo-12
+    + free flyer with two spherical closures at the second legs' link origins."""
+    import pinocchio as pin
+    import treedyn as td
+    path = erd_path("solo12")
+    graph = td.load_graph(path, floating_base=True)
+    base = td.load(path, floating_base=True)
+    pmodel = pinocchio_model(path, floating=True)
+    pd0 = pmodel.createData()
+    pin.forwardKinematics(pmodel, pd0, to_pinocchio_q(base, pmodel, base.neutral()))
+    models = pin.StdVec_RigidConstraintModel()
+    for k, (a, b) in enumerate(PAIRS):
+        A = base.frame_pose(base.neutral(), b)
+        graph.add_joint(f"closure{k}", "spherical", a, b, point=A[:3, 3], loop=True)
+        ja = pmodel.frames[pmodel.getFrameId(a)].parentJoint
+        jb = pmodel.frames[pmodel.getFrameId(b)].parentJoint
+        F = to_pinocchio_se3(A)
+        models.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pmodel, ja,
+                                               pd0.oMi[ja].actInv(F), jb, pd0.oMi[jb].actInv(F),
+                                               pin.ReferenceFrame.LOCAL))
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
+    return graph.compile(), pmodel, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10)
+
+
+def pin_loop(pin, pm, pd, Qp, Vp, Tp, models, datas, prox, out):
+    for k in range(Qp.shape[0]):
+        out[k] = pin.constraintDynamics(pm, pd, Qp[k], Vp[k], Tp[k], models, datas, prox)
+
+
+def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots")):
+    import pinocchio as pin
+    import treedyn as td
+    tkw = dict(min_time=min_time, repeat=repeat)
+    res = {}
+    rng = np.random.default_rng(0)
+    if "solo" in sections:
+        m, pm, models, datas, prox = solo_pair()
+        pd = pm.createData()
+        pin.initConstraintDynamics(pm, pd, models, datas)
+        P = pin_v_matrix(m, pm)
+        q = m.assemble(m.integrate(m.neutral(), 0.05 * rng.normal(size=m.nv)))
+        v = m.project_velocity(q, rng.normal(size=m.nv))
+        tau = rng.normal(size=m.nv)
+        qp, vp, tp = to_pinocchio_q(m, pm, q), to_pinocchio_v(m, pm, v), to_pinocchio_v(m, pm, tau)
+        a, _ = m.constrained_forward_dynamics(q, v, tau)
+        ap = pin.constraintDynamics(pm, pd, qp, vp, tp, models, datas, prox).copy()
+        res["solo_err"] = rel_err(P @ a, ap)
+        g = dict(m=m, q=q, v=v, tau=tau, pin=pin, pm=pm, pd=pd, qp=qp, vp=vp, tp=tp,
+                 models=models, datas=datas, prox=prox)
+        for k, us in time_calls({
+                "td": "m.constrained_forward_dynamics(q, v, tau)",
+                "pin": "pin.constraintDynamics(pm, pd, qp, vp, tp, models, datas, prox)",
+                "aba": "m.forward_dynamics(q, v, tau)",
+                "pin_aba": "pin.aba(pm, pd, qp, vp, tp)"}, g, **tkw).items():
+            res[f"solo_{k}"] = us
+        # batch: states near the assembled one
+        N = 1000 if quick else 10_000
+        Q = np.array([m.assemble(m.integrate(q, 0.02 * rng.normal(size=m.nv)))
+                      for _ in range(min(N, 200))])
+        Q = Q[np.arange(N) % len(Q)]
+        V = np.array([m.project_velocity(x, rng.normal(size=m.nv)) for x in Q[:len(Q)]])
+        T = rng.normal(size=(N, m.nv))
+        Qp = np.array([to_pinocchio_q(m, pm, x) for x in Q])
+        Vp, Tp = V @ P.T, T @ P.T
+        out = np.empty((N, pm.nv))
+        g.update(Q=Q, V=V, T=T, Qp=Qp, Vp=Vp, Tp=Tp, out=out, pin_loop=pin_loop)
+        A, _ = m.constrained_forward_dynamics(Q[:50], V[:50], T[:50])
+        pin_loop(pin, pm, pd, Qp[:50], Vp[:50], Tp[:50], models, datas, prox, out[:50])
+        res["solo_batch_err"] = rel_err(A @ P.T, out[:50])
+        bkw = dict(min_time=min_time, repeat=max(3, repeat // 2))
+        res["solo_batch_td"] = time_call("m.constrained_forward_dynamics(Q, V, T)", g,
+                                         **bkw) / N
+        res["solo_batch_pin"] = time_call(
+            "pin_loop(pin, pm, pd, Qp, Vp, Tp, models, datas, prox, out)", g, **bkw) / N
+        res["solo_N"] = N
+    if "robots" in sections:
+        for name in LOOP_ROBOTS:
+            m = td.load(td.robots.path(name + ".toml"))
+            guess = m.neutral() + (0.05 * rng.normal(size=m.nq) if name == "delta"
+                                   else np.r_[0.3, np.zeros(m.nq - 1)])
+            q = m.assemble(guess)
+            v = m.project_velocity(q, rng.normal(size=m.nv))
+            tau = rng.normal(size=m.nv)
+            g = dict(m=m, q=q, v=v, tau=tau)
+            for k, us in time_calls({"cfd": "m.constrained_forward_dynamics(q, v, tau)",
+                                     "rows": "m.constraints.evaluate(q, v)",
+                                     "aba": "m.forward_dynamics(q, v, tau)"}, g, **tkw).items():
+                res[f"{name}_{k}"] = us
+            res[f"{name}_nv"] = m.nv
+            res[f"{name}_m"] = m.constraints.n_rows
+    return res
+
+
+def report(r, spread, info, quick, processes):
+    print_header("Closed loops: constrained forward dynamics", info, processes, quick)
+    if "solo_td" in r:
+        t = Table(["robot", "td constrained_forward_dynamics", "pin.constraintDynamics",
+                   "ratio", "td aba", "pin.aba", "rel. error vs pin"])
+        t.add("solo12 + FF, two 3-D closures", fmt(r["solo_td"]), fmt(r["solo_pin"]),
+              f"{r['solo_td'] / r['solo_pin']:.2f}×", fmt(r["solo_aba"]), fmt(r["solo_pin_aba"]),
+              f"{r['solo_err']:.1e}")
+        print(t)
+        print()
+        t = Table(["N", "td batch (µs/state)", "pin loop (µs/state)", "speed-up",
+                   "rel. error"])
+        t.add(int(r["solo_N"]), fmt(r["solo_batch_td"]), fmt(r["solo_batch_pin"]),
+              f"{r['solo_batch_pin'] / r['solo_batch_td']:.1f}×", f"{r['solo_batch_err']:.1e}")
+        print(t)
+        print()
+    if "four_bar_cfd" in r:
+        t = Table(["robot", "nv", "rows m", "constrained_forward_dynamics", "constraint rows",
+                   "tree ABA", "cfd / ABA"])
+        for name in LOOP_ROBOTS:
+            t.add(name, int(r[f"{name}_nv"]), int(r[f"{name}_m"]), fmt(r[f"{name}_cfd"]),
+                  fmt(r[f"{name}_rows"]), fmt(r[f"{name}_aba"]),
+                  f"{r[f'{name}_cfd'] / r[f'{name}_aba']:.1f}")
+        print(t)
+    print(f"\nmax spread across processes: {max(spread.values(), default=0) * 100:.0f} %")
+
+
+if __name__ == "__main__":
+    bench_main(__file__, report, __doc__, sections=("solo", "robots"))
