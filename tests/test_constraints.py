@@ -228,3 +228,63 @@ def test_equals_pinocchio_constraint_dynamics(kind):
     err = rel_err(P @ a, ap)
     print(f"constraint dynamics {kind}: relative error vs Pinocchio {err:.1e}")
     assert err < 1e-8
+
+
+# ------------------------------------------------------------- compiled rows and dynamics
+@pytest.mark.parametrize("closure_type", CLOSURE_TYPES)
+def test_compiled_rows_equal_the_numpy_rows(closure_type):
+    """cysrc/loops.pxi against the NumPy rows of treedyn.constraints (the same
+    formulas evaluated independently): g, G and Ġv to 1e-12, away from closure
+    (random q, v), one state and a batch; the constrained dynamics against the
+    NumPy/SVD solve to 1e-10 at assembled states."""
+    from treedyn.constraints import _constrained_forward_dynamics_numpy
+    rng = np.random.default_rng(40 + CLOSURE_TYPES.index(closure_type))
+    model = chain_with_closure(closure_type, rng)
+    cs = model.constraints
+    Q = np.array([model.random_configuration(rng) for _ in range(5)])
+    V = rng.normal(size=(5, model.nv))
+    batch = model._loop_rows(Q, V)
+    for k in range(5):
+        ref = cs._evaluate_numpy(Q[k], V[k])
+        got = cs.evaluate(Q[k], V[k])
+        for r, x, y in zip(ref, got, batch):
+            np.testing.assert_allclose(x, r, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(r).max()))
+            np.testing.assert_array_equal(y[k], x)
+    q = model.assemble(model.integrate(model.neutral(), 0.05 * rng.normal(size=model.nv)))
+    v = model.project_velocity(q, rng.normal(size=model.nv))
+    tau = rng.normal(size=model.nv)
+    a, lam = model.constrained_forward_dynamics(q, v, tau)
+    a0, lam0, _ = _constrained_forward_dynamics_numpy(model, cs, q, v, tau)
+    assert rel_err(a, a0) < 1e-10 and rel_err(lam, lam0) < 1e-10
+    # KKT residuals: M a + h − τ − Gᵀλ and G a + Ġv at round-off
+    _, G, gam = cs.evaluate(q, v)
+    res = model.mass_matrix(q) @ a + model.bias_forces(q, v) - tau - G.T @ lam
+    assert np.abs(res).max() < 1e-10 * max(1.0, np.abs(tau).max())
+    assert np.abs(G @ a + gam).max() < 1e-10 * max(1.0, np.abs(gam).max())
+
+
+def test_compiled_constrained_dynamics_batches_and_baumgarte():
+    """A batch equals the single-state calls bit for bit; Baumgarte terms match
+    the NumPy solve; the redundant planar four-bar gives minimal-norm λ (equal to
+    the SVD pseudo-inverse's)."""
+    from treedyn.constraints import _constrained_forward_dynamics_numpy
+    model = td.load(robot_file("four_bar.toml"))
+    rng = np.random.default_rng(5)
+    Q = np.array([model.assemble(model.neutral() + [t, 0.0, 0.0], fixed={"ground_crank": t})
+                  for t in rng.uniform(-1.0, 1.0, 6)])
+    Q += 1e-4 * rng.normal(size=Q.shape)          # slightly off the manifold
+    V = rng.normal(size=(6, 3))
+    T = rng.normal(size=(6, 3))
+    A, L = model.constrained_forward_dynamics(Q, V, T)
+    for k in range(6):
+        a, lam = model.constrained_forward_dynamics(Q[k], V[k], T[k])
+        np.testing.assert_array_equal(A[k], a)
+        np.testing.assert_array_equal(L[k], lam)
+        a_b, lam_b = model.constrained_forward_dynamics(Q[k], V[k], T[k],
+                                                        baumgarte=(1.0, 2.0, 1e-3))
+        a0, lam0, _ = _constrained_forward_dynamics_numpy(
+            model, model.constraints, Q[k], V[k], T[k], baumgarte=(1.0, 2.0, 1e-3))
+        assert rel_err(a_b, a0) < 1e-9 and rel_err(lam_b, lam0) < 1e-9
+        a0, lam0, _ = _constrained_forward_dynamics_numpy(model, model.constraints, Q[k],
+                                                          V[k], T[k])
+        assert rel_err(a, a0) < 1e-10 and rel_err(lam, lam0) < 1e-9   # rank 2 of 5 rows
