@@ -59,7 +59,9 @@ def test_errors_and_exit_codes(tmp_path, capsys):
     bad.write_text("<robot><link name='a'/><joint name='j' type='ball'/></robot>")
     assert run("info", str(bad))[0] == 1
     assert "unknown joint type" in capsys.readouterr().err
-    assert run("simulate", "panda", "--dt", "-1")[0] == 1
+    with pytest.raises(SystemExit) as info:         # numbers checked by argparse: exit 2
+        main(["simulate", "panda", "--dt", "-1"])
+    assert info.value.code == 2
     assert run("simulate", "panda", "--v0", "1 2")[0] == 1
     assert run("convert", td.robots.path("panda.urdf"), str(tmp_path / "x.urdf"))[0] == 1
     with pytest.raises(SystemExit) as info:

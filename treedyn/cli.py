@@ -2,12 +2,17 @@
 
 ``treedyn info FILE`` · ``treedyn simulate FILE`` · ``treedyn convert IN OUT`` ·
 ``treedyn bench [FILE]`` — ``treedyn COMMAND --help`` for the options.  Exit
-codes: 0 success, 1 a treedyn error (bad robot file, bad state, ...), 2 bad
-command-line arguments.
+codes: 0 success, 1 a treedyn error (bad robot file, bad state, out of memory,
+...), 2 bad command-line arguments (checked before any work: numbers out of
+range, a plot format matplotlib cannot write, an output file that cannot be
+written), 130 interrupted.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import re
 import sys
 import timeit
 
@@ -20,10 +25,78 @@ from .graph import WORLD
 DEFAULT_ROBOT = "panda.urdf"
 
 
+class _UsageError(TreedynError):
+    """A command-line argument found unusable before any work: reported in argparse's
+    style (usage line, exit code 2)."""
+
+
+def _number(kind, minimum, strict, unit=""):
+    """An argparse ``type``: a finite number of ``kind`` (int or float) >= minimum
+    (> minimum if ``strict``)."""
+    what = (f"{'an integer' if kind is int else 'a finite number'} "
+            f"{'>' if strict else '>='} {minimum:g}{unit}")
+
+    def parse(text):
+        try:
+            x = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not math.isfinite(x) or x < minimum or (strict and x == minimum):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return x
+    parse.__name__ = what
+    return parse
+
+
+def _check_output(path, option):
+    """Refuse an output file that cannot be written, before any work (the file is
+    opened for appending if it exists, else created and removed: nothing is left
+    behind and nothing is changed)."""
+    if os.path.isdir(path):
+        raise _UsageError(f"{option} {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise _UsageError(f"{option} {path}: {parent} "
+                          f"{'is not a directory' if os.path.exists(parent) else 'does not exist'}")
+    try:
+        if os.path.exists(path):
+            with open(path, "a"):
+                pass
+        else:
+            with open(path, "x"):
+                pass
+            os.remove(path)
+    except (OSError, ValueError) as exc:           # ValueError: an embedded NUL byte
+        raise _UsageError(f"{option} {path}: cannot be written: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _plot_formats_text():
+    """The plot file extensions, for --help (matplotlib imported only then)."""
+    try:
+        from .plotting import plot_formats
+        return ", ".join(f".{ext}" for ext in sorted(plot_formats()))
+    except TreedynError:
+        return "any matplotlib format; matplotlib is not installed"
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|nan)$",
+                              re.IGNORECASE)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Fills ``{plot_formats}`` in help texts when the help is printed."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action) or ""
+        return text.replace("{plot_formats}", _plot_formats_text())
+
+
 def _resolve(path):
     """A path, or the shipped robot of that name (``panda``, ``four_bar.toml``)."""
-    import os
     from . import robots
+    if "\0" in path:
+        raise _UsageError(f"{path!r}: a file name cannot contain a NUL byte")
     if os.path.exists(path):
         return path
     try:
@@ -39,25 +112,34 @@ def _load(args):
                 strict_inertia=not getattr(args, "lenient_inertia", False))
 
 
+#: Levels of indentation drawn in full by ``treedyn info``; deeper lines show the
+#: last ``_MAX_DRAWN_DEPTH`` levels after "… " (a long chain would otherwise print
+#: quadratically long lines).
+_MAX_DRAWN_DEPTH = 32
+
+
 def _tree_lines(model):
-    """The joint tree drawn as text, one body per line."""
+    """The joint tree drawn as text, one body per line (an explicit stack, not
+    recursion: chains of any depth)."""
     children = {-1: []}
     for i in range(model.nb):
         children.setdefault(int(model.parent[i]), []).append(i)
     lines = [WORLD]
-
-    def walk(node, prefix):
-        kids = children.get(node, [])
-        for k, i in enumerate(kids):
-            last = k == len(kids) - 1
-            t = model.joint_types[i]
-            extra = f", {model.free_groups[model.joint_names[i]]}" if t == "free" else ""
-            lines.append(f"{prefix}{'└── ' if last else '├── '}{model.body_names[i]}  "
-                         f"[{model.joint_names[i]}: {t}{extra}, q{model.qoff[i]}, "
-                         f"v{model.voff[i]}]  {model.mass[i]:.4g} kg")
-            walk(i, prefix + ("    " if last else "│   "))
-
-    walk(-1, "")
+    stack = [(i, k == len(children[-1]) - 1, "") for k, i in
+             reversed(list(enumerate(children[-1])))]
+    while stack:
+        i, last, prefix = stack.pop()
+        t = model.joint_types[i]
+        extra = f", {model.free_groups[model.joint_names[i]]}" if t == "free" else ""
+        shown = (prefix if len(prefix) <= 4 * _MAX_DRAWN_DEPTH
+                 else "… " + prefix[len(prefix) - 4 * _MAX_DRAWN_DEPTH:])
+        lines.append(f"{shown}{'└── ' if last else '├── '}{model.body_names[i]}  "
+                     f"[{model.joint_names[i]}: {t}{extra}, q{model.qoff[i]}, "
+                     f"v{model.voff[i]}]  {model.mass[i]:.4g} kg")
+        kids = children.get(i, [])
+        inner = prefix + ("    " if last else "│   ")
+        for k in range(len(kids) - 1, -1, -1):
+            stack.append((kids[k], k == len(kids) - 1, inner))
     return lines
 
 
@@ -100,8 +182,25 @@ def _vector(text, n, name):
     return vals
 
 
+def _check_simulate_outputs(args):
+    """--out and --plot: writable, distinct, and a plot format matplotlib writes."""
+    if args.out and args.plot and os.path.abspath(args.out) == os.path.abspath(args.plot):
+        raise _UsageError(f"--out and --plot name the same file {args.out}")
+    if args.plot:
+        from .errors import InputError
+        from .plotting import check_plot_path
+        try:
+            check_plot_path(args.plot, "--plot")
+        except InputError as exc:
+            raise _UsageError(str(exc)) from None
+        _check_output(args.plot, "--plot")
+    if args.out:
+        _check_output(args.out, "--out")
+
+
 def cmd_simulate(args, out):
     from .simulate import simulate
+    _check_simulate_outputs(args)
     m = _load(args)
     q0 = _vector(args.q0, m.nq, "q0")
     v0 = _vector(args.v0, m.nv, "v0")
@@ -134,6 +233,7 @@ def cmd_convert(args, out):
     from .io import load_graph, save
     if not args.output.endswith(".toml"):
         raise TreedynError(f"{args.output}: treedyn writes the TOML format only (.toml)")
+    _check_output(args.output, "output")
     graph = load_graph(_resolve(args.input), floating_base=args.floating_base,
                        strict_inertia=not args.lenient_inertia)
     graph.compile()                               # validate before writing
@@ -215,9 +315,18 @@ def _pinocchio_pair(args, m, q, v, a, env):
 
 def build_parser():
     p = argparse.ArgumentParser(prog="treedyn", description="Robot and multibody dynamics "
-                                "with screw and Lie group theory (treedyn " + __version__ + ").")
+                                "with screw and Lie group theory (treedyn " + __version__ + ").",
+                                formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"treedyn {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+
+    def command(name, func, help):
+        sp = sub.add_parser(name, help=help, formatter_class=_HelpFormatter)
+        sp.set_defaults(func=func, parser=sp)
+        # values such as -1e-3 or -inf are numbers (for the range checks' messages),
+        # not options: argparse's own pattern only knows -1 and -0.5
+        sp._negative_number_matcher = _NEGATIVE_NUMBER
+        return sp
 
     def robot_args(sp, optional=False):
         if optional:
@@ -233,50 +342,72 @@ def build_parser():
         sp.add_argument("--lenient-inertia", action="store_true",
                         help="accept (with a warning) slightly non-physical inertias")
 
-    sp = sub.add_parser("info", help="tree, dofs, masses, loops and frames of a robot file")
+    sp = command("info", cmd_info, "tree, dofs, masses, loops and frames of a robot file")
     robot_args(sp)
-    sp.set_defaults(func=cmd_info)
 
-    sp = sub.add_parser("simulate", help="simulate a robot file and write the trajectory")
+    sp = command("simulate", cmd_simulate, "simulate a robot file and write the trajectory")
     robot_args(sp, optional=True)
-    sp.add_argument("--t-final", type=float, default=2.0, help="end time, s (default 2)")
-    sp.add_argument("--dt", type=float, default=1e-3, help="time step, s (default 1e-3)")
+    sp.add_argument("--t-final", type=_number(float, 0.0, True, " s"), default=2.0,
+                    help="end time, s, > 0 (default 2)")
+    sp.add_argument("--dt", type=_number(float, 0.0, True, " s"), default=1e-3,
+                    help="time step, s, > 0 (default 1e-3)")
     sp.add_argument("--method", default="rkmk4",
                     choices=["euler", "rkmk2", "rkmk4", "cg4", "rkmk45", "rk4_vector"])
     sp.add_argument("--local-map", default="exp", choices=["exp", "cayley"])
     sp.add_argument("--q0", help="initial configuration, nq numbers (default: neutral, "
                                  "assembled if the file has loops)")
     sp.add_argument("--v0", help="initial velocity, nv numbers (default: zero)")
-    sp.add_argument("--out", help="write the trajectory (.csv or .npz)")
-    sp.add_argument("--plot", help="write a plot of q, energy and constraint residual (.png)")
+    sp.add_argument("--out", help="write the trajectory: .npz (NumPy archive), else CSV "
+                                  "(.csv; .gz, .bz2, .xz compressed)")
+    sp.add_argument("--plot", help="write a plot of q, energy and constraint residual; "
+                                   "the extension gives the format: {plot_formats}")
     sp.add_argument("--progress", action="store_true", help="show a progress bar")
-    sp.set_defaults(func=cmd_simulate)
 
-    sp = sub.add_parser("convert", help="convert a robot file (URDF or TOML) to TOML")
+    sp = command("convert", cmd_convert, "convert a robot file (URDF or TOML) to TOML")
     sp.add_argument("input")
     sp.add_argument("output")
     sp.add_argument("--floating-base", action="store_true")
     sp.add_argument("--lenient-inertia", action="store_true")
-    sp.set_defaults(func=cmd_convert)
 
-    sp = sub.add_parser("bench", help="time treedyn (and Pinocchio, when installed)")
+    sp = command("bench", cmd_bench, "time treedyn (and Pinocchio, when installed)")
     robot_args(sp, optional=True)
-    sp.add_argument("--repeat", type=int, default=5)
-    sp.set_defaults(func=cmd_bench)
+    sp.add_argument("--repeat", type=_number(int, 1, False), default=5,
+                    help="timing repetitions (the median is printed), >= 1 (default 5)")
     return p
 
 
 def main(argv=None, out=None):
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``), printing to ``out``
+    (default stdout); returns the exit code.  Bad arguments raise ``SystemExit(2)``
+    with argparse's usage message, as argparse itself does."""
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
     try:
         return args.func(args, out)
-    except TreedynError as exc:
+    except _UsageError as exc:
+        args.parser.error(str(exc))                 # usage line, SystemExit(2)
+    except BrokenPipeError:                         # e.g. treedyn info big.urdf | head
+        if out is sys.stdout:
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+        return 1
+    except (TreedynError, OSError) as exc:
         print(f"treedyn: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
-        print(f"treedyn: error: {exc}", file=sys.stderr)
+    except MemoryError:
+        hint = (" (a shorter --t-final or a larger --dt needs less)"
+                if args.command == "simulate" else "")
+        print(f"treedyn: error: out of memory{hint}", file=sys.stderr)
         return 1
+    except RecursionError:
+        print("treedyn: error: the robot is too deep for this command (maximum Python "
+              "recursion depth exceeded)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("treedyn: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":      # pragma: no cover

@@ -7,10 +7,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError
-from .validation import number, vectors
+from .validation import _shape_text, array_of_shape, name, number, vectors
 from .integrators import get_method, local_map_code
 
 __all__ = ["simulate", "Trajectory"]
+
+#: Rows of a :class:`Trajectory` processed at a time by ``energy``, ``momentum``,
+#: ``columns()`` and ``to_csv`` (at most: fewer when a row needs more than
+#: ``CHUNK_BYTES / CHUNK_ROWS`` bytes of temporaries, e.g. models with many bodies),
+#: so that the memory they need beyond their result does not grow with the length
+#: of the trajectory.
+CHUNK_ROWS = 4096
+#: Approximate bound, bytes, on the temporaries of one chunk.
+CHUNK_BYTES = 8 << 20
+
+_CSV_FORMAT = "%.18e"              # np.savetxt's default: the CSV files are unchanged
+_MOMENTUM_NAMES = ("wx", "wy", "wz", "x", "y", "z")
+_NPZ_KEYS = ("t", "q", "v", "energy", "momentum", "joint_names", "method", "local_map")
 
 
 @dataclass
@@ -26,9 +39,16 @@ class Trajectory:
     energy : ndarray (n,)
         Kinetic + potential energy, J (computed on first access, then cached).
     momentum : ndarray (n, 6)
-        Spatial momentum in the world frame about the world origin (angular first;
-        computed on first access, then cached).
-    joint_names, method, local_map : metadata
+        Spatial momentum in the world frame about the world origin (angular first:
+        kg·m²/s, then kg·m/s; computed on first access, then cached).
+    extra : dict of str -> array_like (n,) or (n, k)
+        Further series, one row per time (e.g. ``constraint_residual``), written
+        to the files after the momentum.
+    joint_names, q_names, v_names, method, local_map : metadata
+
+    ``energy`` and ``momentum`` are computed ``CHUNK_ROWS`` rows at a time and
+    ``to_csv`` writes that many rows at a time: beyond their results (8n and 48n
+    bytes) they need a bounded amount of memory, however long the trajectory.
     """
     t: np.ndarray
     q: np.ndarray
@@ -42,49 +62,217 @@ class Trajectory:
     local_map: str = "exp"
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self._cache = {}
+        self.t, self.q, self.v = np.asarray(self.t), np.asarray(self.q), np.asarray(self.v)
+        if self.t.ndim != 1:
+            raise InputError(f"Trajectory: t: expected shape (n,), got "
+                             f"{_shape_text(self.t.shape)}")
+        n = len(self.t)
+        for key in ("q", "v"):
+            x = getattr(self, key)
+            if x.ndim != 2 or x.shape[0] != n:
+                raise InputError(f"Trajectory: {key}: expected shape ({n}, {key}-width) "
+                                 f"(one row per time), got {_shape_text(x.shape)}")
+        self._extras("Trajectory")
+
     def __len__(self):
         return len(self.t)
 
+    # chunked evaluation -------------------------------------------------------------
+    def _model(self, where):
+        if self.model is None:
+            raise InputError(f"{where}: the trajectory has no model: energy and momentum "
+                             f"cannot be computed")
+        return self.model
+
+    @staticmethod
+    def _chunk_rows(row_bytes):
+        """Rows per chunk: at most CHUNK_ROWS, about CHUNK_BYTES of temporaries."""
+        return max(1, min(int(CHUNK_ROWS), int(CHUNK_BYTES) // max(1, int(row_bytes))))
+
+    def _chunks(self, rows):
+        """(start, stop) of consecutive blocks of ``rows`` rows covering the trajectory."""
+        n = len(self.t)
+        for a in range(0, n, rows):
+            yield a, min(a + rows, n)
+
+    def _state_row_bytes(self):
+        """Bytes of temporaries per row of the batched energy/momentum calls (poses
+        (nb, 4, 4), twists, momenta and products of the bodies, plus q and v)."""
+        m = self.model
+        return 8 * (48 * max(int(m.nb), 1) + int(m.nq) + int(m.nv) + 8)
+
+    def _energy_rows(self, a, b):
+        m = self.model
+        q, v = self.q[a:b], self.v[a:b]
+        return m.kinetic_energy(q, v) + m.potential_energy(q, self.gravity)
+
+    def _momentum_rows(self, a, b):
+        return self.model.momentum(self.q[a:b], self.v[a:b])
+
     @property
     def energy(self):
-        if "energy" not in self._cache:
-            m = self.model
-            self._cache["energy"] = (m.kinetic_energy(self.q, self.v)
-                                     + m.potential_energy(self.q, self.gravity))
-        return self._cache["energy"]
+        """Kinetic + potential energy (n,), J (``model.kinetic_energy`` +
+        ``model.potential_energy`` with the trajectory's gravity)."""
+        e = self._cache.get("energy")
+        if e is None:
+            self._model("Trajectory.energy")
+            e = np.empty(len(self.t))
+            for a, b in self._chunks(self._chunk_rows(self._state_row_bytes())):
+                e[a:b] = self._energy_rows(a, b)
+            self._cache["energy"] = e
+        return e
 
     @property
     def momentum(self):
-        if "momentum" not in self._cache:
-            self._cache["momentum"] = self.model.momentum(self.q, self.v)
-        return self._cache["momentum"]
+        """Spatial momentum (n, 6) in the world frame about the world origin, angular
+        first (``model.momentum``)."""
+        h = self._cache.get("momentum")
+        if h is None:
+            self._model("Trajectory.momentum")
+            h = np.empty((len(self.t), 6))
+            for a, b in self._chunks(self._chunk_rows(self._state_row_bytes())):
+                h[a:b] = self._momentum_rows(a, b)
+            self._cache["momentum"] = h
+        return h
 
-    def __post_init__(self):
-        self._cache = {}
+    def _extras(self, where):
+        """[(key, array, width)] of ``extra``, each checked: real numbers with a
+        leading axis of length len(t)."""
+        n = len(self.t)
+        out = []
+        for key, val in self.extra.items():
+            what = f"{where}: extra[{key!r}]"
+            if not isinstance(key, str):
+                raise InputError(f"{what}: expected a str key, got {type(key).__name__}")
+            try:
+                arr = np.asarray(val)
+            except Exception as exc:                   # ragged lists, exotic objects
+                raise InputError(f"{what}: expected real numbers of shape ({n},) or "
+                                 f"({n}, k), got {type(val).__name__} ({exc})") from None
+            if arr.dtype.kind not in "biuf":
+                raise InputError(f"{what}: expected real numbers of shape ({n},) or "
+                                 f"({n}, k), got dtype {arr.dtype}")
+            if arr.ndim == 0 or arr.shape[0] != n:
+                raise InputError(f"{what}: expected shape ({n},) or ({n}, k) (one row per "
+                                 f"time, len(t) = {n}), got {_shape_text(arr.shape)}")
+            out.append((key, arr, int(np.prod(arr.shape[1:], dtype=np.int64))))
+        return out
+
+    def _layout(self, where):
+        """(names, extras, ncols) of the table written by columns() and to_csv."""
+        nq, nv = self.q.shape[1], self.v.shape[1]
+        qn = list(self.q_names) or [str(k) for k in range(nq)]
+        vn = list(self.v_names) or [str(k) for k in range(nv)]
+        if (len(qn), len(vn)) != (nq, nv):
+            raise InputError(f"{where}: q_names, v_names: expected {nq} and {nv} names (the "
+                             f"widths of q and v), got {len(qn)} and {len(vn)}")
+        names = (["t"] + [f"q[{n}]" for n in qn] + [f"v[{n}]" for n in vn]
+                 + ["energy"] + [f"momentum[{k}]" for k in _MOMENTUM_NAMES])
+        extras = self._extras(where)
+        for key, _, width in extras:
+            names += [key] if width == 1 else [f"{key}[{k}]" for k in range(width)]
+        return names, extras, len(names)
+
+    def _fill_rows(self, a, b, out, extras):
+        """Rows a:b of the table (t, q, v, energy, momentum, extras) into out (b-a, ncols);
+        energy and momentum from the cache if they are there, else for these rows only."""
+        nq, nv = self.q.shape[1], self.v.shape[1]
+        out[:, 0] = self.t[a:b]
+        out[:, 1:1 + nq] = self.q[a:b]
+        out[:, 1 + nq:1 + nq + nv] = self.v[a:b]
+        k = 1 + nq + nv
+        e, h = self._cache.get("energy"), self._cache.get("momentum")
+        out[:, k] = e[a:b] if e is not None else self._energy_rows(a, b)
+        out[:, k + 1:k + 7] = h[a:b] if h is not None else self._momentum_rows(a, b)
+        k += 7
+        for _, arr, width in extras:
+            out[:, k:k + width] = arr[a:b].reshape(b - a, width)
+            k += width
 
     def columns(self):
-        """(names, table) of all recorded series, one row per time."""
-        names = ["t"] + [f"q[{n}]" for n in self.q_names] + [f"v[{n}]" for n in self.v_names]
-        names += ["energy"] + [f"momentum[{k}]" for k in ("wx", "wy", "wz", "x", "y", "z")]
-        cols = [self.t[:, None], self.q, self.v, self.energy[:, None], self.momentum]
-        for key, val in self.extra.items():
-            val = np.asarray(val).reshape(len(self.t), -1)
-            names += [key] if val.shape[1] == 1 else [f"{key}[{k}]" for k in range(val.shape[1])]
-            cols.append(val)
-        return names, np.hstack(cols)
+        """(names, table) of all recorded series, one row per time: t, q[...], v[...],
+        energy, momentum[wx, wy, wz, x, y, z], then the ``extra`` series.
+
+        The table (n, ncols) is filled in chunks; energy and momentum are not cached.
+        """
+        names, extras, ncols = self._layout("Trajectory.columns")
+        self._model("Trajectory.columns")
+        table = np.empty((len(self.t), ncols))
+        for a, b in self._chunks(self._chunk_rows(self._state_row_bytes())):
+            self._fill_rows(a, b, table[a:b], extras)
+        return names, table
 
     def to_csv(self, path):
-        """Write a CSV file with a header line (t, q[...], v[...], energy, momentum[...])."""
-        names, table = self.columns()
-        np.savetxt(path, table, delimiter=",", header=",".join(names), comments="")
+        """Write a CSV file: a header line (t, q[...], v[...], energy, momentum[...],
+        extra series), then one line per time, comma-delimited, ``%.18e`` (as
+        ``np.savetxt``).  ``path``: a file name (``.gz``, ``.bz2`` and ``.xz``
+        compress, UTF-8 text) or an open text or binary file.
+
+        Rows are computed and written in chunks: the memory needed does not grow
+        with the length of the trajectory (energy and momentum are not cached).
+        """
+        names, extras, ncols = self._layout("Trajectory.to_csv")
+        self._model("Trajectory.to_csv")
+        rows = self._chunk_rows(max(self._state_row_bytes(), 64 * ncols))
+        buf = np.empty((min(rows, len(self.t)), ncols))
+        line = ",".join([_CSV_FORMAT] * ncols) + "\n"
+        with _text_writer(path) as write:
+            write(",".join(names) + "\n")
+            for a, b in self._chunks(rows):
+                block = buf[:b - a]
+                self._fill_rows(a, b, block, extras)
+                write((line * (b - a)) % tuple(block.ravel().tolist()))
         return path
 
     def to_npz(self, path):
-        """Write a NumPy .npz archive with t, q, v, energy, momentum and metadata."""
+        """Write a NumPy .npz archive with t, q, v, energy, momentum, joint_names,
+        method, local_map and the ``extra`` series (under their keys)."""
+        extras = self._extras("Trajectory.to_npz")
+        for key, _, _ in extras:
+            if key in _NPZ_KEYS:
+                raise InputError(f"Trajectory.to_npz: extra[{key!r}]: the key clashes with "
+                                 f"a recorded series ({', '.join(_NPZ_KEYS)})")
+        self._model("Trajectory.to_npz")
         np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, momentum=self.momentum,
                  joint_names=np.array(self.joint_names), method=self.method,
-                 local_map=self.local_map, **{k: np.asarray(v) for k, v in self.extra.items()})
+                 local_map=self.local_map, **{key: arr for key, arr, _ in extras})
         return path
+
+
+class _text_writer:
+    """Context manager giving a write(str) function for a path or an open file."""
+
+    _OPENERS = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+
+    def __init__(self, path):
+        self.path, self.file, self.close = path, None, False
+
+    def __enter__(self):
+        import os
+        path = self.path
+        if hasattr(path, "write"):
+            self.file = path
+            try:
+                path.write("")
+                return path.write
+            except TypeError:                        # a binary file
+                return lambda text: path.write(text.encode("utf-8"))
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        if suffix in self._OPENERS:
+            import importlib
+            opener = importlib.import_module(self._OPENERS[suffix]).open
+            self.file = opener(path, "wt", encoding="utf-8")
+        else:
+            self.file = open(path, "w", encoding="utf-8")
+        self.close = True
+        return self.file.write
+
+    def __exit__(self, *exc):
+        if self.close:
+            self.file.close()
+        return False
 
 
 def _names(model):
@@ -116,6 +304,77 @@ def _progress_bar(progress, total):
     return bar.update, bar
 
 
+def _checked_controller(controller, nv):
+    """``controller`` wrapped so that each output is checked: real numbers of shape
+    (nv,), finite; complex values are refused, never cast.  A non-finite output
+    computed from a non-finite stage state blames the state (an overflow of the
+    integration), otherwise the controller output and the time t."""
+    zero, shape, f64 = np.zeros(nv), (nv,), np.dtype(np.float64)
+
+    def checked(t, q, v):
+        tau = controller(t, q, v)
+        if (type(tau) is np.ndarray and tau.dtype == f64 and tau.shape == shape
+                and tau.dot(zero) == 0.0):      # NaN or ±inf times 0 is NaN: all finite
+            return tau                                       # the common case, cheaply
+        where = f"simulate at t = {t:.6g} s"
+        argument = "tau (controller output)"
+        try:
+            arr = np.asarray(tau)
+        except Exception:                                    # ragged lists: vectors says
+            arr = None
+        if arr is not None and arr.dtype.kind in "fiu" and arr.shape != (nv,):
+            raise InputError(f"{where}: {argument}: controller returned shape "
+                             f"{_shape_text(arr.shape)}, expected ({nv},)")
+        if arr is not None and arr.dtype.kind in "fiu" and not (
+                np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            raise InputError(f"{where}: the stage state passed to the controller is already "
+                             f"non-finite (the integration overflowed within the step): "
+                             f"reduce dt or the torques")
+        return vectors(tau, nv, argument, where, batch=False)
+    return checked
+
+
+def _first_nonfinite_row(X, rows=65536):
+    """Index of the first row of X (n, k) holding NaN or infinity, or -1 (checked
+    ``rows`` rows at a time: bounded temporaries)."""
+    for a in range(0, len(X), rows):
+        bad = ~np.isfinite(X[a:a + rows]).all(axis=1)
+        if bad.any():
+            return a + int(np.argmax(bad))
+    return -1
+
+
+def _check_finite_run(Q, V, t):
+    """InputError if the run left a non-finite configuration or velocity (an overflow:
+    the inputs were checked finite)."""
+    for X, what in ((Q, "configuration q"), (V, "velocity v")):
+        k = _first_nonfinite_row(X)
+        if k >= 0:
+            raise InputError(f"simulate: the simulation diverged: the {what} overflowed to "
+                             f"infinity or NaN at step {k} (t = {t[k]:.6g} s) although the "
+                             f"inputs are finite: they are too large for float64, or dt is "
+                             f"too large for this motion")
+
+
+def _step_count(t_final, dt, max_steps):
+    """Number of fixed steps ceil(t_final/dt) (at least 1 if t_final > 0), refused if
+    above max_steps (before anything is allocated)."""
+    if t_final == 0:
+        return 0
+    ratio = t_final / dt
+    if not ratio <= max_steps * (1 + 1e-9) + 1:            # inf (huge t_final / tiny dt)
+        raise InputError(f"simulate: t_final / dt = {ratio:.6g} steps exceed max_steps = "
+                         f"{max_steps} (increase dt or max_steps)")
+    nsteps = max(1, int(np.ceil(ratio - 1e-9)))
+    if nsteps > max_steps:
+        raise InputError(f"simulate: t_final / dt = {ratio:.6g} steps exceed max_steps = "
+                         f"{max_steps} (increase dt or max_steps)")
+    return nsteps
+
+
+_STABILIZATIONS = ("projection", "baumgarte")
+
+
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
              rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
@@ -128,18 +387,22 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     q0, v0 : array_like (nq,), (nv,)
         Initial state; quaternions must be unit.
     t_final, dt : float
-        End time and step, s.  Fixed-step methods take ceil(t_final/dt) equal steps
-        of t_final/ceil(t_final/dt) ≤ dt, so the last point is exactly t_final;
-        ``rkmk45``: dt is the initial step.
+        End time (≥ 0) and step (> 0), s.  Fixed-step methods take ceil(t_final/dt)
+        equal steps of t_final/ceil(t_final/dt) ≤ dt, so the last point is exactly
+        t_final; ``rkmk45``: dt is the initial step.
     method : str or treedyn.integrators.Tableau
         ``"euler"``, ``"rkmk2"``, ``"rkmk4"`` (default), ``"cg4"``, ``"rkmk45"``
         (adaptive) or ``"rk4_vector"``; see :mod:`treedyn.integrators`.
     controller : callable, optional
-        ``controller(t, q, v) -> tau`` (nv,), called at every stage.
+        ``controller(t, q, v) -> tau`` (nv,), N or N·m per velocity coordinate,
+        called at every stage; its output must be real and finite (else
+        :class:`~treedyn.errors.InputError` naming the time t).
     tau : array_like (nv,), optional
         Constant joint torques when there is no controller (default zero).
     f_ext : array_like (nb, 6), optional
         Constant external wrenches (frame ``f_ext_frame``, see inverse_dynamics).
+    gravity : array_like (3,), optional
+        World gravity, m/s² (default ``model.gravity``).
     local_map : {"exp", "cayley"}
         Local coordinates of the group updates.
     progress : bool or None
@@ -153,13 +416,22 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         left alone (None).  The trajectory then records ``constraint_residual``
         (max |g(q)| per step) in ``extra``.
     rtol, atol : float
-        Tolerances of ``rkmk45``: the embedded error estimate of the local
-        coordinates is scaled by ``atol + rtol`` (coordinates of order 1: rad,
-        m), that of the velocities by ``atol + rtol·|v|``.
+        Tolerances of ``rkmk45`` (rtol ≥ 0, atol > 0, finite): the embedded error
+        estimate of the local coordinates is scaled by ``atol + rtol`` (coordinates
+        of order 1: rad, m), that of the velocities by ``atol + rtol·|v|``.
+    max_steps : int
+        Upper bound on the number of steps (attempted steps for ``rkmk45``).
 
     Returns
     -------
     Trajectory
+
+    Raises
+    ------
+    InputError
+        Bad arguments (named, with the expected and the given shape or value);
+        a non-finite or wrongly shaped controller output (with the time); a
+        state that overflows to infinity or NaN during the run (with the time).
     """
     tab = get_method(method)
     local = local_map_code(local_map)
@@ -170,26 +442,37 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     t_final = number(t_final, "t_final", "simulate", minimum=0.0)
     dt = number(dt, "dt", "simulate", minimum=0.0, strict=True)
     rtol = number(rtol, "rtol", "simulate", minimum=0.0)
-    atol = number(atol, "atol", "simulate", minimum=0.0)
+    atol = number(atol, "atol", "simulate", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "simulate", minimum=1.0))
     if tab.scheme == "vector" and local_map != "exp":
         raise InputError("rk4_vector integrates in vector space: local_map does not apply")
+    if stabilization is not None and not (isinstance(stabilization, str)
+                                          and stabilization in _STABILIZATIONS):
+        raise InputError(f"simulate: stabilization: expected 'projection', 'baumgarte' or "
+                         f"None, got {stabilization!r}")
     if controller is not None and not callable(controller):
         raise InputError("controller must be callable as controller(t, q, v) -> tau")
     if controller is not None and tau is not None:
         raise InputError("give either a controller or constant torques tau, not both")
     q0 = vectors(q0, model.nq, "q0", "simulate", batch=False)
     v0 = vectors(v0, model.nv, "v0", "simulate", batch=False)
+    if tau is not None:
+        tau = vectors(tau, model.nv, "tau", "simulate", batch=False)
+    if f_ext is not None:
+        f_ext = array_of_shape(f_ext, (model.nb, 6), "f_ext", "simulate")
+        name(f_ext_frame, "f_ext_frame", "simulate", ("world", "body", "hybrid"),
+             "wrench frame")
+    if gravity is not None:
+        gravity = array_of_shape(gravity, (3,), "gravity", "simulate")
+    if controller is not None:
+        controller = _checked_controller(controller, model.nv)
     if model.loop_closures or model.mimic:
         return _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
                                      tau, f_ext, f_ext_frame, gravity, stabilization,
                                      baumgarte, progress, max_steps)
     args = (tab.scheme_code, tab.A, tab.b, tab.c)
     if tab.bhat is None:
-        nsteps = int(np.ceil(t_final / dt - 1e-9)) if t_final > 0 else 0
-        nsteps = max(nsteps, 1) if t_final > 0 else 0
-        if nsteps > max_steps:
-            raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
+        nsteps = _step_count(t_final, dt, max_steps)
         h = t_final / nsteps if nsteps else dt
         update, bar = _progress_bar(progress, nsteps)
         try:
@@ -203,6 +486,7 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     else:
         t, Q, V = _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext,
                             f_ext_frame, gravity, rtol, atol, max_steps, progress)
+    _check_finite_run(Q, V, t)
     qn, vn = _names(model)
     return Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
                       joint_names=list(model.joint_names), q_names=qn, v_names=vn,
@@ -217,20 +501,33 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
     ts, qs, vs = [0.0], [q0], [v0]
     q, v = q0, v0
     steps = 0
-    update, bar = _progress_bar(progress, max(1, int(t_final / dt)))
+    expected = t_final / dt
+    update, bar = _progress_bar(progress, max(1, int(min(expected, 1e12))))
+    nv = model.nv
+    h_min = 16 * np.finfo(float).eps * t_final           # the last step is >= 1e-14 t_final
     try:
         while t < t_final * (1 - 1e-14) and t_final > 0:
             h = min(h, t_final - t)
+            if h < h_min:               # t + h would barely differ from t: no progress
+                raise InputError(f"simulate: rkmk45: the step size fell to {h:.3g} s at "
+                                 f"t = {t:.6g} s: the tolerances (rtol = {rtol:g}, atol = "
+                                 f"{atol:g}) cannot be met in float64 (too tight for the "
+                                 f"size of the state)")
             Q, V, err = model._run(q, v, t, h, 1, tab.scheme_code, tab.A, tab.b, tab.c,
                                    tab.bhat, local, controller, tau, f_ext, f_ext_frame,
                                    gravity)
-            nv = model.nv
+            if not (np.all(np.isfinite(Q[1])) and np.all(np.isfinite(err))):
+                raise InputError(f"simulate: the simulation diverged: the configuration q or "
+                                 f"the error estimate overflowed to infinity or NaN in the step "
+                                 f"starting at t = {t:.6g} s although the inputs are finite")
             scale = np.concatenate([atol + rtol * np.ones(nv),
                                     atol + rtol * np.maximum(np.abs(v), np.abs(V[1]))])
-            e = float(np.sqrt(np.mean((err / scale) ** 2))) if nv else 0.0
+            with np.errstate(over="ignore"):
+                e = float(np.sqrt(np.mean((err / scale) ** 2))) if nv else 0.0
             steps += 1
             if steps > max_steps:
-                raise InputError(f"rkmk45 needed more than max_steps={max_steps} steps")
+                raise InputError(f"simulate: rkmk45 needed more than max_steps = {max_steps} "
+                                 f"steps")
             if e <= 1.0:
                 t += h
                 q, v = Q[1], V[1]
@@ -250,19 +547,13 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
                           f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps):
     """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations."""
     from . import constraints as con
-    if stabilization not in ("projection", "baumgarte", None):
-        raise InputError(f"stabilization must be 'projection', 'baumgarte' or None, "
-                         f"got {stabilization!r}")
     if tab.bhat is not None or tab.scheme == "vector":
         raise InputError(f"method {tab.name!r} is not available for models with loop closures; "
                          f"use a fixed-step Lie-group method (rkmk4, cg4, rkmk2, euler)")
     cs = model.constraints
-    nsteps = max(1, int(np.ceil(t_final / dt - 1e-9))) if t_final > 0 else 0
-    if nsteps > max_steps:
-        raise InputError(f"{nsteps} steps exceed max_steps={max_steps}")
+    nsteps = _step_count(t_final, dt, max_steps)
     h = t_final / nsteps if nsteps else dt
-    tau0 = (np.zeros(model.nv) if tau is None
-            else vectors(tau, model.nv, "tau", "simulate", batch=False))
+    tau0 = np.zeros(model.nv) if tau is None else tau        # checked by simulate
     bg = None
     if stabilization == "baumgarte":
         try:
@@ -299,24 +590,26 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
                     for l in range(j):
                         if A[j, l] != 0.0:
                             qs = model.integrate(qs, h * A[j, l] * Kp[l], local_map=local_map)
-                tj = tau0 if controller is None else vectors(
-                    controller(t + c[j] * h, qs.copy(), vs.copy()), model.nv,
-                    "tau (controller output)", f"simulate at t = {t + c[j] * h:.6g} s",
-                    batch=False)
+                tj = (tau0 if controller is None         # checked by _checked_controller
+                      else controller(t + c[j] * h, qs.copy(), vs.copy()))
                 Kv[j] = con.constrained_forward_dynamics(model, cs, qs, vs, tj, f_ext, gravity,
                                                          f_ext_frame, bg)[0]
                 Kp[j] = (model.local_coordinate_rates(psi, vs, local_map)
                          if tab.scheme == "rkmk" else vs)
-            v = v + h * (b @ Kv)
-            if tab.scheme == "rkmk":
-                q = model.integrate(q, h * (b @ Kp), local_map=local_map)
-            else:
-                for j in range(s):
-                    if b[j] != 0.0:
-                        q = model.integrate(q, h * b[j] * Kp[j], local_map=local_map)
-            if not np.all(np.isfinite(v)):
-                raise InputError(f"the simulation diverged (non-finite velocity) in the step "
-                                 f"starting at t = {t:.6g} s: reduce dt")
+            with np.errstate(over="ignore", invalid="ignore"):   # checked just below
+                v = v + h * (b @ Kv)
+                if tab.scheme == "rkmk":
+                    q = model.integrate(q, h * (b @ Kp), local_map=local_map)
+                else:
+                    for j in range(s):
+                        if b[j] != 0.0:
+                            q = model.integrate(q, h * b[j] * Kp[j], local_map=local_map)
+            for x, what in ((v, "velocity v"), (q, "configuration q")):
+                if not np.all(np.isfinite(x)):
+                    raise InputError(f"simulate: the simulation diverged: the {what} "
+                                     f"overflowed to infinity or NaN at step {n + 1} "
+                                     f"(t = {t + h:.6g} s) although the inputs are finite: "
+                                     f"reduce dt or the torques")
             if stabilization == "projection":
                 q, _ = con.project_position(model, cs, q)
                 v = con.project_velocity(model, cs, q, v)
