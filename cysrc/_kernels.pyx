@@ -57,8 +57,8 @@ include "kinematics.pxi"
 include "crba.pxi"
 include "aba.pxi"
 include "lie_groups.pxi"
-include "integrators.pxi"
 include "loops.pxi"
+include "integrators.pxi"
 
 #: stands for zero velocities or accelerations in the library's own calls
 #: (bias_forces, gravity_forces) so that they need not allocate them in Python.
@@ -1080,9 +1080,17 @@ cdef class ModelCore:
 
     def _run(self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
              int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
-             Py_ssize_t chunk=0):
+             Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
+             bint project=False, double tol=1e-12, int max_iter=20):
         """Integrate nsteps fixed steps (or one step with an error estimate when bhat
-        is given and nsteps == 1).  Returns (Q (nsteps+1, nq), V (nsteps+1, nv), err)."""
+        is given and nsteps == 1).  Returns (Q (nsteps+1, nq), V (nsteps+1, nv), err).
+
+        ``constrained``: the stages solve the index-1 equations of the loop closures
+        (loops.pxi, Baumgarte gains k1 = 2α/Δt, k2 = (β/Δt)²); with ``project`` the
+        initial state and every step are projected onto the constraints
+        (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
+        steps, then velocities).  Then returns (Q, V, err, R), R (nsteps+1,) the
+        max |g| of every configuration."""
         cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
         cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
         if cnp.PyArray_NDIM(qa) != 1:
@@ -1130,43 +1138,64 @@ cdef class ModelCore:
         cdef double[::1] ev = err
         cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
         cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
-        cdef Py_ssize_t k, k0 = 0, k1
+        cdef Py_ssize_t k, k0 = 0, kend
         cdef int code = 0
+        cdef int piter = max_iter if project else 0
+        R = np.zeros(nsteps + 1)
+        cdef double[::1] Rv = R
+        if constrained:
+            self._require_loops()
+            code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
+                                  tol, piter, 1e-10, &Rv[0])
         if chunk <= 0:
             chunk = nsteps if nsteps > 0 else 1
         while k0 < nsteps and code == 0:
-            k1 = min(nsteps, k0 + chunk)
+            kend = min(nsteps, k0 + chunk)
             if controller is None:
                 with nogil:
-                    for k in range(k0, k1):
+                    for k in range(k0, kend):
                         code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
                                        t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                        fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
                                        &Vv[k + 1, 0] if nv else NULL,
-                                       &ev[0] if nv else NULL)
+                                       &ev[0] if nv else NULL, constrained, k1, k2)
+                        if code == 0 and constrained:
+                            code = project_kernel(self, &data.c, &Qv[k + 1, 0],
+                                                  &Vv[k + 1, 0] if (nv and project) else NULL,
+                                                  tol, piter, 1e-10, &Rv[k + 1])
                         if code:
                             break
             else:
-                for k in range(k0, k1):
+                for k in range(k0, kend):
                     code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
                                    t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                    fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
-                                   &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL)
+                                   &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
+                                   constrained, k1, k2)
+                    if code == 0 and constrained:
+                        code = project_kernel(self, &data.c, &Qv[k + 1, 0],
+                                              &Vv[k + 1, 0] if (nv and project) else NULL,
+                                              tol, piter, 1e-10, &Rv[k + 1])
                     if code:
                         break
             if progress is not None and code == 0:
-                progress(k1 - k0)
-            k0 = k1
+                progress(kend - k0)
+            k0 = kend
         if code == STEP_CONTROLLER_ERROR:
             raise pyc.error
         if code == STEP_DIVERGED:
             raise InputError(f"the simulation diverged (non-finite velocity) in the step "
                              f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
                              f"higher-order method")
+        if code == CODE_MASS_NOT_PD:
+            raise SingularModelError("simulate: the mass matrix is not positive definite "
+                                     "(massless subtree without armature?)")
         if code > 0:
             self._raise_bad_quaternion(code - 1, -1)
         if code < 0:
             self._raise_singular(-code - 1)
+        if constrained:
+            return Q, V, err, R
         return Q, V, err
 
 

@@ -61,6 +61,9 @@ cdef struct DataC:
     double* cw        # (m,)
     double* cw2       # (nv,)
     int* cperm        # (m,)
+    double* cg        # (m,)     residual during projections
+    double* clam      # (m,)     multipliers of the time steps' stages
+    double* cq        # (nq,)    configuration during projections
     const double* q_loop   # the configuration of the rows being evaluated
 
 
@@ -172,7 +175,7 @@ cdef class Data:
         if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
             return
         self.cbuf = np.zeros((6 + 1 + 36 + 1) * n + n * n + 2 * mr * n + 3 * mr * mr
-                             + 3 * mr + 16)
+                             + 5 * mr + model.nq + 16)
         self.cibuf = np.zeros(mr, dtype=np.int32)
         p = &self.cbuf[8]
         self.c.oJ = p; p += 6 * n
@@ -188,6 +191,9 @@ cdef class Data:
         self.c.cgam = p; p += mr
         self.c.cb = p; p += mr
         self.c.cw = p; p += mr
+        self.c.cg = p; p += mr
+        self.c.clam = p; p += mr
+        self.c.cq = p; p += model.nq
         self.c.cperm = &self.cibuf[0]
 
     cdef _view(self, double* p, int rows, int width):

@@ -33,9 +33,12 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
                  const double* c, const double* bhat, int local, double t, double h,
                  const double* q, const double* v, stage_torque_fn torque, void* tctx,
                  const double* g, const double* fext, int fframe, double* ws,
-                 double* q_out, double* v_out, double* err) noexcept nogil:
+                 double* q_out, double* v_out, double* err, bint constrained=False,
+                 double k1=0.0, double k2=0.0) noexcept nogil:
     """One step; returns 0, or the first nonzero code of a stage (ABA / torque).
-    ws holds step_ws_size doubles; the stage accelerations use d (ABA)."""
+    ws holds step_ws_size doubles; the stage accelerations use d (ABA, or the
+    index-1 constrained dynamics of loops.pxi with Baumgarte gains k1, k2 if
+    ``constrained``)."""
     cdef int nq = m.nq, nv = m.nv, nb = m.nb, j, l, n, code
     cdef double* Kp = ws                      # s × nv: local-coordinate rates / stage velocities
     cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
@@ -89,7 +92,11 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
         code = torque(tctx, t + c[j] * h, qs, vs, tau)
         if code:
             return code
-        code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
+        if constrained:
+            code = constrained_fd_kernel(m, d, qs, vs, tau, g, fext, fframe, k1, k2, 1e-10,
+                                         &Kv[nv * j], d.clam, d.cg)
+        else:
+            code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
         if code:
             return code
         if scheme == SCHEME_RKMK:

@@ -503,12 +503,10 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     terms −k1 G v − k2 g on the right-hand side of the rows (k1 = 2α/Δt,
     k2 = (β/Δt)²; zero for none).  Returns 0, i + 1 for a non-unit quaternion,
     CODE_MASS_NOT_PD."""
-    cdef int nv = m.nv, mr = m.n_crows, i, j, k, bad
+    cdef int nv = m.nv, mr = m.n_crows, i, j, bad
     cdef double* G = d.cG
     cdef double* gam = d.cgam
     cdef double* M = d.cM
-    cdef double* Y = d.cY
-    cdef double* K = d.cK
     cdef double* c = d.cb
     cdef double s
     bad = loop_rows_kernel(m, d, q, qd, gres, G, gam)
@@ -524,32 +522,95 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     _solve_Lt(M, nv, qdd)                               # unconstrained v̇_u = M⁻¹(τ − h)
     if mr == 0:
         return 0
+    for i in range(mr):                                 # c = −Ġv − G v̇_u − stabilization
+        s = -gam[i] - k2 * gres[i]
+        for j in range(nv):
+            s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
+        c[i] = s
+    _metric_correction(m, d, rcond, c)
+    for k in range(mr):
+        lam[k] = c[k]
+    for j in range(nv):                                 # v̇ = v̇_u + M⁻¹ Gᵀ λ
+        qdd[j] += d.cw2[j]
+    return 0
+
+
+cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c) noexcept nogil:
+    """c = (G M⁻¹ Gᵀ)⁺ c (minimal norm) and d.cw2 = M⁻¹ Gᵀ c, with G in d.cG and the
+    Cholesky factor of M in d.cM: the least change of v̇ (or v, or q) in the
+    kinetic-energy metric that moves the rows by the original c."""
+    cdef int nv = m.nv, mr = m.n_crows, i, j, k
+    cdef double* G = d.cG
+    cdef double* Y = d.cY
+    cdef double* K = d.cK
+    cdef double s
     # Y = L⁻¹ Gᵀ (nv, mr), stored by columns: Y[k * nv + j]
     for k in range(mr):
         for j in range(nv):
             Y[k * nv + j] = G[k * nv + j]
-        _solve_L(M, nv, &Y[k * nv])
-    for i in range(mr):                                 # K = Yᵀ Y, c = −Ġv − G v̇_u − stab
+        _solve_L(d.cM, nv, &Y[k * nv])
+    for i in range(mr):                                 # K = Yᵀ Y
         for k in range(i, mr):
             s = 0.0
             for j in range(nv):
                 s += Y[i * nv + j] * Y[k * nv + j]
             K[i * mr + k] = s
             K[k * mr + i] = s
-        s = -gam[i] - k2 * gres[i]
-        for j in range(nv):
-            s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
-        c[i] = s
     _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw)
-    for k in range(mr):
-        lam[k] = c[k]
-    # v̇ = v̇_u + L⁻ᵀ Y λ
-    for j in range(nv):
+    for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻ᵀ Y c
         s = 0.0
         for k in range(mr):
             s += Y[k * nv + j] * c[k]
         d.cw2[j] = s
-    _solve_Lt(M, nv, d.cw2)
+    _solve_Lt(d.cM, nv, d.cw2)
+
+
+cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
+                        int max_iter, double rcond, double* residual) noexcept nogil:
+    """Project (q, v) in place onto g(q) = 0, G(q) v = 0 in the kinetic-energy metric
+    (docs/constraints.md): Gauss–Newton steps q ← q ⊕ (−M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁺ g) with M
+    at the first iterate, until max |g| ≤ tol (at most max_iter steps), then
+    v ← v − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁺ G v with M at the projected q.  residual: max |g| of
+    the returned q.  Returns 0, a quaternion code or CODE_MASS_NOT_PD."""
+    cdef int nv = m.nv, nq = m.nq, mr = m.n_crows, it, k, j, bad
+    cdef bint factored = False
+    cdef double err, s
+    for it in range(max_iter + 1):
+        bad = loop_rows_kernel(m, d, q, NULL, d.cg, d.cG, d.cgam)
+        if bad:
+            return bad
+        err = 0.0
+        for k in range(mr):
+            if fabs(d.cg[k]) > err:
+                err = fabs(d.cg[k])
+        residual[0] = err
+        if err <= tol or it == max_iter:
+            break
+        if not factored:
+            crba_kernel(m, d, q, d.cM)
+            if not _cholesky(d.cM, nv):
+                return CODE_MASS_NOT_PD
+            factored = True
+        for k in range(mr):
+            d.cb[k] = d.cg[k]
+        _metric_correction(m, d, rcond, d.cb)
+        for j in range(nv):
+            d.cw2[j] = -d.cw2[j]
+        config_retract(m, q, d.cw2, LOCAL_EXP, d.cq)
+        for j in range(nq):
+            q[j] = d.cq[j]
+    if v == NULL or mr == 0:
+        return 0
+    # velocity: rows at the projected q are in d.cG (the last loop_rows_kernel call)
+    crba_kernel(m, d, q, d.cM)
+    if not _cholesky(d.cM, nv):
+        return CODE_MASS_NOT_PD
+    for k in range(mr):
+        s = 0.0
+        for j in range(nv):
+            s += d.cG[k * nv + j] * v[j]
+        d.cb[k] = s
+    _metric_correction(m, d, rcond, d.cb)
     for j in range(nv):
-        qdd[j] += d.cw2[j]
+        v[j] -= d.cw2[j]
     return 0
