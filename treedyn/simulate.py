@@ -543,26 +543,60 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
     return np.array(ts), np.array(qs), np.array(vs)
 
 
+def _baumgarte_gains(stabilization, baumgarte, h):
+    """(α, β, h) of the Baumgarte terms, or None."""
+    if stabilization != "baumgarte":
+        return None
+    try:
+        alpha, beta = baumgarte
+    except (TypeError, ValueError):
+        raise InputError(f"simulate: baumgarte: expected (alpha, beta), got "
+                         f"{baumgarte!r}") from None
+    return (number(alpha, "baumgarte alpha", "simulate"),
+            number(beta, "baumgarte beta", "simulate"), h)
+
+
 def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller, tau, f_ext,
                           f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps):
-    """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations."""
-    from . import constraints as con
+    """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations, every
+    stage and the projections in the kernels (cysrc/loops.pxi, integrators.pxi)."""
     if tab.bhat is not None or tab.scheme == "vector":
         raise InputError(f"method {tab.name!r} is not available for models with loop closures; "
                          f"use a fixed-step Lie-group method (rkmk4, cg4, rkmk2, euler)")
+    nsteps = _step_count(t_final, dt, max_steps)
+    h = t_final / nsteps if nsteps else dt
+    bg = _baumgarte_gains(stabilization, baumgarte, h)
+    k1, k2 = (0.0, 0.0) if bg is None else (2.0 * bg[0] / h, (bg[1] / h) ** 2)
+    update, bar = _progress_bar(progress, nsteps)
+    try:
+        Q, V, _, res = model._run(q0, v0, 0.0, h, nsteps, tab.scheme_code, tab.A, tab.b, tab.c,
+                                  None, local_map_code(local_map), controller, tau, f_ext,
+                                  f_ext_frame, gravity, update,
+                                  max(1, nsteps // 200) if update else 0, constrained=True,
+                                  k1=k1, k2=k2, project=stabilization == "projection")
+    finally:
+        if bar is not None:
+            bar.close()
+    t = np.arange(nsteps + 1) * h
+    _check_finite_run(Q, V, t)
+    qn, vn = _names(model)
+    return Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
+                      joint_names=list(model.joint_names), q_names=qn, v_names=vn,
+                      method=tab.name, local_map=local_map,
+                      extra={"constraint_residual": res})
+
+
+def _simulate_constrained_reference(model, tab, q0, v0, t_final, dt, local_map, controller,
+                                    tau, f_ext, f_ext_frame, gravity, stabilization, baumgarte,
+                                    progress, max_steps):
+    """The same integration stage by stage in Python over the checked NumPy paths
+    (the test oracle of the compiled run)."""
+    from . import constraints as con
     cs = model.constraints
     nsteps = _step_count(t_final, dt, max_steps)
     h = t_final / nsteps if nsteps else dt
-    tau0 = np.zeros(model.nv) if tau is None else tau        # checked by simulate
-    bg = None
-    if stabilization == "baumgarte":
-        try:
-            alpha, beta = baumgarte
-        except (TypeError, ValueError):
-            raise InputError(f"simulate: baumgarte: expected (alpha, beta), got "
-                             f"{baumgarte!r}") from None
-        bg = (number(alpha, "baumgarte alpha", "simulate"),
-              number(beta, "baumgarte beta", "simulate"), h)
+    tau0 = np.zeros(model.nv) if tau is None else tau
+    bg = _baumgarte_gains(stabilization, baumgarte, h)
     q, v = model.integrate(q0, np.zeros(model.nv)), np.array(v0, dtype=float)
     if stabilization == "projection":
         q, _ = con.project_position(model, cs, q)
