@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import ModelError, RobotFileError
+from .validation import _given
 
 __all__ = ["JointGraph", "JOINT_TYPES", "WORLD", "check_inertia", "unit_vector", "MAX_ANGLE"]
 
@@ -61,12 +62,7 @@ def _fail(message, source=None, field=None):
     raise ModelError(f"{field}: {message}" if field else message)
 
 
-def _short(value, limit=60):
-    """Short description of a given value: type and (truncated) repr."""
-    text = repr(value)
-    if len(text) > limit:
-        text = text[:limit - 3] + "..."
-    return f"{type(value).__name__} {text}"
+_short = _given          # short description of a given value: type and (truncated) repr
 
 
 def _has_bool(value):
