@@ -1,4 +1,4 @@
-"""Robot file input/output: URDF (read) and the treedyn TOML format (read/write)."""
+"""Robot file input/output: URDF and SDFormat (read) and the treedyn TOML format (read/write)."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import InputError, RobotFileError
 from ..validation import _given
+from .sdf import read_sdf
 from .toml import read_toml, write_toml
 from .urdf import read_urdf
 
@@ -33,7 +34,7 @@ def _flag(value, argument, where):
 
 def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
                coordinates="relative"):
-    """Read a robot file (``.urdf`` or ``.toml``) into an editable JointGraph."""
+    """Read a robot file (``.urdf``, ``.sdf`` or ``.toml``) into an editable JointGraph."""
     path = _path(path, "load")
     floating_base = _flag(floating_base, "floating_base", "load")
     strict_inertia = _flag(strict_inertia, "strict_inertia", "load")
@@ -50,18 +51,21 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
     if ext == ".urdf":
         return read_urdf(path, floating_base=floating_base, free_group=free_group or "SE3",
                          gravity=gravity, strict_inertia=strict_inertia)
+    if ext == ".sdf":
+        return read_sdf(path, floating_base=floating_base, free_group=free_group or "SE3",
+                        gravity=gravity, strict_inertia=strict_inertia)
     if ext == ".toml":
         if floating_base:
-            raise RobotFileError("floating_base=True is for URDF files; a TOML file declares "
-                                 "its free joints itself (type = \"free\")", file=path)
+            raise RobotFileError("floating_base=True is for URDF and SDF files; a TOML file "
+                                 "declares its free joints itself (type = \"free\")", file=path)
         graph = read_toml(path, gravity=gravity, strict_inertia=strict_inertia)
         if free_group is not None:
             for _, _, data in graph.graph.edges(data=True):
                 if data["type"] == "free":
                     data["group"] = free_group
         return graph
-    raise RobotFileError(f"unknown robot file extension {ext!r} (expected .urdf or .toml)",
-                         file=path)
+    raise RobotFileError(f"unknown robot file extension {ext!r} (expected .urdf, .sdf or "
+                         f".toml)", file=path)
 
 
 def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
@@ -71,15 +75,20 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.urdf`` or ``.toml`` (treedyn format) file.
+        A ``.urdf``, ``.sdf`` (SDFormat 1.4-1.12, one model; closed loops and
+        gearboxes are read, see :mod:`treedyn.io.sdf`) or ``.toml`` (treedyn
+        format) file.
     floating_base : bool
-        URDF only: attach the root link to the world by a free joint ``root_joint``.
+        URDF and SDF only: attach the root link to the world by a free joint
+        ``root_joint`` (SDF: refused if a joint already attaches the model to
+        the world).
     free_group : {"SE3", "SO3xR3"}, optional
         Group of free joints: ``"SE3"`` (velocity = body twist (ω, v)) or
-        ``"SO3xR3"`` (velocity = (ω body, ṙ world)).  Default: SE3 for URDF, the
+        ``"SO3xR3"`` (velocity = (ω body, ṙ world)).  Default: SE3 for URDF and SDF, the
         file's own choice for TOML.
     gravity : array_like (3,), optional
-        World-frame gravity in m/s², overriding the file's (default (0, 0, -9.81)).
+        World-frame gravity in m/s², overriding the file's (TOML ``[model] gravity``,
+        SDF ``<world><gravity>``; default (0, 0, -9.81)).
     strict_inertia : bool
         Raise on a non-physical inertia (default).  ``False`` accepts it with a
         warning: some published robot files (e.g. TIAGo's antenna links) contain
