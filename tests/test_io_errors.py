@@ -121,7 +121,7 @@ def test_external_entity_is_refused(tmp_path):
 
 def test_missing_file_and_unknown_extension(tmp_path):
     expect_error(tmp_path / "nope.urdf", "cannot read")
-    expect_error(write(tmp_path, "x", "robot.sdf"), "extension")
+    expect_error(write(tmp_path, "x", "robot.xyz"), "extension")
 
 
 def test_decimal_parsing_ignores_the_locale(tmp_path):

@@ -30,12 +30,15 @@ EXPECTED = {
     "four_bar.toml": (3, 3, 1, False),
     "slider_crank.toml": (3, 3, 1, False),
     "delta.toml": (11, 11, 2, False),
+    "four_bar.sdf": (3, 3, 1, False),
+    "slider_crank.sdf": (3, 3, 1, False),
+    "delta.sdf": (11, 11, 2, False),
 }
 
 
 def test_every_shipped_file_is_listed():
     shipped = {f for f in os.listdir(os.path.join(REPO, "robots"))
-               if f.endswith((".urdf", ".toml"))}
+               if f.endswith((".urdf", ".toml", ".sdf"))}
     assert shipped == set(EXPECTED)
     assert set(td.robots.available()) == shipped
 

@@ -649,3 +649,20 @@ def test_cassie_example_runs():
     for res in out["results"].values():
         assert res["residual"] <= 1e-10 and res["rel_drift"] <= 1e-8
         assert res["steps"] == 100
+
+
+@pytest.mark.parametrize("bend", [0.2, 0.5])
+def test_cassie_v2_assembles_with_bent_legs(bend):
+    """Levenberg–Marquardt with isotropic damping closes Cassie's four rod loops from
+    a crouching guess (hip pitch +bend, knee −2·bend, ankle +bend; the loops are
+    open in the guess)."""
+    m = td.load(cassie("cassie_v2.sdf"), floating_base=True)
+    guess = m.neutral()
+    for side in ("left", "right"):
+        guess[m.idx_q[f"{side}-pitch-op"]] = bend
+        guess[m.idx_q[f"{side}-knee-op"]] = -2 * bend
+        guess[m.idx_q[f"{side}-shin-tarsus-joint"]] = bend
+    assert np.abs(m.constraint_residual(guess)).max() > 1e-3
+    q = m.assemble(guess)
+    assert np.abs(m.constraint_residual(q)).max() < 1e-10
+    assert abs(q[m.idx_q["left-knee-op"]] + 2 * bend) < 0.5     # still crouching

@@ -645,8 +645,11 @@ def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
             grad = Gf.T @ g
             while True:
                 step = np.zeros(model.nv)
+                # isotropic damping (scaled by the mean curvature): diag(H) damping
+                # leaves nearly inert coordinates (a free base, Cassie's hip roll
+                # and yaw) almost undamped, and the iteration stalls on them
                 step[free] = -np.linalg.solve(
-                    H + mu * (np.diag(np.diag(H)) + 1e-12 * np.eye(len(H))), grad)
+                    H + mu * (np.trace(H) / len(H) + 1e-12) * np.eye(len(H)), grad)
                 q_new = model.integrate(q, step)
                 g_new = cs._evaluate(q_new)[0]
                 cost_new = 0.5 * g_new @ g_new
