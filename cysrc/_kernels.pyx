@@ -79,7 +79,7 @@ cdef struct Call:
     int fframe                 # 0 world, 1 body, 2 hybrid
     int body, frame, rep       # Jacobian target and representation
     double k1, k2, rcond       # constrained dynamics: Baumgarte gains, rank tolerance
-    bint poses                 # out holds 4x4 poses: only their translations can overflow
+    int check                  # which outputs may overflow: CHECK_ALL, CHECK_POSES, CHECK_SPD
     double* out
     double* out2
     double* out3
@@ -117,6 +117,9 @@ cdef int _call_sample(kernel_t fn, ModelCore m, DataC* d, const Call* base,
 # integer OR-reduction vectorizes.
 cdef enum:
     CODE_OVERFLOW = 1 << 30
+    CHECK_ALL = 0          # every output value
+    CHECK_POSES = 1        # 4x4 poses: translations only
+    CHECK_SPD = 2          # a symmetric positive semidefinite matrix: its diagonal
 cdef const uint64_t EXP_BITS = 0x7ff0000000000000ULL
 
 
@@ -139,11 +142,24 @@ cdef inline bint _finite_translations(const double* T, Py_ssize_t n) noexcept no
     return s == 0.0
 
 
+cdef inline bint _finite_diagonal(const double* M, Py_ssize_t n2) noexcept nogil:
+    """The diagonal of a symmetric positive semidefinite n × n matrix is finite (then
+    so is every entry: |M_ij| ≤ √(M_ii M_jj))."""
+    cdef Py_ssize_t n = <Py_ssize_t>sqrt(<double>n2 + 0.5), k
+    cdef double s = 0.0
+    for k in range(n):
+        s += M[k * (n + 1)] * 0.0                     # NaN iff an entry is not finite
+    return s == 0.0
+
+
 cdef inline int _checked_outputs(int code, const Call* c) noexcept nogil:
     if code:
         return code
-    if c.poses:
+    if c.check == CHECK_POSES:
         if not _finite_translations(c.out, c.so):
+            return CODE_OVERFLOW
+    elif c.check == CHECK_SPD:
+        if not _finite_diagonal(c.out, c.so):
             return CODE_OVERFLOW
     elif not (_finite_bits(c.out, c.so)
               and (c.out2 == NULL or _finite_bits(c.out2, c.so2))
@@ -633,7 +649,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * self.nb
-        c.poses = True
+        c.check = CHECK_POSES
         self._dispatch(_k_fk, &c, self._batch(qa), data, -1, "forward_kinematics: the body poses")
         return res
 
@@ -651,7 +667,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 16 * dims[0]
-        c.poses = True
+        c.check = CHECK_POSES
         self._dispatch(_k_frame_poses, &c, self._batch(qa), data, -1, "frame_poses: the frame poses")
         return res
 
@@ -811,6 +827,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = self.nv * self.nv
+        c.check = CHECK_SPD
         self._dispatch(_k_crba, &c, self._batch(qa), data, -1, "mass_matrix: M")
         return res
 

@@ -223,3 +223,33 @@ def test_save_refuses_non_models(tmp_path):
 def test_zero_d_q_is_reported_as_such():
     with pytest.raises(td.InputError, match=r"\(\)"):
         MODEL.forward_kinematics(np.float64(0.2))
+
+
+@pytest.mark.parametrize("armature, fragment", [
+    ([0.1, 0.2], rf"armature: expected shape \({MODEL.nv},\), got \(2,\)"),
+    (np.full(MODEL.nv, np.nan), "NaN or infinity"),
+    (np.full(MODEL.nv, 1j), "real numbers"),
+    ({"no_such_joint": 0.1}, "no moving joint named 'no_such_joint'"),
+    ({3: 0.1}, "expected a moving joint name"),
+    ({MODEL.joint_names[0]: [0.1, 0.2]}, r"expected a number or shape \(1,\)"),
+    ({MODEL.joint_names[0]: -1.0}, ">= 0"),
+])
+def test_with_armature_refuses_bad_values(armature, fragment):
+    with pytest.raises(td.InputError, match=fragment):
+        MODEL.with_armature(armature)
+
+
+def test_support_walks_the_path():
+    """model.support(body): the freedoms on the path world -> body, from parent."""
+    for i in range(MODEL.nb):
+        mask = MODEL.support(i)
+        expected = np.zeros(MODEL.nv, dtype=bool)
+        j = i
+        while j >= 0:
+            expected[MODEL.voff[j]:MODEL.voff[j] + MODEL.nvj[j]] = True
+            j = int(MODEL.parent[j])
+        np.testing.assert_array_equal(mask, expected)
+        np.testing.assert_array_equal(MODEL.support(MODEL.body_names[i]), expected)
+    for bad in (-1, MODEL.nb, 1.5, True, None):
+        with pytest.raises(td.InputError, match="body"):
+            MODEL.support(bad)
