@@ -379,6 +379,23 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
     return rows.k
 
 
+cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g) noexcept nogil:
+    """After rnea_body_kernel at v̇ = 0: the world poses d.oMi, the twist derivatives
+    without gravity d.a = d.a_gf + (0, R_iᵀ g) (gravity entered the body RNEA as the
+    base acceleration (0, −g), which reaches body i as (0, −R_iᵀ g)) and the world
+    screws d.oJ — what loop_rows needs, without a second sweep."""
+    cdef int i, par, n
+    cdef double t[3]
+    for i in range(m.nb):
+        par = m.parent[i]
+        world_pose(NULL if par < 0 else &d.oMi[12 * par], &d.liMi[12 * i], &d.oMi[12 * i])
+        rotT_vec(&d.oMi[12 * i], g, t)
+        for n in range(3):
+            d.a[6 * i + n] = d.a_gf[6 * i + n]
+            d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
+    world_screws(m, d, d.oJ)
+
+
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           double* g, double* G, double* gam) noexcept nogil:
     """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
@@ -509,11 +526,15 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     cdef double* M = d.cM
     cdef double* c = d.cb
     cdef double s
-    bad = loop_rows_kernel(m, d, q, qd, gres, G, gam)
+    for j in range(nv):
+        d.zero_v[j] = 0.0
+    bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
     if bad:
         return bad
+    _motion_from_rnea(m, d, grav)                       # the rows reuse RNEA's sweep
+    d.q_loop = q
+    loop_rows(m, d, gres, G, gam)
     crba_kernel(m, d, q, M)
-    rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
     if not _cholesky(M, nv):
