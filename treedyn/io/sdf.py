@@ -58,14 +58,12 @@ from __future__ import annotations
 
 import math
 import os
-import xml.etree.ElementTree as ET
 
 import numpy as np
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
+from .xmlfile import parse_root, read_bytes
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 from .urdf import _Reader
 
@@ -120,12 +118,7 @@ def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_i
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
     """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    path, text = read_bytes(path)
     return parse_sdf_string(text, floating_base, free_group, gravity, filename=path,
                             strict_inertia=strict_inertia)
 
@@ -133,20 +126,7 @@ def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_i
 def parse_sdf_string(text, floating_base=False, free_group="SE3", gravity=None,
                      filename="<string>", strict_inertia=True):
     """Like :func:`read_sdf` for SDFormat text (str or bytes)."""
-    try:
-        root = _safe_fromstring(text, forbid_dtd=True)
-    except DefusedXmlException as exc:
-        raise RobotFileError(f"refused unsafe XML ({type(exc).__name__}: {exc})",
-                             file=filename, element="<sdf>") from None
-    except ET.ParseError as exc:
-        raise RobotFileError(f"malformed XML: {exc} (a file with the .sdf extension is read "
-                             f"as SDFormat XML)", file=filename) from None
-    if root.tag != "sdf":
-        raise RobotFileError(f"root element is <{root.tag}>, expected <sdf>",
-                             file=filename, element=f"<{root.tag}>")
-    if free_group not in ("SE3", "SO3xR3"):
-        raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
-                             file=filename)
+    root = parse_root(text, filename, "sdf", free_group, " (a file with the .sdf extension is read as SDFormat XML)")
     return _SdfReader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
 
 

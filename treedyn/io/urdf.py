@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-import xml.etree.ElementTree as ET
 
 import math
 
 import numpy as np
-from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
+from .xmlfile import parse_root, read_bytes
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
@@ -72,12 +70,7 @@ def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
     """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    path, text = read_bytes(path)
     return parse_urdf_string(text, floating_base, free_group, gravity, filename=path,
                              strict_inertia=strict_inertia)
 
@@ -85,19 +78,7 @@ def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_
 def parse_urdf_string(text, floating_base=False, free_group="SE3", gravity=None,
                       filename="<string>", strict_inertia=True):
     """Like :func:`read_urdf` for URDF text (str or bytes)."""
-    try:
-        root = _safe_fromstring(text, forbid_dtd=True)
-    except DefusedXmlException as exc:
-        raise RobotFileError(f"refused unsafe XML ({type(exc).__name__}: {exc})",
-                             file=filename, element="<robot>") from None
-    except ET.ParseError as exc:
-        raise RobotFileError(f"malformed XML: {exc}", file=filename) from None
-    if root.tag != "robot":
-        raise RobotFileError(f"root element is <{root.tag}>, expected <robot>",
-                             file=filename, element=f"<{root.tag}>")
-    if free_group not in ("SE3", "SO3xR3"):
-        raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
-                             file=filename)
+    root = parse_root(text, filename, "robot", free_group)
     return _Reader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
 
 

@@ -1,0 +1,43 @@
+"""Reading XML robot files (URDF, SDFormat): bytes from disk, a safe parse, the
+root element and the free-joint group checked, each failure a RobotFileError
+naming the file (and element)."""
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring as _safe_fromstring
+
+from ..errors import RobotFileError
+
+__all__ = ["read_bytes", "parse_root"]
+
+
+def read_bytes(path):
+    """(path as str, the file's bytes)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            return path, f.read()
+    except OSError as exc:
+        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+
+
+def parse_root(text, filename, tag, free_group, malformed_hint=""):
+    """The root element of XML ``text`` (hostile XML refused by defusedxml: no DTD,
+    no entities), which must be ``<tag>``; ``free_group`` must be "SE3" or "SO3xR3"."""
+    try:
+        root = _safe_fromstring(text, forbid_dtd=True)
+    except DefusedXmlException as exc:
+        raise RobotFileError(f"refused unsafe XML ({type(exc).__name__}: {exc})",
+                             file=filename, element=f"<{tag}>") from None
+    except ET.ParseError as exc:
+        raise RobotFileError(f"malformed XML: {exc}{malformed_hint}", file=filename) from None
+    if root.tag != tag:
+        raise RobotFileError(f"root element is <{root.tag}>, expected <{tag}>",
+                             file=filename, element=f"<{root.tag}>")
+    if free_group not in ("SE3", "SO3xR3"):
+        raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
+                             file=filename)
+    return root
