@@ -126,7 +126,8 @@ def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_i
 def parse_sdf_string(text, floating_base=False, free_group="SE3", gravity=None,
                      filename="<string>", strict_inertia=True):
     """Like :func:`read_sdf` for SDFormat text (str or bytes)."""
-    root = parse_root(text, filename, "sdf", free_group, " (a file with the .sdf extension is read as SDFormat XML)")
+    root = parse_root(text, filename, "sdf", free_group,
+                      " (a file with the .sdf extension is read as SDFormat XML)")
     return _SdfReader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
 
 
