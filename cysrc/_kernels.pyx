@@ -308,6 +308,7 @@ cdef class ModelCore:
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
+    cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef const double[::1] grav        # (3,)
@@ -365,6 +366,21 @@ cdef class ModelCore:
         for i in range(nb):
             path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
         self.path_nv = path_nv
+        dof_parent = np.full(max(nv, 1), -1, dtype=np.int32)
+        for i in range(nb):
+            o, par = arr["voff"][i], arr["parent"][i]
+            for k in range(arr["nvj"][i]):
+                if k > 0:
+                    dof_parent[o + k] = o + k - 1
+                elif par >= 0 and arr["nvj"][par] > 0:
+                    dof_parent[o] = arr["voff"][par] + arr["nvj"][par] - 1
+                elif par >= 0:          # a parent without freedoms: look further up
+                    pp = par
+                    while pp >= 0 and arr["nvj"][pp] == 0:
+                        pp = arr["parent"][pp]
+                    if pp >= 0:
+                        dof_parent[o] = arr["voff"][pp] + arr["nvj"][pp] - 1
+        self.dof_parent = dof_parent
         fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
         foff = np.empty((fo.shape[0], 12))
         foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)

@@ -454,6 +454,57 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
         x[i] = s / L[i * n + i]
 
 
+# M = Lᵀ L with L following the tree (Featherstone, Rigid Body Dynamics Algorithms,
+# 2008, §6.5): L_kj ≠ 0 only for j = k or j an ancestor freedom of k (dof_parent
+# chain), so factoring costs Σ depth² instead of nv³/6 and a solve Σ depth.
+cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
+    """M (n, n) row-major = Lᵀ L in place (L in the lower triangle along the
+    ancestor chains); False unless positive definite."""
+    cdef int k, i, j
+    cdef double a
+    for k in range(n - 1, -1, -1):
+        if not M[k * n + k] > 0.0:
+            return False
+        a = sqrt(M[k * n + k])
+        M[k * n + k] = a
+        i = lam[k]
+        while i >= 0:
+            M[k * n + i] /= a
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                M[i * n + j] -= M[k * n + i] * M[k * n + j]
+                j = lam[j]
+            i = lam[i]
+    return True
+
+
+cdef void _solve_Lt_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
+    """x = L⁻ᵀ x (L from _ltl)."""
+    cdef int k, i
+    for k in range(n - 1, -1, -1):
+        x[k] /= L[k * n + k]
+        i = lam[k]
+        while i >= 0:
+            x[i] -= L[k * n + i] * x[k]
+            i = lam[i]
+
+
+cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
+    """x = L⁻¹ x (L from _ltl)."""
+    cdef int k, i
+    cdef double s
+    for k in range(n):
+        s = x[k]
+        i = lam[k]
+        while i >= 0:
+            s -= L[k * n + i] * x[i]
+            i = lam[i]
+        x[k] = s / L[k * n + k]
+
+
 cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
                           int* perm, double* b, double* w) noexcept nogil:
     """b = K⁺ b for K (mr, mr) symmetric positive semidefinite (overwritten): K = F Fᵀ
@@ -537,10 +588,10 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     crba_kernel(m, d, q, M)
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
-    if not _cholesky(M, nv):
+    if not _ltl(M, nv, &m.dof_parent[0]):
         return CODE_MASS_NOT_PD
-    _solve_L(M, nv, qdd)
-    _solve_Lt(M, nv, qdd)                               # unconstrained v̇_u = M⁻¹(τ − h)
+    _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)
+    _solve_L_tree(M, nv, &m.dof_parent[0], qdd)         # unconstrained v̇_u = M⁻¹(τ − h)
     if mr == 0:
         return 0
     for i in range(mr):                                 # c = −Ġv − G v̇_u − stabilization
@@ -558,18 +609,18 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
 
 cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c) noexcept nogil:
     """c = (G M⁻¹ Gᵀ)⁺ c (minimal norm) and d.cw2 = M⁻¹ Gᵀ c, with G in d.cG and the
-    Cholesky factor of M in d.cM: the least change of v̇ (or v, or q) in the
+    tree factor M = Lᵀ L (_ltl) in d.cM: the least change of v̇ (or v, or q) in the
     kinetic-energy metric that moves the rows by the original c."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
     cdef double s
-    # Y = L⁻¹ Gᵀ (nv, mr), stored by columns: Y[k * nv + j]
+    # Y = L⁻ᵀ Gᵀ (nv, mr), stored by columns: Y[k * nv + j]; K = G M⁻¹ Gᵀ = Yᵀ Y
     for k in range(mr):
         for j in range(nv):
             Y[k * nv + j] = G[k * nv + j]
-        _solve_L(d.cM, nv, &Y[k * nv])
+        _solve_Lt_tree(d.cM, nv, &m.dof_parent[0], &Y[k * nv])
     for i in range(mr):                                 # K = Yᵀ Y
         for k in range(i, mr):
             s = 0.0
@@ -578,12 +629,12 @@ cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c) noe
             K[i * mr + k] = s
             K[k * mr + i] = s
     _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw)
-    for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻ᵀ Y c
+    for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻¹ Y c
         s = 0.0
         for k in range(mr):
             s += Y[k * nv + j] * c[k]
         d.cw2[j] = s
-    _solve_Lt(d.cM, nv, d.cw2)
+    _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
 
 cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
@@ -609,7 +660,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
             break
         if not factored:
             crba_kernel(m, d, q, d.cM)
-            if not _cholesky(d.cM, nv):
+            if not _ltl(d.cM, nv, &m.dof_parent[0]):
                 return CODE_MASS_NOT_PD
             factored = True
         for k in range(mr):
@@ -624,7 +675,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         return 0
     # velocity: rows at the projected q are in d.cG (the last loop_rows_kernel call)
     crba_kernel(m, d, q, d.cM)
-    if not _cholesky(d.cM, nv):
+    if not _ltl(d.cM, nv, &m.dof_parent[0]):
         return CODE_MASS_NOT_PD
     for k in range(mr):
         s = 0.0
