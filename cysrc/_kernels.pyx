@@ -57,6 +57,7 @@ include "kinematics.pxi"
 include "crba.pxi"
 include "aba.pxi"
 include "lie_groups.pxi"
+include "ltl.pxi"
 include "loops.pxi"
 include "integrators.pxi"
 

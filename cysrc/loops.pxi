@@ -14,7 +14,8 @@
 #
 # Dynamics (index 1, [Müller & Terze 2013] eq. 3):
 #     M v̇ + h = τ + Gᵀλ,   G v̇ = −Ġv (− Baumgarte terms)
-# M by CRBA and h by RNEA, M = L Lᵀ (Cholesky), Y = L⁻¹ Gᵀ, K = G M⁻¹ Gᵀ = Yᵀ Y.
+# M by CRBA and h by RNEA, M = Lᵀ L along the tree (ltl.pxi), Y = L⁻ᵀ Gᵀ,
+# K = G M⁻¹ Gᵀ = Yᵀ Y.
 # Redundant rows make K singular: K = F Fᵀ by Cholesky with diagonal pivoting,
 # stopped at pivots below rcond · max diag (rank r), and λ = K⁺ c, the
 # minimal-norm multipliers, as F (FᵀF)⁻² Fᵀ c.  Cost O(n + nv³ + m nv² + m³),
@@ -452,57 +453,6 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
         for k in range(i + 1, n):
             s -= L[k * n + i] * x[k]
         x[i] = s / L[i * n + i]
-
-
-# M = Lᵀ L with L following the tree (Featherstone, Rigid Body Dynamics Algorithms,
-# 2008, §6.5): L_kj ≠ 0 only for j = k or j an ancestor freedom of k (dof_parent
-# chain), so factoring costs Σ depth² instead of nv³/6 and a solve Σ depth.
-cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
-    """M (n, n) row-major = Lᵀ L in place (L in the lower triangle along the
-    ancestor chains); False unless positive definite."""
-    cdef int k, i, j
-    cdef double a
-    for k in range(n - 1, -1, -1):
-        if not M[k * n + k] > 0.0:
-            return False
-        a = sqrt(M[k * n + k])
-        M[k * n + k] = a
-        i = lam[k]
-        while i >= 0:
-            M[k * n + i] /= a
-            i = lam[i]
-        i = lam[k]
-        while i >= 0:
-            j = i
-            while j >= 0:
-                M[i * n + j] -= M[k * n + i] * M[k * n + j]
-                j = lam[j]
-            i = lam[i]
-    return True
-
-
-cdef void _solve_Lt_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
-    """x = L⁻ᵀ x (L from _ltl)."""
-    cdef int k, i
-    for k in range(n - 1, -1, -1):
-        x[k] /= L[k * n + k]
-        i = lam[k]
-        while i >= 0:
-            x[i] -= L[k * n + i] * x[k]
-            i = lam[i]
-
-
-cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
-    """x = L⁻¹ x (L from _ltl)."""
-    cdef int k, i
-    cdef double s
-    for k in range(n):
-        s = x[k]
-        i = lam[k]
-        while i >= 0:
-            s -= L[k * n + i] * x[i]
-            i = lam[i]
-        x[k] = s / L[k * n + k]
 
 
 cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
