@@ -24,35 +24,20 @@ import numpy as np
 from . import lie
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL
 from .errors import ModelError
-from .graph import JOINT_TYPES, WORLD
+from .graph import JOINT_TYPES, WORLD, unit_vector
 from .model import LoopClosure, Model
 
 __all__ = ["compile_model", "joint_screws", "planar_directions", "spatial_inertia"]
 
 
-def _unit(v):
-    """v / |v|, scaled by its largest component first so that huge (or tiny) but
-    finite components neither overflow nor underflow in the norm."""
-    v = np.asarray(v, dtype=float)
-    v = v / np.max(np.abs(v))
-    return v / np.sqrt(v @ v)
-
-
-def _cross(a, b):
-    """a × b of two 3-vectors (np.cross costs ~10 µs a call; the compiler makes
-    one per joint)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
-
-
 def planar_directions(j):
     """Unit normal n and in-plane directions (u, n × u) of a planar joint."""
-    n = _unit(j["axis"])
+    n = unit_vector(j["axis"])
     if j["x_axis"] is None:
         trial = np.eye(3)[np.argmin(np.abs(n))]
     else:
         trial = np.asarray(j["x_axis"], dtype=float)
-    u = _unit(trial - n * (n @ trial))
+    u = unit_vector(trial - n * (n @ trial))
     return n, u, np.cross(n, u)
 
 
@@ -64,21 +49,21 @@ def joint_screws(j):
     t, p = j["type"], j["point"]
     zero = np.zeros(3)
     if t in ("revolute", "continuous", "helical"):
-        e = _unit(j["axis"])
-        return np.concatenate([e, _cross(p, e) + j["pitch"] * e])[None]
+        e = unit_vector(j["axis"])
+        return np.concatenate([e, lie.cross(p, e) + j["pitch"] * e])[None]
     if t == "prismatic":
-        return np.concatenate([zero, _unit(j["axis"])])[None]
+        return np.concatenate([zero, unit_vector(j["axis"])])[None]
     if t == "cylindrical":
-        e = _unit(j["axis"])
-        return np.array([np.concatenate([e, _cross(p, e)]), np.concatenate([zero, e])])
+        e = unit_vector(j["axis"])
+        return np.array([np.concatenate([e, lie.cross(p, e)]), np.concatenate([zero, e])])
     if t == "universal":
-        return np.array([np.concatenate([a, _cross(p, a)]) for a in map(_unit, j["axes"])])
+        return np.array([np.concatenate([a, lie.cross(p, a)]) for a in map(unit_vector, j["axes"])])
     if t == "planar":
         n, u, w = planar_directions(j)
         return np.array([np.concatenate([zero, u]), np.concatenate([zero, w]),
-                         np.concatenate([n, _cross(p, n)])])
+                         np.concatenate([n, lie.cross(p, n)])])
     if t == "spherical":
-        return np.array([np.concatenate([e, _cross(p, e)]) for e in np.eye(3)])
+        return np.array([np.concatenate([e, lie.cross(p, e)]) for e in np.eye(3)])
     return np.zeros((0, 6))
 
 
@@ -111,14 +96,9 @@ def _inverse_poses(A):
     return inv
 
 
-def _adjoints(C):
-    """Ad(C) = [[R, 0], [r̂ R, R]] of every pose of C (n, 4, 4): (n, 6, 6)."""
-    R, r = C[:, :3, :3], C[:, :3, 3]
-    out = np.zeros((len(C), 6, 6))
-    out[:, :3, :3] = R
-    out[:, 3:, 3:] = R
-    out[:, 3:, :3] = np.cross(r[:, :, None], R, axisa=1, axisb=1, axisc=1)
-    return out
+def _adjoints_of(C):
+    """lie.Ad of every pose of C (n, 4, 4): (n, 6, 6)."""
+    return lie.Ad_batch(C[:, :3, :3], C[:, :3, 3])
 
 
 def _body_screws(kind, A, Ainv, center, Y):
@@ -145,8 +125,8 @@ def _body_screws(kind, A, Ainv, center, Y):
     X, Y = np.concatenate(rows_X), np.concatenate(rows_Y)
     body = np.concatenate(owner_rows)
     screw = kind[body] == KIND_SCREWS
-    X[screw] = np.einsum("kij,kj->ki", _adjoints(Ainv[body[screw]]), Y[screw])
-    Y[~screw] = np.einsum("kij,kj->ki", _adjoints(A[body[~screw]]), X[~screw])
+    X[screw] = np.einsum("kij,kj->ki", _adjoints_of(Ainv[body[screw]]), Y[screw])
+    Y[~screw] = np.einsum("kij,kj->ki", _adjoints_of(A[body[~screw]]), X[~screw])
     return X, Y
 
 

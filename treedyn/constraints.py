@@ -49,6 +49,7 @@ import numbers
 import numpy as np
 
 from .errors import InputError, ModelError, SingularModelError
+from .graph import unit_vector
 from .lie import cross, so3_log
 from .validation import _given
 from .validation import array_of_shape as _array_of_shape, name as _name, number as _number
@@ -61,17 +62,6 @@ _WRENCH_FRAMES = ("world", "body", "hybrid")
 
 _ROWS = {"spherical": 3, "revolute": 5, "continuous": 5, "helical": 5, "prismatic": 5,
          "cylindrical": 4, "universal": 4, "planar": 3, "fixed": 6, "free": 0}
-
-
-def _unit(x):
-    """x / |x| without overflow or underflow: x is first scaled by an exact power of
-    two (largest component in [1, 2)), which leaves moderate vectors' results
-    bit-identical to x / np.linalg.norm(x)."""
-    x = np.asarray(x, dtype=float)
-    m = np.abs(x).max()
-    if m > 0 and np.isfinite(m):
-        x = np.ldexp(x, 1 - int(np.frexp(m)[1]))
-    return x / np.sqrt(x.dot(x))
 
 
 def _count(x, argument, where, minimum=1):
@@ -118,7 +108,7 @@ def _named(where, inputs=()):
 def _perp_basis(e):
     """Two unit vectors completing e to a right-handed orthonormal basis."""
     trial = np.eye(3)[np.argmin(np.abs(e))]
-    u1 = _unit(trial - e * (e @ trial))
+    u1 = unit_vector(trial - e * (e @ trial))
     return u1, cross(e, u1)
 
 
@@ -230,9 +220,9 @@ class ConstraintSet:
             R_L = AL[:3, :3]
             geo = dict(point=np.linalg.solve(AL, np.r_[data["point"], 1.0])[:3])
             if data.get("axis") is not None:
-                geo["axis"] = R_L.T @ _unit(data["axis"])
+                geo["axis"] = R_L.T @ unit_vector(data["axis"])
             if t == "universal":
-                a1, a2 = (_unit(a) for a in data["axes"])
+                a1, a2 = (unit_vector(a) for a in data["axes"])
                 geo["a1"], geo["a2"] = R_L.T @ a1, R_L.T @ a2
                 geo["c12"] = float(a1 @ a2)
             if t == "helical":

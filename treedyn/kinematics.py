@@ -37,7 +37,7 @@ def _check_rep(representation):
                          f"got {representation!r}")
 
 
-def _given(x, argument):
+def _required(x, argument):
     """None is not an array of velocities or accelerations (the kernel entry
     takes None as "not asked for")."""
     if x is None:
@@ -104,7 +104,7 @@ def _offset_twist(O, V):
 @finite_results("the twists", "q, v")
 def body_velocities(model, q, v, representation="body"):
     _check_rep(representation)
-    _given(v, "v")
+    _required(v, "v")
     C, V, _ = model._body_motion(q, v)
     R, r = _split(C)
     return _from_body(V, None, R, r, representation)[0]
@@ -113,8 +113,8 @@ def body_velocities(model, q, v, representation="body"):
 @finite_results("the twist derivatives", "q, v, a")
 def body_accelerations(model, q, v, a, representation="body"):
     _check_rep(representation)
-    _given(v, "v")
-    _given(a, "a")
+    _required(v, "v")
+    _required(a, "a")
     C, V, A = model._body_motion(q, v, a)
     R, r = _split(C)
     return _from_body(V, A, R, r, representation)[1]
@@ -125,7 +125,7 @@ def frame_motion(model, q, v, a, frame, representation):
     """Pose (…, 4, 4), twist and twist derivative (…, 6) of a body or frame
     (``a`` None: no twist derivative)."""
     _check_rep(representation)
-    _given(v, "v")
+    _required(v, "v")
     b, O = _frame_target(model, frame)
     C, V, A = model._body_motion(q, v, a)
     lead = C.shape[:-2]

@@ -396,7 +396,7 @@ class Model(ModelCore):
 
     def frame_acceleration(self, q, v, a, frame, representation="body"):
         """Twist derivative (6,) of a body or named frame (gravity not included)."""
-        _kin._given(a, "a")
+        _kin._required(a, "a")
         return _kin.frame_motion(self, q, v, a, frame, representation)[2]
 
     def jacobian_dot_v(self, q, v, frame, representation="body"):

@@ -23,6 +23,8 @@ The compiled kernels check their own arguments in the dispatcher
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .errors import InputError
@@ -223,8 +225,6 @@ def finite_results(what, inputs):
     """Decorator: the function's result (or each item of a tuple result) checked by
     :func:`finite_result`; NumPy's overflow warnings are silenced inside, the error
     says it instead.  ``where`` is the function's name."""
-    import functools
-
     def wrap(fn):
         @functools.wraps(fn)
         def checked(*args, **kwargs):
