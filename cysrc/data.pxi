@@ -48,7 +48,7 @@ cdef struct DataC:
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
     # loop closures (loops.pxi; NULL for models without closures or mimic couplings)
     double* oJ        # (nv, 6)  world screws about the world origin
-    double* zero_v    # (nv,)    zeros
+    double* zero_v    # (nv,)    zeros (set at creation, never written)
     double* cmv       # (36, nv) side Jacobians and moving vectors of the rows
     double* cG        # (m, nv)  constraint Jacobian G
     double* cgam      # (m,)     Ġv

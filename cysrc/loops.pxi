@@ -401,10 +401,7 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
                           double* g, double* G, double* gam) noexcept nogil:
     """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
     Fills d.oMi, d.v, d.a, d.S, d.oJ.  Returns 0 or i + 1 (non-unit quaternion)."""
-    cdef int bad, k
-    for k in range(m.nv):
-        d.zero_v[k] = 0.0
-    bad = body_motion_kernel(m, d, q, d.zero_v if qd == NULL else qd, d.zero_v)
+    cdef int bad = body_motion_kernel(m, d, q, d.zero_v if qd == NULL else qd, d.zero_v)
     world_screws(m, d, d.oJ)
     d.q_loop = q
     loop_rows(m, d, g, G, gam)
@@ -527,8 +524,6 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     cdef double* M = d.cM
     cdef double* c = d.cb
     cdef double s
-    for j in range(nv):
-        d.zero_v[j] = 0.0
     bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
     if bad:
         return bad
