@@ -53,6 +53,7 @@ include "jacobian.pxi"
 include "rnea_body.pxi"
 include "rnea_spatial.pxi"
 include "rnea_hybrid.pxi"
+include "rnea_derivatives.pxi"
 include "kinematics.pxi"
 include "crba.pxi"
 include "aba.pxi"
@@ -249,6 +250,10 @@ cdef int _k_rnea_spatial(ModelCore m, DataC* d, const Call* c) noexcept nogil:
 
 cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
+                                   c.out2, c.out3)
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -847,6 +852,72 @@ cdef class ModelCore:
         c.check = CHECK_SPD
         self._dispatch(_k_crba, &c, self._batch(qa), data, -1, "mass_matrix: M")
         return res
+
+    def inverse_dynamics_derivatives(self, q, v, a, f_ext=None, gravity=None,
+                                     f_ext_frame="world", data=None, out=None):
+        """Partial derivatives of inverse dynamics τ(q, v, a) by one forward and one
+        backward recursion (cysrc/rnea_derivatives.pxi), with M = ∂τ/∂a.
+
+        Derivatives with respect to q are taken along each joint's group:
+        ``dtau_dq @ δ = d/dε τ(integrate(q, ε δ), v, a)`` at ε = 0, so every
+        matrix is nv × nv, also for spherical and free joints (docs/conventions.md,
+        "Derivatives and tangent spaces").  τ, hence its derivatives, do not depend on
+        the representation of :meth:`inverse_dynamics`.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        v, a : array_like, shape (nv,) or (N, nv)
+        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`.  A wrench
+            given in the world frame stays fixed in space while q varies; in the
+            body frame it moves with its body; in the hybrid frame it follows the
+            body's origin and keeps world axes.
+        data : Data, optional (single state)
+        out : tuple of three ndarrays, optional
+            (dtau_dq, dtau_dv, M) to write into, each (nv, nv) or (N, nv, nv).
+
+        Returns
+        -------
+        dtau_dq, dtau_dv, M : ndarray, shape (nv, nv) or (N, nv, nv)
+            Entry (i, j) is ∂τ_i/∂x_j (N·m/rad, N/m, N·m·s/rad, ... by the
+            coordinates involved); M is the mass matrix with armature.
+        """
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef double gbuf[3]
+        cdef cnp.npy_intp dims[2]
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+        dims[0] = self.nv; dims[1] = self.nv
+        if out is None:
+            outs = (None, None, None)
+        elif isinstance(out, tuple) and len(out) == 3:
+            outs = out
+        else:
+            raise InputError(f"out: expected a tuple of three arrays (dtau_dq, dtau_dv, M), "
+                             f"got {type(out).__name__}")
+        cdef cnp.ndarray r1 = self._output(outs[0], qa, 2, dims)
+        cdef cnp.ndarray r2 = self._output(outs[1], qa, 2, dims)
+        cdef cnp.ndarray r3 = self._output(outs[2], qa, 2, dims)
+        if r1 is r2 or r1 is r3 or r2 is r3:
+            raise InputError("out: the three arrays must be distinct")
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(aa)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.out = <double*>cnp.PyArray_DATA(r1)
+        c.out2 = <double*>cnp.PyArray_DATA(r2)
+        c.out3 = <double*>cnp.PyArray_DATA(r3)
+        c.so = self.nv * self.nv
+        c.so2 = c.so
+        c.so3 = c.so
+        self._dispatch(_k_rnea_derivatives, &c, self._batch(qa), data, -1,
+                       "inverse_dynamics_derivatives")
+        return r1, r2, r3
 
     def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
                          method="aba", data=None, out=None):

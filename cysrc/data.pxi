@@ -65,6 +65,10 @@ cdef struct DataC:
     double* clam      # (m,)     multipliers of the time steps' stages
     double* cq        # (nq,)    configuration during projections
     const double* q_loop   # the configuration of the rows being evaluated
+    # inverse-dynamics derivatives (rnea_derivatives.pxi)
+    double* dYPX      # (nv, 18) per freedom: Y, P − Z, X (frame s)
+    double* dB        # (nb, 12) subtree coupling: K (3 × 3), p
+    double* dE        # (nb, 16) subtree external-wrench sums (world: Σf; hybrid: N, F, s, Q)
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -107,6 +111,7 @@ cdef class Data:
     cdef int[::1] ibuf
     cdef double[::1] cbuf
     cdef int[::1] cibuf
+    cdef double[::1] dbuf
 
     def __cinit__(self, ModelCore model):
         cdef int nb = model.nb, nv = model.nv, i, o, n, k
@@ -151,6 +156,7 @@ cdef class Data:
         self.c.u = p; p += n
         self.c.path = &self.ibuf[0]
         self._loop_scratch(model)
+        self._derivative_scratch(model)
         # S of a one-freedom joint is its constant body-fixed screw: set once here
         # (the kernels' fast paths never write these rows); a revolute fast-path
         # joint's is the exact axis ±e_k the fast path uses
@@ -195,6 +201,17 @@ cdef class Data:
         self.c.clam = p; p += mr
         self.c.cq = p; p += model.nq
         self.c.cperm = &self.cibuf[0]
+
+    cdef _derivative_scratch(self, ModelCore model):
+        """Scratch of the derivative kernels (rnea_derivatives.pxi)."""
+        cdef int n = model.nv if model.nv > 0 else 1
+        cdef int nb = model.nb if model.nb > 0 else 1
+        cdef double* p
+        self.dbuf = np.zeros(18 * n + 28 * nb + 16)
+        p = &self.dbuf[8]
+        self.c.dYPX = p; p += 18 * n
+        self.c.dB = p; p += 12 * nb
+        self.c.dE = p; p += 16 * nb
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""
@@ -248,7 +265,8 @@ cdef class Data:
     def nbytes(self):
         """Memory held by this Data, bytes."""
         return (self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
-                + (0 if self.cbuf is None else self.cbuf.shape[0] * 8 + self.cibuf.shape[0] * 4))
+                + (0 if self.cbuf is None else self.cbuf.shape[0] * 8 + self.cibuf.shape[0] * 4)
+                + self.dbuf.shape[0] * 8)
 
     @staticmethod
     def pose_matrices(poses):
