@@ -325,7 +325,10 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             Tb = &J[6 * (o + b)]
             for a in range(nvi):
                 Ta = &J[6 * (o + a)]
-                M[(o + b) * nv + o + a] = dot6(ub[b], Ta)
+                if a >= b:
+                    x = dot6(ub[b], Ta)
+                    M[(o + b) * nv + o + a] = x
+                    M[(o + a) * nv + o + b] = x
                 dv[(o + b) * nv + o + a] = dot6(Tb, Ha[a])
                 if _carries(kind, a, b):
                     x = dot6(ub[b], &YPX[18 * (o + a) + 6]) + dot3(wb[b], &YPX[18 * (o + a)])

@@ -1,0 +1,150 @@
+"""Derivatives of inverse dynamics: ``model.inverse_dynamics_derivatives``.
+
+Oracles: central finite differences of ``inverse_dynamics`` along group curves
+q ⊕ εδ (``model.integrate``, never q + ε on a quaternion) for every joint kind and
+every external-wrench frame, and in all three representations of inverse dynamics;
+Pinocchio's ``computeRNEADerivatives`` on example-robot-data robots with and without
+a free flyer (layouts converted); ∂τ/∂a against the CRBA mass matrix.
+"""
+
+import numpy as np
+import pytest
+
+from treedyn.errors import InputError
+from oracles import load_pair, pin_v_matrix, random_tree, rel_err, to_pinocchio_q
+
+TOL_FD = 1e-6            # central differences, ε = 1e-6, relative to max(1, max |∂τ|)
+TOL_PIN = 1e-12          # against Pinocchio, relative to max(1, max |∂τ|)
+TOL_EXACT = 1e-12
+
+KINDS = [None, ["revolute"], ["prismatic", "helical"], ["spherical"], ["free"],
+         ["universal"], ["planar"], ["cylindrical", "continuous"]]
+
+
+def finite_differences(model, q, v, a, eps=1e-6, **kw):
+    """(∂τ/∂q, ∂τ/∂v, ∂τ/∂a) by central differences; q moved along its group."""
+    nv = model.nv
+    D = [np.zeros((nv, nv)) for _ in range(3)]
+    tau = lambda q_, v_, a_: model.inverse_dynamics(q_, v_, a_, **kw)  # noqa: E731
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = eps
+        D[0][:, k] = (tau(model.integrate(q, e), v, a) - tau(model.integrate(q, -e), v, a))
+        D[1][:, k] = tau(q, v + e, a) - tau(q, v - e, a)
+        D[2][:, k] = tau(q, v, a + e) - tau(q, v, a - e)
+    return [x / (2 * eps) for x in D]
+
+
+@pytest.mark.parametrize("kinds", KINDS, ids=lambda k: "all" if k is None else "+".join(k))
+@pytest.mark.parametrize("frame", [None, "world", "body", "hybrid"])
+def test_equals_finite_differences_every_joint_kind(kinds, frame):
+    rng = np.random.default_rng(3)
+    model = random_tree(rng, n=7, types=kinds)
+    for rep in ("body", "spatial", "hybrid"):
+        q = model.random_configuration(rng)
+        v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        kw = {} if frame is None else dict(f_ext=rng.normal(size=(model.nb, 6)),
+                                          f_ext_frame=frame)
+        got = model.inverse_dynamics_derivatives(q, v, a, **kw)
+        ref = finite_differences(model, q, v, a, representation=rep, **kw)
+        for what, x, y in zip(("dtau_dq", "dtau_dv", "M"), got, ref):
+            assert rel_err(x, y) < TOL_FD, (what, rep, rel_err(x, y))
+
+
+def test_free_joint_groups_and_mixed_trees():
+    """SE(3) and SO(3)×R³ free joints deeper in the tree, with gravity and large
+    velocities (the Coriolis terms dominate)."""
+    rng = np.random.default_rng(8)
+    model = random_tree(rng, n=12, types=["free", "revolute", "spherical", "universal"])
+    q = model.random_configuration(rng)
+    v, a = 5 * rng.normal(size=model.nv), rng.normal(size=model.nv)
+    got = model.inverse_dynamics_derivatives(q, v, a)
+    ref = finite_differences(model, q, v, a, eps=1e-7)
+    for x, y in zip(got, ref):
+        assert rel_err(x, y) < TOL_FD
+
+
+def test_mass_matrix_output_equals_crba_and_is_symmetric():
+    rng = np.random.default_rng(4)
+    model = random_tree(rng, n=15)
+    q = model.random_configuration(rng)
+    _, _, M = model.inverse_dynamics_derivatives(q, rng.normal(size=model.nv),
+                                                 rng.normal(size=model.nv))
+    assert rel_err(M, model.mass_matrix(q)) < TOL_EXACT
+    assert np.array_equal(M, M.T)
+
+
+def test_velocity_derivative_is_twice_coriolis_at_zero_velocity_direction():
+    """τ is quadratic in v: ∂τ/∂v · v = 2 (τ(q, v, a) − τ(q, 0, a)), and ∂τ/∂q, ∂τ/∂v
+    do not depend on a beyond the gravity-like term (∂τ/∂v is independent of a)."""
+    rng = np.random.default_rng(6)
+    model = random_tree(rng, n=10)
+    q = model.random_configuration(rng)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    _, dv, _ = model.inverse_dynamics_derivatives(q, v, a)
+    quad = model.inverse_dynamics(q, v, a) - model.inverse_dynamics(q, np.zeros(model.nv), a)
+    assert rel_err(dv @ v, 2 * quad) < TOL_EXACT
+    _, dv2, _ = model.inverse_dynamics_derivatives(q, v, 3 * a)
+    assert rel_err(dv2, dv) < TOL_EXACT
+
+
+PIN_CASES = [("ur5", False), ("panda", False), ("panda", True), ("solo12", True),
+             ("talos_full_v2", True), ("tiago", False)]
+
+
+@pytest.mark.parametrize("name,floating", PIN_CASES)
+def test_equals_pinocchio_compute_rnea_derivatives(name, floating):
+    pin = pytest.importorskip("pinocchio")
+    model, pmodel, pdata = load_pair(name, floating)
+    P = pin_v_matrix(model, pmodel)
+    rng = np.random.default_rng(21)
+    worst = 0.0
+    for _ in range(5):
+        q = model.random_configuration(rng)
+        v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        pin.computeRNEADerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q), P @ v, P @ a)
+        dq, dv, M = model.inverse_dynamics_derivatives(q, v, a)
+        Mp = np.triu(pdata.M) + np.triu(pdata.M, 1).T
+        for x, y in ((P @ dq @ P.T, pdata.dtau_dq), (P @ dv @ P.T, pdata.dtau_dv),
+                     (P @ M @ P.T, Mp)):
+            worst = max(worst, rel_err(x, y))
+    print(f"computeRNEADerivatives {name} floating={floating}: {worst:.1e}")
+    assert worst < TOL_PIN
+
+
+def test_batch_equals_single_and_out_and_data():
+    rng = np.random.default_rng(2)
+    model = random_tree(rng, n=9)
+    Q = np.array([model.random_configuration(rng) for _ in range(5)])
+    V, A = rng.normal(size=(5, model.nv)), rng.normal(size=(5, model.nv))
+    F = rng.normal(size=(5, model.nb, 6))
+    batch = model.inverse_dynamics_derivatives(Q, V, A, f_ext=F, f_ext_frame="hybrid")
+    assert all(x.shape == (5, model.nv, model.nv) for x in batch)
+    data = model.create_data()
+    outs = tuple(np.empty((model.nv, model.nv)) for _ in range(3))
+    for s in range(5):
+        single = model.inverse_dynamics_derivatives(Q[s], V[s], A[s], f_ext=F[s],
+                                                    f_ext_frame="hybrid", data=data, out=outs)
+        assert all(x is y for x, y in zip(single, outs))
+        for x, y in zip(batch, single):
+            assert np.array_equal(x[s], y)
+
+
+def test_bad_inputs_are_named():
+    rng = np.random.default_rng(0)
+    model = random_tree(rng, n=4)
+    q, v = model.neutral(), np.zeros(model.nv)
+    with pytest.raises(InputError, match="a"):
+        model.inverse_dynamics_derivatives(q, v, np.zeros(model.nv + 1))
+    with pytest.raises(InputError, match="v"):
+        model.inverse_dynamics_derivatives(q, np.full(model.nv, np.nan), v)
+    with pytest.raises(InputError, match="out"):
+        model.inverse_dynamics_derivatives(q, v, v, out=np.zeros((model.nv, model.nv)))
+    M = np.zeros((model.nv, model.nv))
+    with pytest.raises(InputError, match="distinct"):
+        model.inverse_dynamics_derivatives(q, v, v, out=(M, M, np.zeros_like(M)))
+    with pytest.raises(InputError, match="f_ext_frame"):
+        model.inverse_dynamics_derivatives(q, v, v, f_ext=np.zeros((model.nb, 6)),
+                                           f_ext_frame="local")
+    with pytest.raises(InputError, match="overflow"):
+        model.inverse_dynamics_derivatives(q, np.full(model.nv, 1e200), v)
