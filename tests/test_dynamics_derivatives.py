@@ -1,0 +1,148 @@
+"""Forward-dynamics derivatives, the linearized equations of motion and the exact
+derivatives of one integrator step (treedyn.derivatives).
+
+Oracles: central finite differences along group curves (q ⊕ εδ with
+``model.integrate``; a change of an output configuration measured with
+``model.difference``) for every joint kind; Pinocchio's ``computeABADerivatives``
+on example-robot-data robots; identities ∂v̇/∂τ = M⁻¹ = inverse of the CRBA mass
+matrix and ∂v̇/∂x = −M⁻¹ ∂τ/∂x at v̇; the step derivatives tend to I + h A.
+"""
+
+import numpy as np
+import pytest
+
+from treedyn import derivatives as tdd
+from treedyn.errors import InputError
+from oracles import load_pair, pin_v_matrix, random_tree, rel_err, to_pinocchio_q
+
+TOL_FD = 1e-6            # central differences (ε = 1e-6), relative to max(1, max |D|)
+TOL_PIN = 1e-10          # against Pinocchio, relative to max(1, max |D|)
+TOL_EXACT = 1e-11
+
+KINDS = [None, ["revolute", "prismatic"], ["spherical"], ["free"], ["universal", "planar"],
+         ["helical", "cylindrical"]]
+IDS = ["all", "rev+prism", "spherical", "free", "univ+planar", "helical+cyl"]
+
+
+def fd_forward_dynamics(model, q, v, tau, eps=1e-6):
+    nv = model.nv
+    D = [np.zeros((nv, nv)) for _ in range(3)]
+    fd = model.forward_dynamics
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = eps
+        D[0][:, k] = fd(model.integrate(q, e), v, tau) - fd(model.integrate(q, -e), v, tau)
+        D[1][:, k] = fd(q, v + e, tau) - fd(q, v - e, tau)
+        D[2][:, k] = fd(q, v, tau + e) - fd(q, v, tau - e)
+    return [x / (2 * eps) for x in D]
+
+
+@pytest.mark.parametrize("kinds", KINDS, ids=IDS)
+def test_forward_dynamics_derivatives_equal_finite_differences(kinds):
+    rng = np.random.default_rng(12)
+    model = random_tree(rng, n=7, types=kinds)
+    q = model.random_configuration(rng)
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    got = model.forward_dynamics_derivatives(q, v, tau)
+    ref = fd_forward_dynamics(model, q, v, tau)
+    for what, x, y in zip(("dq", "dv", "Minv"), got, ref):
+        assert rel_err(x, y) < TOL_FD, (what, rel_err(x, y))
+
+
+def test_forward_dynamics_derivative_identities():
+    rng = np.random.default_rng(13)
+    model = random_tree(rng, n=12)
+    q = model.random_configuration(rng)
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau)
+    M = model.mass_matrix(q)
+    assert rel_err(Minv @ M, np.eye(model.nv)) < TOL_EXACT
+    a = model.forward_dynamics(q, v, tau)
+    tq, tv, _ = model.inverse_dynamics_derivatives(q, v, a)
+    assert rel_err(M @ dq, -tq) < TOL_EXACT
+    assert rel_err(M @ dv, -tv) < TOL_EXACT
+
+
+@pytest.mark.parametrize("name,floating", [("panda", False), ("solo12", True),
+                                           ("talos_full_v2", True)])
+def test_forward_dynamics_derivatives_equal_pinocchio(name, floating):
+    pin = pytest.importorskip("pinocchio")
+    model, pmodel, pdata = load_pair(name, floating)
+    P = pin_v_matrix(model, pmodel)
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for _ in range(3):
+        q = model.random_configuration(rng)
+        v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        pin.computeABADerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q), P @ v,
+                                  P @ tau)
+        dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau)
+        Mp = np.triu(pdata.Minv) + np.triu(pdata.Minv, 1).T
+        for x, y in ((P @ dq @ P.T, pdata.ddq_dq), (P @ dv @ P.T, pdata.ddq_dv),
+                     (P @ Minv @ P.T, Mp)):
+            worst = max(worst, rel_err(x, y))
+    print(f"computeABADerivatives {name}: {worst:.1e}")
+    assert worst < TOL_PIN
+
+
+@pytest.mark.parametrize("kinds", KINDS, ids=IDS)
+def test_linearization_is_the_limit_of_the_euler_step(kinds):
+    """(F_x − I)/h → A and F_u/h → B as h → 0, linearly in h."""
+    rng = np.random.default_rng(4)
+    model = random_tree(rng, n=6, types=kinds)
+    q = model.random_configuration(rng)
+    v, tau = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    A, B = model.linearize(q, v, tau)
+    errs = []
+    for h in (1e-4, 1e-5):
+        _, _, Fx, Fu = tdd.step_derivatives(model, q, v, tau, h, "euler")
+        errs.append(max(rel_err((Fx - np.eye(2 * model.nv)) / h, A), rel_err(Fu / h, B)))
+    assert errs[1] < 1e-3
+    assert 5 < errs[0] / errs[1] < 20          # first order in h
+
+
+def fd_step(model, q, v, tau, h, method, eps=1e-6):
+    nv = model.nv
+    q1, v1 = tdd.step(model, q, v, tau, h, method)
+    Fx = np.zeros((2 * nv, 2 * nv))
+    Fu = np.zeros((2 * nv, nv))
+
+    def delta(qa, va, qb, vb):       # tangents measured at q1: difference(q1, ·)
+        return np.concatenate([model.difference(q1, qa) - model.difference(q1, qb), va - vb])
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = eps
+        plus = tdd.step(model, model.integrate(q, e), v, tau, h, method)
+        minus = tdd.step(model, model.integrate(q, -e), v, tau, h, method)
+        Fx[:, k] = delta(*plus, *minus)
+        Fx[:, nv + k] = delta(*tdd.step(model, q, v + e, tau, h, method),
+                              *tdd.step(model, q, v - e, tau, h, method))
+        Fu[:, k] = delta(*tdd.step(model, q, v, tau + e, h, method),
+                         *tdd.step(model, q, v, tau - e, h, method))
+    return q1, v1, Fx / (2 * eps), Fu / (2 * eps)
+
+
+@pytest.mark.parametrize("method", ["euler", "rkmk2", "rkmk4", "cg4"])
+@pytest.mark.parametrize("kinds", KINDS, ids=IDS)
+def test_step_derivatives_equal_finite_differences_of_the_step(method, kinds):
+    rng = np.random.default_rng(7)
+    model = random_tree(rng, n=5, types=kinds)
+    q = model.random_configuration(rng)
+    v, tau = 2 * rng.normal(size=model.nv), rng.normal(size=model.nv)
+    h = 0.05
+    q1, v1, Fx, Fu = tdd.step_derivatives(model, q, v, tau, h, method)
+    rq1, rv1 = tdd.step(model, q, v, tau, h, method)
+    assert np.allclose(q1, rq1, rtol=0, atol=1e-13) and np.allclose(v1, rv1, rtol=0, atol=1e-13)
+    _, _, Gx, Gu = fd_step(model, q, v, tau, h, method)
+    assert rel_err(Fx, Gx) < TOL_FD, rel_err(Fx, Gx)
+    assert rel_err(Fu, Gu) < TOL_FD, rel_err(Fu, Gu)
+
+
+def test_step_derivatives_refuse_vector_schemes_and_bad_steps():
+    rng = np.random.default_rng(0)
+    model = random_tree(rng, n=3, types=["revolute"])
+    q, v = model.neutral(), np.zeros(model.nv)
+    with pytest.raises(InputError, match="rk4_vector"):
+        tdd.step_derivatives(model, q, v, v, 0.01, "rk4_vector")
+    with pytest.raises(InputError, match="dt"):
+        tdd.step_derivatives(model, q, v, v, 0.0, "euler")

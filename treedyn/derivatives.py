@@ -1,0 +1,271 @@
+"""Linearization of the equations of motion and derivatives of one integrator step.
+
+The state is x = (q, v) on G × R^nv (G the product of the joints' groups).  Its
+tangent vectors are δx = (δq, δv) ∈ R^nv × R^nv, where δq is taken along each
+joint's group as everywhere in treedyn (docs/conventions.md, "Derivatives and
+tangent spaces"): the perturbed state is (integrate(q, δq), v + δv), and a change
+of an output configuration q' is measured by difference(q', ·).
+
+* :func:`linearize` gives (A, B) of d/dt δx = A δx + B δτ along ẋ = f(x, τ);
+* :func:`step_derivatives` gives the exact derivatives of one step of the Lie-group
+  integrators of :mod:`treedyn.integrators` (Lie–Euler, RKMK, Crouch–Grossman)
+  with the torque held over the step, as iLQR, DDP and MPC solvers need.
+
+Both are assembled from the compiled kernels (forward-dynamics derivatives,
+Jacobians of integrate) with small dense products per stage.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from . import integrators as _integ
+from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
+from .errors import InputError
+from .lie import _f2, _f2p, _f3, _f3p, hat3, hat6
+from .validation import number
+
+
+def _group_blocks(model):
+    """(kind, first velocity index) of every joint whose group is not a vector space
+    (spherical and free joints; for SO(3)×R³ only the rotation block is a group)."""
+    blocks = []
+    for kind, o in zip(model.kind, model.voff):
+        if kind in (KIND_SPHERICAL, KIND_FREE_SE3, KIND_FREE_SO3R3):
+            blocks.append((int(kind), int(o)))
+    return blocks
+
+
+def velocity_transport(model, v):
+    """∂q̇/∂q in tangent coordinates: the block-diagonal matrix with −ω̂ for the
+    rotations of spherical and SO(3)×R³ joints, −ad_V for free SE(3) joints and
+    zero elsewhere (q' = q ⊕ δq moves with the body velocity v: d/dt δq =
+    −ad_v δq + δv on each group).  Shape (nv, nv)."""
+    T = np.zeros((model.nv, model.nv))
+    for kind, o in _group_blocks(model):
+        if kind == KIND_FREE_SE3:
+            T[o:o + 6, o:o + 6] = -_ad(v[o:o + 6])
+        else:
+            T[o:o + 3, o:o + 3] = -hat3(v[o:o + 3])
+    return T
+
+
+def _ad(X):
+    A = np.zeros((6, 6))
+    A[:3, :3] = hat3(X[:3])
+    A[3:, 3:] = A[:3, :3]
+    A[3:, :3] = hat3(X[3:])
+    return A
+
+
+def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
+    """Continuous-time linearization of ẋ = f(x, τ) at (q, v, τ).
+
+    Returns
+    -------
+    A : ndarray (2nv, 2nv)
+        ``[[T(v), I], [∂v̇/∂q, ∂v̇/∂v]]`` with T from :func:`velocity_transport`.
+    B : ndarray (2nv, nv)
+        ``[[0], [M⁻¹]]``.
+    """
+    dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext=f_ext, gravity=gravity,
+                                                      f_ext_frame=f_ext_frame)
+    nv = model.nv
+    A = np.zeros((2 * nv, 2 * nv))
+    A[:nv, :nv] = velocity_transport(model, np.asarray(v, dtype=float))
+    A[:nv, nv:] = np.eye(nv)
+    A[nv:, :nv] = dq
+    A[nv:, nv:] = dv
+    B = np.zeros((2 * nv, nv))
+    B[nv:] = Minv
+    return A, B
+
+
+# ---------------------------------------------------------------- local rates
+def _so3_right_jacobian_derivative(x, k):
+    """Matrix D with (∂J_r(x)/∂x · δ) k = D δ for the right Jacobian of SO(3),
+    J_r(x) = I − a x̂ + b x̂², a = (1 − cos φ)/φ², b = (φ − sin φ)/φ³."""
+    phi = float(np.sqrt(x @ x))
+    a, b, ap, bp = _f2(phi), _f3(phi), _f2p(phi), _f3p(phi)
+    xk = np.cross(x, k)
+    return (a * hat3(k) - ap * np.outer(xk, x) + bp * np.outer(np.cross(x, xk), x)
+            - b * (hat3(xk) + hat3(x) @ hat3(k)))
+
+
+def _se3_right_jacobian_times(X, k):
+    """J_r(X) k for SE(3) (complex X allowed): (exp(−X̂) · d/ds exp(X̂ + s k̂))ˇ, the
+    derivative of the matrix exponential from the block-triangular exponential."""
+    Xh, Kh = hat6(X), hat6(k).astype(X.dtype)
+    big = np.zeros((8, 8), dtype=X.dtype)
+    big[:4, :4] = Xh
+    big[4:, 4:] = Xh
+    big[:4, 4:] = Kh
+    E = scipy.linalg.expm(big)
+    Y = np.linalg.solve(E[:4, :4], E[:4, 4:])
+    return np.concatenate([[Y[2, 1], Y[0, 2], Y[1, 0]], Y[:3, 3]])
+
+
+def _se3_right_jacobian_derivative(X, k, h=1e-20):
+    """Matrix D with (∂J_r(X)/∂X · δ) k = D δ on SE(3), by complex steps through the
+    (analytic) matrix exponential: exact to round-off."""
+    D = np.zeros((6, 6))
+    for c in range(6):
+        Z = X.astype(complex)
+        Z[c] += 1j * h
+        D[:, c] = _se3_right_jacobian_times(Z, k).imag / h
+    return D
+
+
+def _local_rates(model, psi, w):
+    """(k, K, Dk): k = dexp⁻¹_{−ψ} w (the local-coordinate rates of the library's
+    RKMK stages), K = J_r(ψ)⁻¹ = ∂k/∂w and Dk = ∂k/∂ψ, all per joint.  From
+    J_r(ψ) k = w: ∂k/∂ψ · δ = −J_r⁻¹ (∂J_r/∂ψ · δ) k."""
+    nv = model.nv
+    Jr = model.integrate_jacobians(model.neutral(), psi)[1]
+    K = np.linalg.inv(Jr)
+    k = K @ w
+    Dk = np.zeros((nv, nv))
+    for kind, o in _group_blocks(model):
+        if kind == KIND_FREE_SE3:
+            s = slice(o, o + 6)
+            Dk[s, s] = -K[s, s] @ _se3_right_jacobian_derivative(psi[s], k[s])
+        else:
+            s = slice(o, o + 3)
+            Dk[s, s] = -K[s, s] @ _so3_right_jacobian_derivative(psi[s], k[s])
+    return k, K, Dk
+
+
+# ---------------------------------------------------------------- steps
+def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
+         f_ext_frame="world"):
+    """One step of a fixed-step integrator with the torque τ held over the step:
+    (q', v').  The same compiled step as :func:`treedyn.simulate` (tree models)."""
+    tab, h = _step_setup(model, method, dt)
+    Q, V, _ = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None, 0,
+                         None, np.asarray(tau, dtype=float), f_ext, f_ext_frame, gravity)
+    return Q[1], V[1]
+
+
+def _step_setup(model, method, dt):
+    tab = _integ.get_method(method)
+    if tab.scheme == "vector":
+        raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
+                         f"Lie-group method ('euler', 'rkmk2', 'rkmk4', 'cg4' or a Tableau "
+                         f"with scheme 'rkmk' or 'cg')")
+    if model.n_crows > 0:
+        raise InputError("step derivatives: models with loop closures or mimic couplings "
+                         "are not supported yet")
+    h = number(dt, "dt", "step", minimum=0.0)
+    if not h > 0.0:
+        raise InputError(f"dt: expected a positive time step, got {h:g}")
+    return tab, h
+
+
+def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
+                     f_ext_frame="world"):
+    """One integrator step and its exact derivatives.
+
+    The step is that of :func:`step` (zero-order hold on τ, local map exp); its
+    derivatives follow the stages in forward mode: each stage's configuration
+    through the Jacobians of integrate, its acceleration through the
+    forward-dynamics derivatives, and, for RKMK, the local-coordinate rates
+    k = dexp⁻¹_{−Ψ} v through the derivative of the right Jacobian of exp
+    (closed form on SO(3), complex steps through the matrix exponential on SE(3)).
+
+    Parameters
+    ----------
+    q, v, tau : array_like (nq,), (nv,), (nv,)
+    dt : float
+        Step, s.
+    method : str or Tableau
+        "euler" (Lie–Euler), "rkmk2", "rkmk4", "cg4" or a Tableau of scheme "rkmk"/"cg".
+    f_ext, gravity, f_ext_frame : as in Model.forward_dynamics (held over the step).
+
+    Returns
+    -------
+    q1, v1 : ndarray (nq,), (nv,)
+        The step's result.
+    Fx : ndarray (2nv, 2nv)
+        ∂(q1, v1)/∂(q, v) in tangent coordinates (δq1 = difference(q1, ·)).
+    Fu : ndarray (2nv, nv)
+        ∂(q1, v1)/∂τ.
+    """
+    tab, h = _step_setup(model, method, dt)
+    q = np.asarray(q, dtype=float)
+    v = np.asarray(v, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    nv = model.nv
+    s = len(tab.b)
+    A, b = tab.A, tab.b
+    m = 3 * nv                                    # columns: δq, δv, δτ
+    I = np.eye(nv)
+    Dq0 = np.hstack([I, np.zeros((nv, 2 * nv))])
+    Dv0 = np.hstack([np.zeros((nv, nv)), I, np.zeros((nv, nv))])
+    Dt = np.hstack([np.zeros((nv, 2 * nv)), I])
+    kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
+    Kp, DKp, Kv, DKv = [], [], [], []
+    for j in range(s):
+        vs = v.copy()
+        Dvs = Dv0.copy()
+        for l in range(j):
+            if A[j, l] != 0.0:
+                vs += h * A[j, l] * Kv[l]
+                Dvs += h * A[j, l] * DKv[l]
+        if tab.scheme == "rkmk":
+            psi = np.zeros(nv)
+            Dpsi = np.zeros((nv, m))
+            for l in range(j):
+                if A[j, l] != 0.0:
+                    psi += h * A[j, l] * Kp[l]
+                    Dpsi += h * A[j, l] * DKp[l]
+            qs = model.integrate(q, psi)
+            Jq, Jv = model.integrate_jacobians(q, psi)
+            Dqs = Jq @ Dq0 + Jv @ Dpsi
+        else:
+            qs, Dqs = q, Dq0
+            for l in range(j):
+                if A[j, l] != 0.0:
+                    qs, Dqs = _compose(model, qs, Dqs, h * A[j, l] * Kp[l],
+                                       h * A[j, l] * DKp[l])
+        aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
+        Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
+        DKv.append(aq @ Dqs + av @ Dvs + Minv @ Dt)
+        if tab.scheme == "rkmk":
+            k, K, Dk = _local_rates(model, psi, vs)
+            Kp.append(k)
+            DKp.append(K @ Dvs + Dk @ Dpsi)
+        else:
+            Kp.append(vs)
+            DKp.append(Dvs)
+    v1 = v + h * sum(b[j] * Kv[j] for j in range(s))
+    Dv1 = Dv0 + h * sum(b[j] * DKv[j] for j in range(s))
+    if tab.scheme == "rkmk":
+        psi = h * sum(b[j] * Kp[j] for j in range(s))
+        Dpsi = h * sum(b[j] * DKp[j] for j in range(s))
+        q1 = model.integrate(q, psi)
+        Jq, Jv = model.integrate_jacobians(q, psi)
+        Dq1 = Jq @ Dq0 + Jv @ Dpsi
+    else:
+        q1, Dq1 = q, Dq0
+        for j in range(s):
+            if b[j] != 0.0:
+                q1, Dq1 = _compose(model, q1, Dq1, h * b[j] * Kp[j], h * b[j] * DKp[j])
+    Fx = np.vstack([Dq1[:, :2 * nv], Dv1[:, :2 * nv]])
+    Fu = np.vstack([Dq1[:, 2 * nv:], Dv1[:, 2 * nv:]])
+    return q1, v1, Fx, Fu
+
+
+def _compose(model, qa, Dqa, x, Dx):
+    """qa ⊕ x and its tangent Jq Dqa + Jv Dx."""
+    Jq, Jv = model.integrate_jacobians(qa, x)
+    return model.integrate(qa, x), Jq @ Dqa + Jv @ Dx
+
+
+def forward_dynamics_derivatives_reference(model, q, v, tau, **kw):
+    """(∂v̇/∂q, ∂v̇/∂v, M⁻¹) from the inverse-dynamics derivatives at v̇ and a dense
+    Cholesky solve: ∂v̇/∂x = −M⁻¹ ∂τ/∂x (test oracle of the compiled kernel)."""
+    a = model.forward_dynamics(q, v, tau, **kw)
+    dq, dv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
+    c = scipy.linalg.cho_factor(M)
+    Minv = scipy.linalg.cho_solve(c, np.eye(model.nv))
+    return -scipy.linalg.cho_solve(c, dq), -scipy.linalg.cho_solve(c, dv), Minv
