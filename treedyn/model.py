@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import types
+from math import isfinite as _isfinite
 
 import numpy as np
 
@@ -414,9 +415,9 @@ class Model(ModelCore):
         (Jq, Jv) : ndarray, shape (nv, nv) or (N, nv, nv) each
             Block diagonal, one block per joint; dimensionless (Jq) and s (Jv).
         """
-        code = _integ.local_map_code(local_map)
-        dt = number(dt, "dt", "integrate_jacobians")
-        return self._integrate_jacobians(q, v, dt, code, data, out)
+        if type(dt) is not float or not _isfinite(dt):     # the full check costs ~1 µs
+            dt = number(dt, "dt", "integrate_jacobians")
+        return self._integrate_jacobians(q, v, dt, _integ.local_map_code(local_map), data, out)
 
     def difference_jacobians(self, q0, q1, data=None, out=None):
         """Derivatives (J0, J1) of ``ψ = difference(q0, q1)`` (exponential coordinates).
