@@ -58,6 +58,7 @@ include "kinematics.pxi"
 include "crba.pxi"
 include "aba.pxi"
 include "lie_groups.pxi"
+include "lie_jacobians.pxi"
 include "ltl.pxi"
 include "loops.pxi"
 include "integrators.pxi"
@@ -1182,6 +1183,72 @@ cdef class ModelCore:
         if self.nq:
             config_rate(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va), &of[0])
         return out
+
+    cdef int _check_quaternions_named(self, cnp.ndarray qa, str name) except -1:
+        """_check_unit_quaternions with the argument's name in the message."""
+        try:
+            self._check_unit_quaternions(qa, name)
+        except InputError as exc:
+            text = str(exc)
+            raise InputError(name + text[1:] if text.startswith("q") else text) from None
+        return 0
+
+    cdef tuple _jacobian_pair(self, cnp.ndarray qa, object out, Call* c):
+        """Two (nv, nv) outputs (or (N, nv, nv)) from out = None or a pair of arrays."""
+        cdef cnp.npy_intp dims[2]
+        dims[0] = self.nv; dims[1] = self.nv
+        if out is None:
+            o1 = o2 = None
+        elif isinstance(out, tuple) and len(out) == 2:
+            o1, o2 = out
+        else:
+            raise InputError(f"out: expected None or a pair of arrays (two outputs), got "
+                             f"{type(out).__name__}")
+        r1 = self._output(o1, qa, 2, dims)
+        r2 = self._output(o2, qa, 2, dims)
+        if r1 is r2:
+            raise InputError("out: the two output arrays must be distinct")
+        c.out = <double*>cnp.PyArray_DATA(r1)
+        c.out2 = <double*>cnp.PyArray_DATA(r2)
+        c.so = c.so2 = <Py_ssize_t>self.nv * self.nv
+        return r1, r2
+
+    def _integrate_jacobians(self, q, v, double dt=1.0, int local=LOCAL_EXP, data=None,
+                             out=None):
+        """(Jq, Jv) of q ⊕ v dt (lie_jacobians.pxi); see Model.integrate_jacobians."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        self._check_unit_quaternions(qa, "q")
+        res = self._jacobian_pair(qa, out, &c)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.k1 = dt
+        c.rep = local
+        self._dispatch(_k_integrate_jacobians, &c, self._batch(qa), data, -1,
+                       "integrate_jacobians: Jq or Jv")
+        return res
+
+    def _difference_jacobians(self, q0, q1, data=None, out=None):
+        """(J0, J1) of difference(q0, q1) (lie_jacobians.pxi); see
+        Model.difference_jacobians."""
+        cdef cnp.ndarray a0 = _as_states(q0, self.nq, "q0")
+        cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        self._check_quaternions_named(a0, "q0")
+        self._check_quaternions_named(a1, "q1")
+        res = self._jacobian_pair(a0, out, &c)
+        c.q = <double*>cnp.PyArray_DATA(a0)
+        c.a = <double*>cnp.PyArray_DATA(a1)
+        c.sq = self.nq
+        c.sa = self.nq
+        self._dispatch(_k_difference_jacobians, &c, self._batch(a0), data, -1,
+                       "difference_jacobians: J0 or J1")
+        return res
 
     def _run(self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
              int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import types
+from math import isfinite as _isfinite
 
 import numpy as np
 
@@ -387,6 +388,80 @@ class Model(ModelCore):
         """ψ̇ = dτ⁻¹_{−ψ} v: rates of the local coordinates of q0 ⊕ ψ(t) moving with
         body velocity v (dexp⁻¹ or dcay⁻¹ per joint; [Müller & Terze 2013] eq. 37)."""
         return self._local_rates(psi, v, _integ.local_map_code(local_map))
+
+    def integrate_jacobians(self, q, v, dt=1.0, local_map="exp", data=None, out=None):
+        """Derivatives (Jq, Jv) of ``q1 = integrate(q, v, dt, local_map)``.
+
+        Tangent vectors are taken along each joint's group (docs/conventions.md,
+        "Derivatives and tangent spaces"): a direction δ (nv,) at q is the curve
+        ``integrate(q, ε δ)``, and the change of q1 is measured in the same local
+        coordinates at q1 (``difference(q1, ·)``, body-fixed like v)::
+
+            Jq δ = d/dε difference(q1, integrate(integrate(q, ε δ), v, dt))
+            Jv δ = d/dε difference(q1, integrate(q, v + ε δ, dt))      at ε = 0
+
+        Per joint, with ξ = v dt and τ the local map: screw chains Jq = I,
+        Jv = dt I; spherical (SO(3)) Jq = τ(ξ)ᵀ, Jv = dt dτ_{−ξ} (for exp the
+        right Jacobian of SO(3)); free SE(3) Jq = Ad_{τ(ξ)⁻¹}, Jv = dt dτ_{−ξ}
+        (6 × 6, angular first); free SO(3)×R³ the SO(3) blocks for ω and I, dt I
+        for the position (no coupling).  Equal to Pinocchio's
+        ``dIntegrate(model, q, v dt, ARG0)`` and ``dt · dIntegrate(…, ARG1)`` after
+        the velocity permutation of free flyers ((v, ω) there, (ω, v) here).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+            Configurations (unit quaternions, scalar first).
+        v : array_like, shape (nv,) or (N, nv)
+            Velocities (the layout of docs/conventions.md).
+        dt : float
+            Time step, s (the derivative with respect to v carries the factor dt).
+        local_map : {"exp", "cayley"}
+            The local map τ of :meth:`integrate`.
+        data : Data, optional
+            Single state: the Data to run in (not otherwise used).
+        out : pair of ndarray, optional
+            (Jq, Jv) output arrays, each (nv, nv) or (N, nv, nv), float64,
+            C-contiguous.
+
+        Returns
+        -------
+        (Jq, Jv) : ndarray, shape (nv, nv) or (N, nv, nv) each
+            Block diagonal, one block per joint; dimensionless (Jq) and s (Jv).
+        """
+        if type(dt) is not float or not _isfinite(dt):     # the full check costs ~1 µs
+            dt = number(dt, "dt", "integrate_jacobians")
+        return self._integrate_jacobians(q, v, dt, _integ.local_map_code(local_map), data, out)
+
+    def difference_jacobians(self, q0, q1, data=None, out=None):
+        """Derivatives (J0, J1) of ``ψ = difference(q0, q1)`` (exponential coordinates).
+
+        With the tangent vectors of docs/conventions.md ("Derivatives and tangent
+        spaces")::
+
+            J0 δ = d/dε difference(integrate(q0, ε δ), q1)
+            J1 δ = d/dε difference(q0, integrate(q1, ε δ))      at ε = 0
+
+        Per joint: screw chains J0 = −I, J1 = I; spherical and free SE(3)
+        J1 = dexp⁻¹_{−ψ} (the inverse right Jacobian) and J0 = −dexp⁻¹_{ψ}
+        (3 × 3 or 6 × 6, angular first); free SO(3)×R³ the SO(3) blocks for ω and
+        −I, I for the position.  Pinocchio's ``dDifference(model, q0, q1, ARG0 /
+        ARG1)`` after the free flyers' velocity permutation.
+
+        Parameters
+        ----------
+        q0, q1 : array_like, shape (nq,) or (N, nq)
+            Configurations (unit quaternions, scalar first), same batch shape.
+        data, out : as in :meth:`integrate_jacobians` (``out`` a pair (J0, J1))
+
+        Returns
+        -------
+        (J0, J1) : ndarray, shape (nv, nv) or (N, nv, nv) each
+            Block diagonal, one block per joint.  The blocks are singular only
+            where ψ of a rotation reaches |ψ| = 2π, which difference never
+            returns (|ψ| ≤ π).
+        """
+        return self._difference_jacobians(q0, q1, data, out)
 
     # kinematics -------------------------------------------------------------------
     def body_velocities(self, q, v, representation="body"):
