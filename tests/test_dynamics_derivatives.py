@@ -97,8 +97,9 @@ def test_linearization_is_the_limit_of_the_euler_step(kinds):
     for h in (1e-4, 1e-5):
         _, _, Fx, Fu = tdd.step_derivatives(model, q, v, tau, h, "euler")
         errs.append(max(rel_err((Fx - np.eye(2 * model.nv)) / h, A), rel_err(Fu / h, B)))
+    # first order in h (exact, up to round-off, when every joint is a vector space)
     assert errs[1] < 1e-3
-    assert 5 < errs[0] / errs[1] < 20          # first order in h
+    assert errs[1] < max(1e-10, errs[0] / 5)
 
 
 def fd_step(model, q, v, tau, h, method, eps=1e-6):

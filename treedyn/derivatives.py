@@ -22,7 +22,7 @@ import scipy.linalg
 from . import integrators as _integ
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .errors import InputError
-from .lie import _f2, _f2p, _f3, _f3p, hat3, hat6
+from .lie import _f2, _f2p, _f3, _f3p, hat3
 from .validation import number
 
 
@@ -95,7 +95,7 @@ def _so3_right_jacobian_derivative(x, k):
 def _se3_right_jacobian_times(X, k):
     """J_r(X) k for SE(3) (complex X allowed): (exp(−X̂) · d/ds exp(X̂ + s k̂))ˇ, the
     derivative of the matrix exponential from the block-triangular exponential."""
-    Xh, Kh = hat6(X), hat6(k).astype(X.dtype)
+    Xh, Kh = _hat6(X), _hat6(k.astype(X.dtype))
     big = np.zeros((8, 8), dtype=X.dtype)
     big[:4, :4] = Xh
     big[4:, 4:] = Xh
@@ -103,6 +103,16 @@ def _se3_right_jacobian_times(X, k):
     E = scipy.linalg.expm(big)
     Y = np.linalg.solve(E[:4, :4], E[:4, 4:])
     return np.concatenate([[Y[2, 1], Y[0, 2], Y[1, 0]], Y[:3, 3]])
+
+
+def _hat6(X):
+    """4 × 4 matrix of a twist (ω, v), any dtype (complex steps)."""
+    w = X[:3]
+    H = np.zeros((4, 4), dtype=X.dtype)
+    H[0, 1], H[0, 2], H[1, 2] = -w[2], w[1], -w[0]
+    H[1, 0], H[2, 0], H[2, 1] = w[2], -w[1], w[0]
+    H[:3, 3] = X[3:]
+    return H
 
 
 def _se3_right_jacobian_derivative(X, k, h=1e-20):
