@@ -264,3 +264,62 @@ def test_jerks_bad_inputs(tree):
         tree.body_jerks(q, z, z, None)
     with pytest.raises(td.errors.InputError, match="overflow"):
         tree.body_jerks(q, np.full(tree.nv, 1e120), z, z)
+
+
+# ----------------------------------------------------------------- velocity derivatives
+@pytest.mark.parametrize("name,floating", [("panda", False), ("talos_reduced", True)])
+def test_frame_velocity_derivatives_equal_pinocchio(name, floating):
+    pin = pytest.importorskip("pinocchio")
+    from oracles import pinocchio_frames, to_pinocchio_v
+    model, pmodel, pdata = load_pair(name, floating)
+    perm = pin_v_permutation(model, pmodel)
+    rng = np.random.default_rng(14)
+    q, v = model.random_configuration(rng), rng.normal(size=model.nv)
+    pin.computeForwardKinematicsDerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q),
+                                            to_pinocchio_v(model, pmodel, v),
+                                            np.zeros(pmodel.nv))
+    pin.updateFramePlacements(pmodel, pdata)
+    worst = 0.0
+    for fname in pinocchio_frames(model, pmodel)[::3]:
+        fid = pmodel.getFrameId(fname, pin.BODY)
+        # LOCAL_WORLD_ALIGNED: Pinocchio's linear rows of ∂V/∂q are not the derivative
+        # of its own LWA frame velocity along pin.integrate (they differ from finite
+        # differences of getFrameVelocity(..., LOCAL_WORLD_ALIGNED) by O(1)); hybrid
+        # is checked against finite differences below
+        for rep in ("body", "spatial"):
+            dq, dv = pin.getFrameVelocityDerivatives(pmodel, pdata, fid,
+                                                     pinocchio_reference_frame(rep))
+            mq, mv = model.frame_velocity_derivatives(q, v, fname, rep)
+            # columns: mine[:, perm] is Pinocchio's order
+            worst = max(worst, rel_err(mq[:, perm], dq[SWAP_HALVES]),
+                        rel_err(mv[:, perm], dv[SWAP_HALVES]))
+    assert worst < 1e-9, worst
+
+
+@pytest.mark.parametrize("rep", REPS)
+def test_frame_velocity_derivatives_are_group_finite_differences(tree, rep):
+    rng = np.random.default_rng(16)
+    q, v = tree.random_configuration(rng), rng.normal(size=tree.nv)
+    h = 1e-6
+    for frame in tree.body_names[::2]:
+        dq, dv = tree.frame_velocity_derivatives(q, v, frame, rep)
+        fd = np.stack([(tree.frame_velocity(tree.integrate(q, h * e), v, frame, rep)
+                        - tree.frame_velocity(tree.integrate(q, -h * e), v, frame, rep)) / (2 * h)
+                       for e in np.eye(tree.nv)], axis=-1)
+        assert_rel_close(dq, fd, 1e-6, f"{frame} {rep}")
+        np.testing.assert_array_equal(dv, tree.jacobian(q, frame, rep))
+
+
+def test_frame_velocity_derivatives_batch_and_bad_inputs(tree):
+    rng = np.random.default_rng(15)
+    Q = np.array([tree.random_configuration(rng) for _ in range(3)])
+    V = rng.normal(size=(3, tree.nv))
+    dq, dv = tree.frame_velocity_derivatives(Q, V, "b5", "hybrid")
+    for s in range(3):
+        a, b = tree.frame_velocity_derivatives(Q[s], V[s], "b5", "hybrid")
+        np.testing.assert_allclose(dq[s], a, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(dv[s], b)
+    with pytest.raises(td.errors.InputError, match="v"):
+        tree.frame_velocity_derivatives(Q, V[0], "b5")
+    with pytest.raises(td.errors.InputError, match="v"):
+        tree.frame_velocity_derivatives(Q[0], V[0, :-1], "b5")
