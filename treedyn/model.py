@@ -493,6 +493,20 @@ class Model(ModelCore):
         v = vectors(v, self.nv, "v", "jacobian_dot_v")
         return _kin.frame_motion(self, q, v, np.zeros_like(v), frame, representation)[2]
 
+    def frame_velocity_derivatives(self, q, v, frame, representation="body"):
+        """(∂V/∂q, ∂V/∂v), each (6, nv) (or (N, 6, nv)), of the twist V = J(q) v of a
+        body or named frame in ``representation``; ∂/∂q along each joint's group
+        (as in :meth:`jacobian_derivatives`): ∂V/∂q_k = Σ_j ∂J_j/∂q_k v_j, ∂V/∂v = J.
+        Pinocchio's ``getFrameVelocityDerivatives`` (LOCAL, WORLD,
+        LOCAL_WORLD_ALIGNED = body, spatial, hybrid)."""
+        H = self.jacobian_derivatives(q, frame, representation)
+        v = vectors(v, self.nv, "v", "frame_velocity_derivatives")
+        if v.shape[:-1] != H.shape[:-3]:
+            raise InputError(f"frame_velocity_derivatives: v: expected shape "
+                             f"{H.shape[:-3] + (self.nv,)} (the batch shape of q), got {v.shape}")
+        return (np.einsum("...ajk,...j->...ak", H, v),
+                self.jacobian(q, frame, representation))
+
     # frames -----------------------------------------------------------------------
     def body_index(self, name):
         """Index of a moving body in ``body_names``."""

@@ -1,0 +1,275 @@
+# Higher kinematic derivatives (Müller 2018, "Screw and Lie group theory in
+# multibody dynamics", §2): the partial derivatives of a frame's Jacobian with
+# respect to q (along each joint's group) and the body jerks (second time
+# derivatives of the twists).
+#
+# Jacobian derivatives.  Let x_j = (ω_j, v_j) be column j of the frame's Jacobian
+# as a screw in world axes about the frame's current origin r_t (the "hybrid"
+# column).  Moving q_k along its group moves every body after freedom k rigidly
+# by exp(ε x_k), so the screw x_j changes by [x_k, x_j] (Müller 2018, eq. 15) when
+# k "transports" j, and not at all otherwise.  k transports j when
+#   * k belongs to a body strictly before j's body on the path, or
+#   * both belong to the same joint and
+#       screw chains:     k comes before j in the chain (earlier screws carry
+#                         later ones; J = exp(X₁q₁)⋯exp(X_nq_n)),
+#       spherical, SE(3): always (the columns are body-fixed),
+#       SO(3)×R³:         j is rotational (the translational columns are fixed
+#                         in the joint's reference frame).
+# With T = 1 if k transports j and 0 otherwise, the four representations follow
+# from how their frame moves with freedom k (r_t moves with v_k, R_t turns with ω_k):
+#   spatial (world origin): T [x_k, x_j] moved to the world origin (eq. 15)
+#   body:                   (T − 1) Ad_{R_tᵀ} [x_k, x_j] = (1 − T) [J_j, J_k] (eq. 5)
+#   hybrid:                 angular T ω_k × ω_j,  linear T ω_k × v_j + (1 − T) ω_j × v_k
+#                           (eq. 25: the frame origin moves but does not turn)
+#   mixed:                  angular as body, linear as hybrid.
+#
+# Jerks.  Body-fixed recursion (differentiating eqs. 24, 29 once more): with
+# the relative twist u = S q̇ of joint i and its rates u̇ = Ṡq̇ + Sq̈,
+# ü = S̈q̇ + 2Ṡq̈ + Sq⃛, and A_p' = Ad_{C_{i,p}} V̇_p,
+#   V_i = Ad_{C_{i,p}} V_p + u,   V̇_i = A_p' + [V_i, u] + u̇,
+#   V̈_i = Ad_{C_{i,p}} V̈_p + [A_p', u] + [V̇_i, u] + [V_i, u̇] + ü,
+# using d/dt Ad_{C_{i,p}} X = Ad_{C_{i,p}} Ẋ − ad_u Ad_{C_{i,p}} X.  The other
+# representations are the time derivatives of the relations that link the
+# accelerations (kinematics.py, _from_body), with V = (ω, v), V̇ = (α, a):
+#   spatial  Ad_C (V̈ + [V, V̇])
+#   hybrid   (R (ζ + ω × α),  r⃛),  r⃛ = R (j + α × v + ω × a + ω × (a + ω × v))
+#   mixed    (ζ, r⃛)                            for V̈ = (ζ, j).
+
+
+cdef inline bint _transports(int kind, int same_body, int ck, int cj, int oj) noexcept nogil:
+    """Whether freedom ck moves column cj of a Jacobian rigidly (see above); oj is
+    the first freedom of cj's joint."""
+    if not same_body:
+        return ck < cj
+    if kind == KIND_SCREWS:
+        return ck < cj
+    if kind == KIND_FREE_SO3R3:
+        return cj - oj < 3
+    return True
+
+
+cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int body,
+                                     int frame, int rep, double* H) noexcept nogil:
+    """H (6, nv, nv), H[:, j, k] = ∂J[:, j]/∂q_k of body ``body`` (or named frame
+    ``frame`` ≥ 0 on it) in representation rep (0 body, 1 spatial, 2 hybrid,
+    3 mixed).  Only entries of freedoms on the path world → body are written (the
+    caller zeroes H).  Fills d.oMi and d.S on the path and d.hJ with the frame's
+    hybrid Jacobian columns (world axes about the frame's origin) of the path's
+    freedoms.  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int nv = m.nv, n, k, kk, jj, i, bi, bk, o, oj, ck, cj, a, nvj
+    cdef Py_ssize_t nn = <Py_ssize_t>nv * nv, off
+    cdef bint T
+    cdef double Rt[9]
+    cdef double rt[3]
+    cdef double Crel[12]
+    cdef double br[6]
+    cdef double D[6]
+    cdef double t[3]
+    cdef const double* C
+    cdef const double* xj
+    cdef const double* xk
+    n = path_sweep(m, d, q, body)
+    if n < 0:
+        return -n
+    C = &d.oMi[12 * body]
+    if frame >= 0:
+        pose_mul(C, &C[9], &m.foff[frame, 0], &m.foff[frame, 9], Rt, rt)
+    else:
+        for k in range(9):
+            Rt[k] = C[k]
+        rt[0] = C[9]; rt[1] = C[10]; rt[2] = C[11]
+    for kk in range(n):
+        i = d.path[kk]
+        o = m.voff[i]
+        C = &d.oMi[12 * i]
+        for k in range(9):
+            Crel[k] = C[k]
+        Crel[9] = C[9] - rt[0]; Crel[10] = C[10] - rt[1]; Crel[11] = C[11] - rt[2]
+        if m.fast[i] != FAST_NONE:
+            if m.nvj[i]:
+                spatial_screw_1dof(m.fast[i], &m.X[o, 0], Crel, &d.hJ[6 * o])
+        else:
+            for k in range(m.nvj[i]):
+                twist_Ad(Crel, &Crel[9], &d.S[6 * (o + k)], &d.hJ[6 * (o + k)])
+    for jj in range(n):
+        bi = d.path[jj]
+        oj = m.voff[bi]
+        nvj = m.nvj[bi]
+        for cj in range(oj, oj + nvj):
+            xj = &d.hJ[6 * cj]
+            for kk in range(n):
+                bk = d.path[kk]
+                o = m.voff[bk]
+                for ck in range(o, o + m.nvj[bk]):
+                    xk = &d.hJ[6 * ck]
+                    T = _transports(m.kind[bi], bk == bi, ck, cj, oj)
+                    if rep == 1:
+                        if not T:
+                            continue                # H was zeroed
+                        twist_bracket(xk, xj, D)
+                        cross(rt, D, t)             # about the world origin
+                        D[3] += t[0]; D[4] += t[1]; D[5] += t[2]
+                    elif rep == 0:
+                        if T:
+                            continue
+                        twist_bracket(xj, xk, br)
+                        rotT_vec(Rt, br, D)
+                        rotT_vec(Rt, &br[3], &D[3])
+                    else:
+                        if T:
+                            cross(xk, xj, br)
+                            cross(xk, &xj[3], &D[3])
+                        else:
+                            br[0] = 0.0; br[1] = 0.0; br[2] = 0.0
+                            cross(xj, &xk[3], &D[3])
+                        if rep == 2:
+                            D[0] = br[0]; D[1] = br[1]; D[2] = br[2]
+                        elif T:
+                            D[0] = 0.0; D[1] = 0.0; D[2] = 0.0
+                        else:
+                            cross(xj, xk, br)
+                            rotT_vec(Rt, br, D)
+                    off = <Py_ssize_t>cj * nv + ck
+                    for a in range(6):
+                        H[a * nn + off] = D[a]
+    return 0
+
+
+cdef inline void _subspace_rates2(int kind, int nv, const double* S, const double* qd,
+                                  const double* qdd, double* Sd, double* Sdd) noexcept nogil:
+    """Ṡ and S̈ (nv columns of 6 each) of a joint's body-fixed motion subspace:
+    screw chains Ṡ_j = [S_j, L_j], S̈_j = [Ṡ_j, L_j] + [S_j, L̇_j] with
+    L_j = Σ_{l>j} S_l q̇_l; SO(3)×R³ translational columns u_k = Rᵀe_k:
+    u̇_k = −ω × u_k, ü_k = −ω̇ × u_k + ω × (ω × u_k); zero otherwise."""
+    cdef double L[6]
+    cdef double Ld[6]
+    cdef double t6[6]
+    cdef double t[3]
+    cdef double t2[3]
+    cdef int j, n
+    for n in range(6 * nv):
+        Sd[n] = 0.0
+        Sdd[n] = 0.0
+    if kind == KIND_SCREWS and nv > 1:
+        for n in range(6):
+            L[n] = 0.0
+            Ld[n] = 0.0
+        for j in range(nv - 1, -1, -1):
+            twist_bracket(&S[6 * j], L, &Sd[6 * j])
+            twist_bracket(&Sd[6 * j], L, &Sdd[6 * j])
+            twist_bracket(&S[6 * j], Ld, t6)
+            twist_add(&Sdd[6 * j], t6)
+            for n in range(6):
+                L[n] += S[6 * j + n] * qd[j]
+                Ld[n] += Sd[6 * j + n] * qd[j] + S[6 * j + n] * qdd[j]
+    elif kind == KIND_FREE_SO3R3:
+        for j in range(3):
+            cross(qd, &S[6 * (3 + j) + 3], t)          # ω × u
+            cross(qd, t, t2)                             # ω × (ω × u)
+            Sd[6 * (3 + j) + 3] = -t[0]
+            Sd[6 * (3 + j) + 4] = -t[1]
+            Sd[6 * (3 + j) + 5] = -t[2]
+            cross(qdd, &S[6 * (3 + j) + 3], t)         # ω̇ × u
+            Sdd[6 * (3 + j) + 3] = t2[0] - t[0]
+            Sdd[6 * (3 + j) + 4] = t2[1] - t[1]
+            Sdd[6 * (3 + j) + 5] = t2[2] - t[2]
+
+
+cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                           const double* qdd, const double* qddd, int rep,
+                           double* out) noexcept nogil:
+    """Second time derivatives of the twists of all bodies (nb, 6) in representation
+    rep (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included.  Fills d.oMi,
+    d.S, d.v and d.a (body_motion_kernel).  Returns 0 or i + 1 for a non-unit
+    quaternion."""
+    cdef int nb = m.nb, i, n, k, par, o, nvi, kind
+    cdef double Sd[36]
+    cdef double Sdd[36]
+    cdef double u[6]
+    cdef double ud[6]
+    cdef double udd[6]
+    cdef double Ap[6]
+    cdef double t6[6]
+    cdef double w[6]
+    cdef double s
+    cdef double t[3]
+    cdef double* Jk
+    cdef const double* V
+    cdef const double* A
+    cdef const double* C
+    cdef const double* S
+    cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        kind = m.kind[i]
+        S = &d.S[6 * o]
+        for n in range(6):
+            u[n] = 0.0
+            ud[n] = 0.0
+            udd[n] = 0.0
+        if m.fast[i] == FAST_NONE:
+            _subspace_rates2(kind, nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+            for k in range(nvi):
+                for n in range(6):
+                    s = S[6 * k + n]
+                    u[n] += s * qd[o + k]
+                    ud[n] += Sd[6 * k + n] * qd[o + k] + s * qdd[o + k]
+                    udd[n] += (Sdd[6 * k + n] * qd[o + k] + 2.0 * Sd[6 * k + n] * qdd[o + k]
+                               + s * qddd[o + k])
+        else:
+            for k in range(nvi):
+                for n in range(6):
+                    s = S[6 * k + n]
+                    u[n] += s * qd[o + k]
+                    ud[n] += s * qdd[o + k]
+                    udd[n] += s * qddd[o + k]
+        V = &d.v[6 * i]
+        A = &d.a[6 * i]
+        Jk = &out[6 * i]
+        par = m.parent[i]
+        if par < 0:
+            for n in range(6):
+                Jk[n] = udd[n]
+            continue
+        C = &d.liMi[12 * i]
+        twist_Ad_inv(C, &C[9], &out[6 * par], Jk)
+        twist_Ad_inv(C, &C[9], &d.a[6 * par], Ap)
+        for n in range(6):
+            Ap[n] += A[n]                       # [A_p', u] + [V̇_i, u] = [A_p' + V̇_i, u]
+        twist_bracket(Ap, u, t6)
+        twist_add(Jk, t6)
+        twist_bracket(V, ud, t6)
+        twist_add(Jk, t6)
+        twist_add(Jk, udd)
+    if rep == 0:
+        return bad
+    for i in range(nb):
+        V = &d.v[6 * i]
+        A = &d.a[6 * i]
+        C = &d.oMi[12 * i]
+        Jk = &out[6 * i]
+        if rep == 1:
+            twist_bracket(V, A, t6)
+            twist_add(t6, Jk)
+            twist_Ad(C, &C[9], t6, Jk)
+            continue
+        # w = ζ + ω × α (angular), j + α × v + ω × a + ω × (a + ω × v) (linear)
+        cross(V, A, w)
+        for n in range(3):
+            w[n] += Jk[n]
+        cross(V, &V[3], t)
+        for n in range(3):
+            t[n] += A[3 + n]
+        cross(V, t, &w[3])                      # ω × (a + ω × v)
+        cross(A, &V[3], t)
+        for n in range(3):
+            w[3 + n] += Jk[3 + n] + t[n]
+        cross(V, &A[3], t)
+        for n in range(3):
+            w[3 + n] += t[n]
+        rot_vec(C, &w[3], &Jk[3])
+        if rep == 2:
+            rot_vec(C, w, t)
+            Jk[0] = t[0]; Jk[1] = t[1]; Jk[2] = t[2]
+    return bad
