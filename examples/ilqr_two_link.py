@@ -40,7 +40,7 @@ def cost(model, Q, V, U, goal, r, wf):
     return 0.5 * r * np.sum(U * U) + 0.5 * wf * dx @ dx
 
 
-def ilqr(model, q0, v0, goal, T=2.0, dt=0.02, method="rkmk4", iters=60, r=1e-2, wf=1e3):
+def ilqr(model, q0, v0, goal, T=2.0, dt=0.02, method="rkmk4", iters=60, r=1e-2, wf=1e4):
     n, nv = int(round(T / dt)), model.nv
     U = np.zeros((n, nv))
     Q, V, U = rollout(model, q0, v0, U, dt, method)

@@ -44,7 +44,7 @@ def main(quick=False, plot=None):
         return np.array([-(K @ dx)[0], 0.0])
 
     q0 = np.array([0.0, 0.3])                 # the pole tilted by 0.3 rad (17°)
-    traj = td.simulate(model, q0, v0, 2.0 if quick else 6.0, 1e-3, controller=lqr)
+    traj = td.simulate(model, q0, v0, 4.0 if quick else 6.0, 1e-3, controller=lqr)
     final = np.abs(np.concatenate([traj.q[-1], traj.v[-1]])).max()
     print(f"{len(traj) - 1} RKMK4 steps; |x(T)| = {final:.2e}, "
           f"max |cart force| = {max(abs(lqr(t, q, v)[0]) for t, q, v in zip(traj.t, traj.q, traj.v)):.2f} N")
