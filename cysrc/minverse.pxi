@@ -22,76 +22,91 @@
 
 cdef extern from *:
     """
-    /* the pass-3 and pass-2 column loops: no aliasing between the output row and
-       the six rows of F lets the compiler vectorize over the columns */
-    static inline void td_minv_fwd1(int j0, int j1, int j2, double* __restrict__ row,
-                                    double* __restrict__ F, int nv,
-                                    const double* u, const double* s)
+    /* The column loops of passes 2 and 3 over the six rows F0..F5 of a 6 × nv
+       array and one row of M⁻¹.  Separate restrict-qualified rows let the
+       compiler vectorize over the columns. */
+    #define TD_MINV_ROWS double* __restrict__ F0, double* __restrict__ F1, \
+        double* __restrict__ F2, double* __restrict__ F3, double* __restrict__ F4, \
+        double* __restrict__ F5
+
+    /* row[j] = row[j] − u·F[:, j] (keep) or −u·F[:, j], then F[:, j] += s row[j]
+       for j0 ≤ j < j1 */
+    #define TD_MINV_ROW_BODY(X) \
+        for (j = j0; j < j1; j++) { \
+            x = X - (u0 * F0[j] + u1 * F1[j] + u2 * F2[j] \
+                     + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]); \
+            row[j] = x; \
+            F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x; \
+            F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x; \
+        }
+    static inline void td_minv_row(long j0, long j1, int keep, double* __restrict__ row,
+                                   TD_MINV_ROWS, const double* u, const double* s)
     {
-        double* __restrict__ F0 = F;          double* __restrict__ F1 = F + nv;
-        double* __restrict__ F2 = F + 2 * nv; double* __restrict__ F3 = F + 3 * nv;
-        double* __restrict__ F4 = F + 4 * nv; double* __restrict__ F5 = F + 5 * nv;
         const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
         const double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5];
-        int j;
+        long j;
         double x;
-        for (j = j0; j < j1; j++) {        /* columns of the subtree: row holds pass 2's value */
-            x = row[j] - (u0 * F0[j] + u1 * F1[j] + u2 * F2[j]
-                          + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]);
-            row[j] = x;
-            F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x;
-            F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x;
-        }
-        for (j = j1; j < j2; j++) {        /* columns of later branches */
-            x = -(u0 * F0[j] + u1 * F1[j] + u2 * F2[j]
-                  + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]);
-            row[j] = x;
-            F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x;
-            F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x;
+        if (keep) {
+            TD_MINV_ROW_BODY(row[j])
+        } else {
+            TD_MINV_ROW_BODY(0.0)
         }
     }
 
-    static inline void td_minv_bwd1(int j0, int j1, double* __restrict__ row,
-                                    double* __restrict__ F, int nv,
-                                    const double* sd, const double* u)
+    /* row[j] = −u·F[:, j]  (j0 ≤ j < j1) */
+    static inline void td_minv_dot(long j0, long j1, double* __restrict__ row,
+                                   TD_MINV_ROWS, const double* u)
     {
-        double* __restrict__ F0 = F;          double* __restrict__ F1 = F + nv;
-        double* __restrict__ F2 = F + 2 * nv; double* __restrict__ F3 = F + 3 * nv;
-        double* __restrict__ F4 = F + 4 * nv; double* __restrict__ F5 = F + 5 * nv;
-        const double d0 = sd[0], d1 = sd[1], d2 = sd[2], d3 = sd[3], d4 = sd[4], d5 = sd[5];
         const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
-        int j;
-        double x;
-        for (j = j0; j < j1; j++) {
-            x = -(d0 * F0[j] + d1 * F1[j] + d2 * F2[j] + d3 * F3[j] + d4 * F4[j] + d5 * F5[j]);
-            row[j] = x;
-            F0[j] += u0 * x; F1[j] += u1 * x; F2[j] += u2 * x;
-            F3[j] += u3 * x; F4[j] += u4 * x; F5[j] += u5 * x;
-        }
+        long j;
+        for (j = j0; j < j1; j++)
+            row[j] = -(u0 * F0[j] + u1 * F1[j] + u2 * F2[j]
+                       + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]);
     }
 
-    static inline void td_minv_sub1(int j0, int j1, const double* __restrict__ row,
-                                    double* __restrict__ F, int nv, const double* s)
+    /* F[:, j] += c s row[j]  (j0 ≤ j < j1) */
+    static inline void td_minv_axpy(long j0, long j1, double c, const double* __restrict__ row,
+                                    TD_MINV_ROWS, const double* s)
     {
-        double* __restrict__ F0 = F;          double* __restrict__ F1 = F + nv;
-        double* __restrict__ F2 = F + 2 * nv; double* __restrict__ F3 = F + 3 * nv;
-        double* __restrict__ F4 = F + 4 * nv; double* __restrict__ F5 = F + 5 * nv;
-        const double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5];
-        int j;
+        const double s0 = c * s[0], s1 = c * s[1], s2 = c * s[2], s3 = c * s[3],
+                     s4 = c * s[4], s5 = c * s[5];
+        long j;
         double x;
         for (j = j0; j < j1; j++) {
             x = row[j];
-            F0[j] -= s0 * x; F1[j] -= s1 * x; F2[j] -= s2 * x;
-            F3[j] -= s3 * x; F4[j] -= s4 * x; F5[j] -= s5 * x;
+            F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x;
+            F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x;
         }
     }
     """
-    void td_minv_fwd1(int j0, int j1, int j2, double* row, double* F, int nv,
-                      const double* u, const double* s) noexcept nogil
-    void td_minv_bwd1(int j0, int j1, double* row, double* F, int nv,
-                      const double* sd, const double* u) noexcept nogil
-    void td_minv_sub1(int j0, int j1, const double* row, double* F, int nv,
+    void td_minv_row(long j0, long j1, int keep, double* row, double* F0, double* F1,
+                     double* F2, double* F3, double* F4, double* F5,
+                     const double* u, const double* s) noexcept nogil
+    void td_minv_dot(long j0, long j1, double* row, double* F0, double* F1, double* F2,
+                     double* F3, double* F4, double* F5, const double* u) noexcept nogil
+    void td_minv_axpy(long j0, long j1, double c, const double* row, double* F0, double* F1,
+                      double* F2, double* F3, double* F4, double* F5,
                       const double* s) noexcept nogil
+
+
+cdef inline void _minv_row(long j0, long j1, bint keep, double* row, double* F, int nv,
+                           const double* u, const double* s) noexcept nogil:
+    """row[j] = (row[j] if keep else 0) − uᵀ F[:, j], then F[:, j] += s row[j], for
+    j0 ≤ j < j1 (F: 6 × nv, row-major)."""
+    td_minv_row(j0, j1, keep, row, F, &F[nv], &F[2 * nv], &F[3 * nv], &F[4 * nv], &F[5 * nv],
+                u, s)
+
+
+cdef inline void _minv_dot(long j0, long j1, double* row, double* F, int nv,
+                           const double* u) noexcept nogil:
+    """row[j] = −uᵀ F[:, j] for j0 ≤ j < j1 (F: 6 × nv)."""
+    td_minv_dot(j0, j1, row, F, &F[nv], &F[2 * nv], &F[3 * nv], &F[4 * nv], &F[5 * nv], u)
+
+
+cdef inline void _minv_axpy(long j0, long j1, double c, const double* row, double* F, int nv,
+                            const double* s) noexcept nogil:
+    """F[:, j] += c s row[j] for j0 ≤ j < j1 (F: 6 × nv)."""
+    td_minv_axpy(j0, j1, c, row, F, &F[nv], &F[2 * nv], &F[3 * nv], &F[4 * nv], &F[5 * nv], s)
 
 
 cdef inline void _minv_udinv(int k, const double* U, const double* L,
@@ -126,11 +141,13 @@ cdef int _minv_backward_1dof(ModelCore m, DataC* d, int i, double* Mi,
     d.Dinv[6 * o] = Dinv
     Mi[o * nv + o] = Dinv
     for n in range(6):
-        F[n * nv + o] = Ui[n] * Dinv
         sd[n] = s6[n] * Dinv
-    td_minv_bwd1(o + 1, e, &Mi[o * nv], F, nv, sd, Ui)
-    if par < 0:
+    if par < 0:                 # a root's forces are not needed further
+        _minv_dot(o + 1, e, &Mi[o * nv], F, nv, sd)
         return 0
+    for n in range(6):
+        F[n * nv + o] = Ui[n] * Dinv
+    _minv_row(o + 1, e, False, &Mi[o * nv], F, nv, sd, Ui)
     # Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ (packed)
     n = 0
     for a in range(3):
@@ -183,15 +200,22 @@ cdef int _minv_backward_multi(ModelCore m, DataC* d, int i, double* Mi,
         L[k * a + a] += m.armature[o + a]
     if small_cholesky(k, L, scale if scale > 0.0 else 1e-300):
         return 1
-    _minv_udinv(k, U, L, UD)
     _minv_udinv(k, S, L, SD)
-    # M⁻¹[i, i] = D⁻¹ (= Jᵀ U D⁻¹ ... solved column by column), F[:, i] = U D⁻¹
+    # M⁻¹[i, i] = D⁻¹, solved column by column
     for b in range(k):
         for a in range(k):
             x[a] = 1.0 if a == b else 0.0
         small_cho_solve(k, L, x)
         for a in range(k):
             Mi[(o + a) * nv + o + b] = x[a]
+    if par < 0:                 # a root: M⁻¹[i, j] = −(J D⁻¹)ᵀ F[:, j], no forces further
+        for a in range(k):
+            for r in range(6):
+                x[r] = SD[k * r + a]
+            _minv_dot(o + k, e, &Mi[(o + a) * nv], F, nv, x)
+        return 0
+    _minv_udinv(k, U, L, UD)
+    for b in range(k):
         for r in range(6):
             F[r * nv + o + b] = UD[k * r + b]
     # the descendants' columns: M⁻¹[i, j] = −(J D⁻¹)ᵀ F[:, j], F[:, j] += U M⁻¹[i, j]
@@ -207,8 +231,6 @@ cdef int _minv_backward_multi(ModelCore m, DataC* d, int i, double* Mi,
             for a in range(k):
                 t += U[6 * a + r] * x[a]
             F[r * nv + j] += t
-    if par < 0:
-        return 0
     for a in range(6):
         for b in range(6):
             for l in range(k):
@@ -300,23 +322,22 @@ cdef int minverse_kernel(ModelCore m, DataC* d, const double* q, double* Mi) noe
         if par < 0:
             # A_i = J M⁻¹[i, :] (pass 2 gave the final rows of a root)
             for n in range(6):
-                for b in range(o, te):
-                    F[n * nv + b] = 0.0
-                for k in range(nvi):
-                    S = &d.sJ[6 * (o + k)]
-                    for b in range(o, te):
-                        F[n * nv + b] += S[n] * Mi[(o + k) * nv + b]
+                memset(&F[n * nv + o], 0, (te - o) * sizeof(double))
+            for k in range(nvi):
+                _minv_axpy(o, te, 1.0, &Mi[(o + k) * nv], F, nv, &d.sJ[6 * (o + k)])
             continue
         # take the bodies after par on the previous body's path off A
         b = i - 1
         while b != par and b >= 0:
             for k in range(m.nvj[b]):
-                td_minv_sub1(o, te, &Mi[(m.voff[b] + k) * nv], F, nv, &d.sJ[6 * (m.voff[b] + k)])
+                _minv_axpy(o, te, -1.0, &Mi[(m.voff[b] + k) * nv], F, nv,
+                           &d.sJ[6 * (m.voff[b] + k)])
             b = m.parent[b]
         if nvi == 1:
             for n in range(6):
                 ud[n] = d.U[6 * o + n] * d.Dinv[6 * o]
-            td_minv_fwd1(o, e, te, &Mi[o * nv], F, nv, ud, &d.sJ[6 * o])
+            _minv_row(o, e, True, &Mi[o * nv], F, nv, ud, &d.sJ[6 * o])
+            _minv_row(e, te, False, &Mi[o * nv], F, nv, ud, &d.sJ[6 * o])
         else:
             _minv_forward_multi(m, d, i, Mi, te)
     # lower triangle from the upper
