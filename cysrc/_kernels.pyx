@@ -58,6 +58,7 @@ include "kinematics.pxi"
 include "kinematic_derivatives.pxi"
 include "crba.pxi"
 include "aba.pxi"
+include "minverse.pxi"
 include "lie_groups.pxi"
 include "lie_jacobians.pxi"
 include "ltl.pxi"
@@ -962,6 +963,46 @@ cdef class ModelCore:
             raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
         return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
                                       data, out)
+
+    def inverse_mass_matrix(self, q, data=None, out=None):
+        """Inverse of the joint-space mass matrix, M(q)⁻¹, in O(n²) without forming M:
+        the articulated-body recursion run on all unit-torque columns at once
+        (Carpentier & Mansard 2018; ``cysrc/minverse.pxi``).
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        data : Data, optional
+            Single state: the Data to work in; holds the articulated inertias
+            (``sIA``, frame s) and the joint screws afterwards.
+        out : ndarray, optional
+            Output array, shape (nv, nv) or (N, nv, nv), float64, C-contiguous.
+
+        Returns
+        -------
+        ndarray, shape (nv, nv) or (N, nv, nv)
+            Symmetric positive definite, both triangles filled; the armature is
+            part of M.  Units: the inverses of those of :meth:`mass_matrix`.
+
+        Raises
+        ------
+        SingularModelError
+            If M is singular (a massless subtree without armature); the message
+            names the joint, as :meth:`forward_dynamics` does.
+        """
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.npy_intp dims[2]
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        dims[0] = self.nv; dims[1] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.sq = self.nq
+        c.out = <double*>cnp.PyArray_DATA(res)
+        c.so = self.nv * self.nv
+        c.check = CHECK_SPD
+        self._dispatch(_k_minverse, &c, self._batch(qa), data, -1, "inverse_mass_matrix: M⁻¹")
+        return res
 
     # ------------------------------------------------------------------ motion
     def _body_motion(self, q, v=None, a=None, data=None):

@@ -43,6 +43,10 @@ cdef struct DataC:
     double* U         # (nv, 6)  U = Iᴬ J
     double* Dinv      # (nv, 6)  per joint: 1/D (one freedom) or the k × k Cholesky factor of D
     double* u         # (nv,)    u = τ − Jᵀ pᴬ
+    # inverse mass matrix (minverse.pxi)
+    double* sF        # (6, nv)  row-major: articulated forces of the unit-torque columns
+                      #          (backward pass), then their accelerations (forward pass)
+    int* sub_end      # (nb,)    one past the last freedom of body i's subtree
     # scratch
     double* sc_q      # (nb, 2)  sin, cos of the revolute fast-path joints' angles
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
@@ -74,7 +78,7 @@ cdef struct DataC:
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
 cdef enum:
     _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3 + 2
-    _DATA_PER_DOF = 6 * 5 + 1
+    _DATA_PER_DOF = 6 * 6 + 1
 
 cdef long _model_serial = 0
 
@@ -123,7 +127,7 @@ cdef class Data:
         # one block; 8 spare doubles at each end keep neighbouring Data (batches:
         # one per thread) off each other's cache lines
         self.buf = np.zeros(size)
-        self.ibuf = np.zeros(nb if nb > 0 else 1, dtype=np.int32)
+        self.ibuf = np.zeros(2 * nb if nb > 0 else 1, dtype=np.int32)
         cdef double* p = &self.buf[8]
         n = nv if nv > 0 else 1
         self.c.nb = nb
@@ -154,7 +158,9 @@ cdef class Data:
         self.c.U = p; p += 6 * n
         self.c.Dinv = p; p += 6 * n
         self.c.u = p; p += n
+        self.c.sF = p; p += 6 * n
         self.c.path = &self.ibuf[0]
+        self.c.sub_end = &self.ibuf[nb] if nb > 0 else &self.ibuf[0]
         self._loop_scratch(model)
         self._derivative_scratch(model)
         # S of a one-freedom joint is its constant body-fixed screw: set once here
