@@ -59,6 +59,7 @@ include "kinematic_derivatives.pxi"
 include "crba.pxi"
 include "aba.pxi"
 include "minverse.pxi"
+include "aba_derivatives.pxi"
 include "lie_groups.pxi"
 include "lie_jacobians.pxi"
 include "ltl.pxi"
@@ -257,6 +258,10 @@ cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
 cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
                                    c.out2, c.out3)
+
+cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
+                                  c.out2, c.out3)
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -894,9 +899,48 @@ cdef class ModelCore:
             Entry (i, j) is ∂τ_i/∂x_j (N·m/rad, N/m, N·m·s/rad, ... by the
             coordinates involved); M is the mass matrix with armature.
         """
+        return self._derivatives_call(_k_rnea_derivatives, q, v, a, "a", f_ext, gravity,
+                                      f_ext_frame, data, out, ("dtau_dq", "dtau_dv", "M"),
+                                      "inverse_dynamics_derivatives")
+
+    def forward_dynamics_derivatives(self, q, v, tau, f_ext=None, gravity=None,
+                                     f_ext_frame="world", data=None, out=None):
+        """Partial derivatives of forward dynamics v̇(q, v, τ): ∂v̇/∂q = −M⁻¹ ∂τ/∂q and
+        ∂v̇/∂v = −M⁻¹ ∂τ/∂v at v̇, and ∂v̇/∂τ = M⁻¹ (cysrc/aba_derivatives.pxi: ABA,
+        the inverse-dynamics derivatives and the O(n²) M⁻¹ recursion in one call).
+
+        q-derivatives are taken along each joint's group as in
+        :meth:`inverse_dynamics_derivatives`.
+
+        Parameters
+        ----------
+        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics_derivatives`
+        data : Data, optional (single state)
+        out : tuple of three ndarrays, optional
+            (ddq_dq, ddq_dv, Minv) to write into, each (nv, nv) or (N, nv, nv).
+
+        Returns
+        -------
+        ddq_dq, ddq_dv, Minv : ndarray, shape (nv, nv) or (N, nv, nv)
+            Entry (i, j) is ∂v̇_i/∂x_j; Minv is M⁻¹ with armature, both triangles.
+
+        Raises
+        ------
+        SingularModelError
+            If M is singular (a massless subtree without armature).
+        """
+        return self._derivatives_call(_k_aba_derivatives, q, v, tau, "tau", f_ext, gravity,
+                                      f_ext_frame, data, out, ("ddq_dq", "ddq_dv", "Minv"),
+                                      "forward_dynamics_derivatives")
+
+    cdef tuple _derivatives_call(self, kernel_t fn, object q, object v, object x, str xname,
+                                 object f_ext, object gravity, object f_ext_frame,
+                                 object data, object out, tuple names, str what):
+        """(q, v, x) with loads -> three (nv, nv) matrices per state."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef cnp.ndarray aa = self._like(qa, x, self.nv, xname)
         cdef double gbuf[3]
         cdef cnp.npy_intp dims[2]
         cdef Call c
@@ -908,13 +952,14 @@ cdef class ModelCore:
         elif isinstance(out, tuple) and len(out) == 3:
             outs = out
         else:
-            raise InputError(f"out: expected a tuple of three arrays (dtau_dq, dtau_dv, M), "
+            raise InputError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
                              f"got {type(out).__name__}")
         cdef cnp.ndarray r1 = self._output(outs[0], qa, 2, dims)
         cdef cnp.ndarray r2 = self._output(outs[1], qa, 2, dims)
         cdef cnp.ndarray r3 = self._output(outs[2], qa, 2, dims)
-        if r1 is r2 or r1 is r3 or r2 is r3:
-            raise InputError("out: the three arrays must be distinct")
+        if out is not None and (np.may_share_memory(r1, r2) or np.may_share_memory(r1, r3)
+                                or np.may_share_memory(r2, r3)):
+            raise InputError("out: the three arrays must be distinct (not sharing memory)")
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(aa)
@@ -927,8 +972,7 @@ cdef class ModelCore:
         c.so = self.nv * self.nv
         c.so2 = c.so
         c.so3 = c.so
-        self._dispatch(_k_rnea_derivatives, &c, self._batch(qa), data, -1,
-                       "inverse_dynamics_derivatives")
+        self._dispatch(fn, &c, self._batch(qa), data, -1, what)
         return r1, r2, r3
 
     def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",

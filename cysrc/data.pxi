@@ -73,6 +73,8 @@ cdef struct DataC:
     double* dYPX      # (nv, 18) per freedom: Y, P − Z, X (frame s)
     double* dB        # (nb, 12) subtree coupling: K (3 × 3), p
     double* dE        # (nb, 16) subtree external-wrench sums (world: Σf; hybrid: N, F, s, Q)
+    double* dqdd      # (nv,)    forward-dynamics derivatives: v̇ (aba_derivatives.pxi)
+    double* dcol      # (nv,)    one column of a product
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -213,11 +215,13 @@ cdef class Data:
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef double* p
-        self.dbuf = np.zeros(18 * n + 28 * nb + 16)
+        self.dbuf = np.zeros(20 * n + 28 * nb + 16)
         p = &self.dbuf[8]
         self.c.dYPX = p; p += 18 * n
         self.c.dB = p; p += 12 * nb
         self.c.dE = p; p += 16 * nb
+        self.c.dqdd = p; p += n
+        self.c.dcol = p; p += n
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""

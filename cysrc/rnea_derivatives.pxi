@@ -152,7 +152,8 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                                  const double* qdd, const double* g, const double* fext,
                                  int fext_frame, double* dq, double* dv,
                                  double* M) noexcept nogil:
-    """∂τ/∂q, ∂τ/∂v and M (each nv × nv, row-major: entry (b, a) = ∂τ_b/∂x_a);
+    """∂τ/∂q, ∂τ/∂v and M (each nv × nv, row-major: entry (b, a) = ∂τ_b/∂x_a; M may
+    be NULL);
     derivatives in q along the joints' groups (docs/conventions.md).  Fills
     d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sa_gf, d.sf, d.sIc and the derivative scratch.
     Returns 0 or i + 1 for a non-unit quaternion of joint i."""
@@ -167,6 +168,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     cdef double* Bc = d.dB
     cdef double* E = d.dE
     cdef bint with_e = fext != NULL and fext_frame != 1
+    cdef bint with_M = M != NULL
     cdef double cJ[6]
     cdef double z6[6]
     cdef double a0[6]
@@ -293,7 +295,9 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     for n in range(nv * nv):
         dq[n] = 0.0
         dv[n] = 0.0
-        M[n] = 0.0
+    if with_M:
+        for n in range(nv * nv):
+            M[n] = 0.0
     # ---- backward: subtree sums, then the entries of body i with its ancestors
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
@@ -325,7 +329,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             Tb = &J[6 * (o + b)]
             for a in range(nvi):
                 Ta = &J[6 * (o + a)]
-                if a >= b:
+                if with_M and a >= b:
                     x = dot6(ub[b], Ta)
                     M[(o + b) * nv + o + a] = x
                     M[(o + a) * nv + o + b] = x
@@ -337,7 +341,8 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                 else:
                     x = dot6(Tb, Ga[a])
                 dq[(o + b) * nv + o + a] = x
-            M[(o + b) * nv + o + b] += m.armature[o + b]
+            if with_M:
+                M[(o + b) * nv + o + b] += m.armature[o + b]
         # with every freedom a of an ancestor k: τ_b (b in i) moves with q_a, v_a;
         # τ_a moves with q_b, v_b through the subtree wrench
         k = m.parent[i]
@@ -348,9 +353,10 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                 Ta = &J[6 * (ok + a)]
                 for b in range(nvi):
                     Tb = &J[6 * (o + b)]
-                    x = dot6(ub[b], Ta)
-                    M[(o + b) * nv + ok + a] = x
-                    M[(ok + a) * nv + o + b] = x
+                    if with_M:
+                        x = dot6(ub[b], Ta)
+                        M[(o + b) * nv + ok + a] = x
+                        M[(ok + a) * nv + o + b] = x
                     x = dot6(ub[b], &YPX[18 * (ok + a) + 6]) + dot3(wb[b], &YPX[18 * (ok + a)])
                     if with_e:
                         x += dot6(eb[b], Ta)

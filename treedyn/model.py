@@ -248,14 +248,6 @@ class Model(ModelCore):
             vdot = np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
         return finite_result(vdot, "forward dynamics: v̇", "q, v, τ", "forward_dynamics")
 
-    def forward_dynamics_derivatives(self, q, v, tau, f_ext=None, gravity=None,
-                                     f_ext_frame="world"):
-        """(∂v̇/∂q, ∂v̇/∂v, M⁻¹), each (nv, nv): derivatives of forward dynamics, q along
-        the joints' groups (docs/conventions.md); ∂v̇/∂τ = M⁻¹."""
-        from .derivatives import forward_dynamics_derivatives_reference
-        return forward_dynamics_derivatives_reference(self, q, v, tau, f_ext=f_ext,
-                                                      gravity=gravity, f_ext_frame=f_ext_frame)
-
     def linearize(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
         """(A, B) of the linearized equations of motion in tangent coordinates
         (:func:`treedyn.derivatives.linearize`)."""
