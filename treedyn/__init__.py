@@ -4,7 +4,7 @@
 >>> model = td.load(td.robots.path("panda.urdf"))
 >>> poses = model.forward_kinematics(model.neutral())     # (n_bodies, 4, 4)
 """
-from . import integrators, lie, robots
+from . import derivatives, integrators, lie, robots
 from .errors import InputError, ModelError, RobotFileError, SingularModelError, TreedynError
 from .graph import JointGraph
 from .io import load, load_graph, save
@@ -15,5 +15,5 @@ from .simulate import Trajectory, simulate
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "Data", "LoopClosure", "lie", "robots",
-           "simulate", "Trajectory", "integrators", "batch_threads",
+           "derivatives", "simulate", "Trajectory", "integrators", "batch_threads",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]
