@@ -94,7 +94,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
             return code
         if constrained:
             code = constrained_fd_kernel(m, d, qs, vs, tau, g, fext, fframe, k1, k2, 1e-10,
-                                         &Kv[nv * j], d.clam, d.cg)
+                                         &Kv[nv * j], NULL, d.cg)
         else:
             code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
         if code:

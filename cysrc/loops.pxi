@@ -453,11 +453,14 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
 
 
 cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
-                          int* perm, double* b, double* w) noexcept nogil:
+                          int* perm, double* b, double* w, bint minimal=True) noexcept nogil:
     """b = K⁺ b for K (mr, mr) symmetric positive semidefinite (overwritten): K = F Fᵀ
     by Cholesky with diagonal pivoting (rank r: pivots below rcond · max diag
-    dropped), then K⁺ b = F (FᵀF)⁻² Fᵀ b.  F (mr, mr), S (mr, mr), perm (mr),
-    w (mr) scratch."""
+    dropped), then K⁺ b = F (FᵀF)⁻² Fᵀ b.  Without ``minimal``, a basic solution
+    instead: the r pivot rows solved exactly, the other components zero (two
+    triangular solves; for K = G M⁻¹ Gᵀ every solution gives the same Gᵀ b, so
+    accelerations and projections do not depend on the choice).  F (mr, mr),
+    S (mr, mr), perm (mr), w (mr) scratch."""
     cdef int i, j, k, r, rank = mr, p, tmp
     cdef double dmax = 0.0, best, s, tol
     for i in range(mr):
@@ -486,6 +489,23 @@ cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
             for j in range(r + 1, mr):
                 K[perm[i] * mr + perm[j]] -= F[perm[i] * mr + r] * F[perm[j] * mr + r]
     r = rank
+    if not minimal:
+        # F₁ (r × r, lower triangular): rows perm[0..r) of F; b ← [F₁⁻ᵀ F₁⁻¹ b_P, 0]
+        for i in range(r):
+            s = b[perm[i]]
+            for k in range(i):
+                s -= F[perm[i] * mr + k] * w[k]
+            w[i] = s / F[perm[i] * mr + i]
+        for i in range(r - 1, -1, -1):
+            s = w[i]
+            for k in range(i + 1, r):
+                s -= F[perm[k] * mr + i] * w[k]
+            w[i] = s / F[perm[i] * mr + i]
+        for i in range(mr):
+            b[i] = 0.0
+        for i in range(r):
+            b[perm[i]] = w[i]
+        return
     # rank r: columns 0..r-1 of F (rows in the original order)
     for i in range(r):                                  # w = Fᵀ b
         s = 0.0
@@ -516,7 +536,8 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
                                double* qdd, double* lam, double* gres) noexcept nogil:
     """v̇ (nv), λ (m) and g (m) of the index-1 equations at (q, v, τ); Baumgarte
     terms −k1 G v − k2 g on the right-hand side of the rows (k1 = 2α/Δt,
-    k2 = (β/Δt)²; zero for none).  Returns 0, i + 1 for a non-unit quaternion,
+    k2 = (β/Δt)²; zero for none).  λ is the minimal-norm solution; with lam NULL
+    (the integrators' stages) any λ is used, as v̇ is the same for all.  Returns 0, i + 1 for a non-unit quaternion,
     CODE_MASS_NOT_PD."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, bad
     cdef double* G = d.cG
@@ -544,15 +565,17 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
         for j in range(nv):
             s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
         c[i] = s
-    _metric_correction(m, d, rcond, c)
-    for k in range(mr):
-        lam[k] = c[k]
+    _metric_correction(m, d, rcond, c, lam != NULL)
+    if lam != NULL:
+        for k in range(mr):
+            lam[k] = c[k]
     for j in range(nv):                                 # v̇ = v̇_u + M⁻¹ Gᵀ λ
         qdd[j] += d.cw2[j]
     return 0
 
 
-cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c) noexcept nogil:
+cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c,
+                             bint minimal=True) noexcept nogil:
     """c = (G M⁻¹ Gᵀ)⁺ c (minimal norm) and d.cw2 = M⁻¹ Gᵀ c, with G in d.cG and the
     tree factor M = Lᵀ L (_ltl) in d.cM: the least change of v̇ (or v, or q) in the
     kinetic-energy metric that moves the rows by the original c."""
@@ -573,7 +596,7 @@ cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c) noe
                 s += Y[i * nv + j] * Y[k * nv + j]
             K[i * mr + k] = s
             K[k * mr + i] = s
-    _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw)
+    _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw, minimal)
     for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻¹ Y c
         s = 0.0
         for k in range(mr):
@@ -610,7 +633,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
             factored = True
         for k in range(mr):
             d.cb[k] = d.cg[k]
-        _metric_correction(m, d, rcond, d.cb)
+        _metric_correction(m, d, rcond, d.cb, False)
         for j in range(nv):
             d.cw2[j] = -d.cw2[j]
         config_retract(m, q, d.cw2, LOCAL_EXP, d.cq)
@@ -627,7 +650,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         for j in range(nv):
             s += d.cG[k * nv + j] * v[j]
         d.cb[k] = s
-    _metric_correction(m, d, rcond, d.cb)
+    _metric_correction(m, d, rcond, d.cb, False)
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0
