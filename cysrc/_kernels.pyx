@@ -939,8 +939,8 @@ cdef class ModelCore:
                                  object data, object out, tuple names, str what):
         """(q, v, x) with loads -> three (nv, nv) matrices per state."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, x, self.nv, xname)
+        cdef cnp.ndarray va = self._zero_or_like(qa, v, "v")
+        cdef cnp.ndarray aa = self._zero_or_like(qa, x, xname)
         cdef double gbuf[3]
         cdef cnp.npy_intp dims[2]
         cdef Call c

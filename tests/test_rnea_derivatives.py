@@ -148,3 +148,21 @@ def test_bad_inputs_are_named():
                                            f_ext_frame="local")
     with pytest.raises(InputError, match="overflow"):
         model.inverse_dynamics_derivatives(q, np.full(model.nv, 1e200), v)
+
+
+def test_gravity_derivatives_equal_finite_differences_and_pinocchio():
+    rng = np.random.default_rng(17)
+    model = random_tree(rng, n=8)
+    q = model.random_configuration(rng)
+    eps = 1e-6
+    ref = np.column_stack([
+        (model.gravity_forces(model.integrate(q, e)) - model.gravity_forces(model.integrate(q, -e)))
+        / (2 * eps) for e in eps * np.eye(model.nv)])
+    assert rel_err(model.gravity_derivatives(q), ref) < TOL_FD
+    pin = pytest.importorskip("pinocchio")
+    model, pmodel, pdata = load_pair("solo12", True)
+    P = pin_v_matrix(model, pmodel)
+    q = model.random_configuration(rng)
+    got = P @ model.gravity_derivatives(q) @ P.T
+    want = pin.computeGeneralizedGravityDerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q))
+    assert rel_err(got, want) < TOL_PIN

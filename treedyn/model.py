@@ -232,6 +232,11 @@ class Model(ModelCore):
         :meth:`inverse_dynamics`."""
         return self.inverse_dynamics(q, _ZERO, _ZERO, gravity=gravity, data=data, out=out)
 
+    def gravity_derivatives(self, q, gravity=None, data=None):
+        """∂g/∂q (nv, nv) (or (N, nv, nv)): derivative of the generalized gravity
+        forces along the joints' groups (inverse-dynamics derivatives at v = a = 0)."""
+        return self.inverse_dynamics_derivatives(q, _ZERO, _ZERO, gravity=gravity, data=data)[0]
+
     def _forward_dynamics_cholesky(self, q, v, tau, f_ext, gravity, f_ext_frame):
         """forward_dynamics(method="cholesky"): M (CRBA) and h (RNEA), Cholesky solve."""
         h = self.inverse_dynamics(q, v, _ZERO, f_ext=f_ext, gravity=gravity,
