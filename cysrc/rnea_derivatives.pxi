@@ -169,6 +169,11 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     cdef double* E = d.dE
     cdef bint with_e = fext != NULL and fext_frame != 1
     cdef bint with_M = M != NULL
+    # raw pointers: the compiler cannot keep memoryview bases in registers across the
+    # stores into the outputs
+    cdef const int* parent = &m.parent[0]
+    cdef const int* voff = &m.voff[0]
+    cdef const int* nvj = &m.nvj[0]
     cdef double cJ[6]
     cdef double z6[6]
     cdef double a0[6]
@@ -202,15 +207,15 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     angle_prepass(m, d, q)
     # ---- forward: motion, the per-freedom vectors Y, P − Z, X and the body terms
     for i in range(nb):
-        o = m.voff[i]
-        nvi = m.nvj[i]
+        o = voff[i]
+        nvi = nvj[i]
         kind = m.kind[i]
         fast = m.fast[i]
         Ci = &C[12 * i]
         Vi = &V[6 * i]
         Ai = &A[6 * i]
         Ji = &J[6 * o]
-        par = m.parent[i]
+        par = parent[i]
         if par < 0:
             Vp = &z6[0]
             Ap = &a0[0]
@@ -300,8 +305,8 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             M[n] = 0.0
     # ---- backward: subtree sums, then the entries of body i with its ancestors
     for i in range(nb - 1, -1, -1):
-        o = m.voff[i]
-        nvi = m.nvj[i]
+        o = voff[i]
+        nvi = nvj[i]
         kind = m.kind[i]
         for a in range(nvi):
             Ta = &J[6 * (o + a)]
@@ -345,10 +350,10 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                 M[(o + b) * nv + o + b] += m.armature[o + b]
         # with every freedom a of an ancestor k: τ_b (b in i) moves with q_a, v_a;
         # τ_a moves with q_b, v_b through the subtree wrench
-        k = m.parent[i]
+        k = parent[i]
         while k >= 0:
-            ok = m.voff[k]
-            nvk = m.nvj[k]
+            ok = voff[k]
+            nvk = nvj[k]
             for a in range(nvk):
                 Ta = &J[6 * (ok + a)]
                 for b in range(nvi):
@@ -365,8 +370,8 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                                                  - dot3(wb[b], Ta))
                     dq[(ok + a) * nv + o + b] = dot6(Ta, Ga[b])
                     dv[(ok + a) * nv + o + b] = dot6(Ta, Ha[b])
-            k = m.parent[k]
-        par = m.parent[i]
+            k = parent[k]
+        par = parent[i]
         if par >= 0:
             for n in range(6):
                 F[6 * par + n] += F[6 * i + n]
