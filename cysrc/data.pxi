@@ -129,7 +129,9 @@ cdef class Data:
         # one block; 8 spare doubles at each end keep neighbouring Data (batches:
         # one per thread) off each other's cache lines
         self.buf = np.zeros(size)
-        self.ibuf = np.zeros(2 * nb if nb > 0 else 1, dtype=np.int32)
+        # ints: path, sub_end; 16 spare ints at each end, as for buf (sub_end is
+        # written on every inverse_mass_matrix call, by each thread of a batch)
+        self.ibuf = np.zeros(2 * nb + 32, dtype=np.int32)
         cdef double* p = &self.buf[8]
         n = nv if nv > 0 else 1
         self.c.nb = nb
@@ -161,8 +163,8 @@ cdef class Data:
         self.c.Dinv = p; p += 6 * n
         self.c.u = p; p += n
         self.c.sF = p; p += 6 * n
-        self.c.path = &self.ibuf[0]
-        self.c.sub_end = &self.ibuf[nb] if nb > 0 else &self.ibuf[0]
+        self.c.path = &self.ibuf[16]
+        self.c.sub_end = &self.ibuf[16 + nb]
         self._loop_scratch(model)
         self._derivative_scratch(model)
         # S of a one-freedom joint is its constant body-fixed screw: set once here

@@ -24,17 +24,26 @@ cdef extern from *:
     """
     /* The column loops of passes 2 and 3 over the six rows F0..F5 of a 6 × nv
        array and one row of M⁻¹.  Separate restrict-qualified rows let the
-       compiler vectorize over the columns. */
+       compiler vectorize over the columns.  The vector part always starts at an
+       even column: a parent then loads the same column pairs its child just
+       stored, which the CPU forwards from its store buffer (a load straddling two
+       stores would wait for both to reach the cache). */
     #define TD_MINV_ROWS double* __restrict__ F0, double* __restrict__ F1, \
         double* __restrict__ F2, double* __restrict__ F3, double* __restrict__ F4, \
         double* __restrict__ F5
+    #define TD_MINV_COLUMNS(STEP) { \
+            long j = j0, jm; \
+            if ((j & 1) && j < j1) { STEP; j++; } \
+            jm = j + ((j1 - j) & ~1L); \
+            for (; j < jm; j++) { STEP; } \
+            if (j < j1) { STEP; } \
+        }
 
     /* row[j] = row[j] − u·F[:, j] (keep) or −u·F[:, j], then F[:, j] += s row[j]
        for j0 ≤ j < j1 */
-    #define TD_MINV_ROW_BODY(X) \
-        for (j = j0; j < j1; j++) { \
-            x = X - (u0 * F0[j] + u1 * F1[j] + u2 * F2[j] \
-                     + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]); \
+    #define TD_MINV_ROW_STEP(X) { \
+            double x = X - (u0 * F0[j] + u1 * F1[j] + u2 * F2[j] \
+                            + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]); \
             row[j] = x; \
             F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x; \
             F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x; \
@@ -44,13 +53,10 @@ cdef extern from *:
     {
         const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
         const double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5];
-        long j;
-        double x;
-        if (keep) {
-            TD_MINV_ROW_BODY(row[j])
-        } else {
-            TD_MINV_ROW_BODY(0.0)
-        }
+        if (keep)
+            TD_MINV_COLUMNS(TD_MINV_ROW_STEP(row[j]))
+        else
+            TD_MINV_COLUMNS(TD_MINV_ROW_STEP(0.0))
     }
 
     /* row[j] = −u·F[:, j]  (j0 ≤ j < j1) */
@@ -58,10 +64,8 @@ cdef extern from *:
                                    TD_MINV_ROWS, const double* u)
     {
         const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
-        long j;
-        for (j = j0; j < j1; j++)
-            row[j] = -(u0 * F0[j] + u1 * F1[j] + u2 * F2[j]
-                       + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]);
+        TD_MINV_COLUMNS(row[j] = -(u0 * F0[j] + u1 * F1[j] + u2 * F2[j]
+                                   + u3 * F3[j] + u4 * F4[j] + u5 * F5[j]))
     }
 
     /* F[:, j] += c s row[j]  (j0 ≤ j < j1) */
@@ -70,13 +74,9 @@ cdef extern from *:
     {
         const double s0 = c * s[0], s1 = c * s[1], s2 = c * s[2], s3 = c * s[3],
                      s4 = c * s[4], s5 = c * s[5];
-        long j;
-        double x;
-        for (j = j0; j < j1; j++) {
-            x = row[j];
-            F0[j] += s0 * x; F1[j] += s1 * x; F2[j] += s2 * x;
-            F3[j] += s3 * x; F4[j] += s4 * x; F5[j] += s5 * x;
-        }
+        TD_MINV_COLUMNS(
+            F0[j] += s0 * row[j]; F1[j] += s1 * row[j]; F2[j] += s2 * row[j];
+            F3[j] += s3 * row[j]; F4[j] += s4 * row[j]; F5[j] += s5 * row[j])
     }
     """
     void td_minv_row(long j0, long j1, int keep, double* row, double* F0, double* F1,
