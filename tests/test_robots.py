@@ -23,6 +23,7 @@ EXPECTED = {
     "quadruped.urdf": (19, 18, 0, True),
     "humanoid.urdf": (39, 38, 0, True),
     "helical.toml": (2, 2, 0, False),
+    "cart_pole.toml": (2, 2, 0, False),
     "heavy_top.toml": (4, 3, 0, False),
     "spherical_double_pendulum.toml": (8, 6, 0, False),
     "floating_bodies.toml": (14, 12, 1, False),
