@@ -305,6 +305,11 @@ cdef int _k_jacobian_derivatives(ModelCore m, DataC* d, const Call* c) noexcept 
     """out (6, nv, nv): ∂J/∂q of target c.body / c.frame in representation c.rep."""
     return jacobian_derivatives_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
 
+cdef int _k_frame_acceleration_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out / out2 / out3 (6, nv): ∂A/∂q, ∂A/∂v, ∂A/∂a of target c.body / c.frame."""
+    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.a, c.body, c.frame, c.rep,
+                                                 c.out, c.out2, c.out3)
+
 cdef int _k_body_jerks(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """out (nb, 6) body jerks at (q, v, v̇ = c.a, v̈ = c.fext: the call's fourth input
     rides in the wrench slot, stride c.sf)."""
@@ -1181,6 +1186,57 @@ cdef class ModelCore:
         self._dispatch(_k_jacobian_derivatives, &c, self._batch(qa), data, self.path_nv[c.body],
                        "jacobian_derivatives: ∂J/∂q")
         return res
+
+    def _frame_acceleration_derivatives(self, q, v, a, frame, representation, data, out):
+        """Binding of Model.frame_acceleration_derivatives (see there)."""
+        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef tuple tgt = self._target(frame)
+        cdef cnp.npy_intp dims[2]
+        cdef Call c
+        memset(&c, 0, sizeof(Call))
+        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
+            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
+                             f"got {representation!r}")
+        if out is None:
+            outs = (None, None, None)
+        elif isinstance(out, tuple) and len(out) == 3:
+            outs = out
+        else:
+            raise InputError(f"out: expected a tuple of three arrays (dA_dq, dA_dv, dA_da), "
+                             f"got {type(out).__name__}")
+        dims[0] = 6; dims[1] = self.nv
+        cdef cnp.ndarray r1 = self._output(outs[0], qa, 2, dims)
+        cdef cnp.ndarray r2 = self._output(outs[1], qa, 2, dims)
+        cdef cnp.ndarray r3 = self._output(outs[2], qa, 2, dims)
+        if r1 is r2 or r1 is r3 or r2 is r3:
+            raise InputError("out: the three arrays must be distinct")
+        memset(cnp.PyArray_DATA(r1), 0, cnp.PyArray_NBYTES(r1))
+        memset(cnp.PyArray_DATA(r2), 0, cnp.PyArray_NBYTES(r2))
+        memset(cnp.PyArray_DATA(r3), 0, cnp.PyArray_NBYTES(r3))
+        if tgt[0] < 0 or self.nv == 0:              # attached to the world
+            if data is not None:
+                self._data(data)
+            return r1, r2, r3
+        c.q = <double*>cnp.PyArray_DATA(qa)
+        c.v = <double*>cnp.PyArray_DATA(va)
+        c.a = <double*>cnp.PyArray_DATA(aa)
+        c.sq = self.nq
+        c.sv = self.nv
+        c.sa = self.nv
+        c.body = tgt[0]
+        c.frame = tgt[1]
+        c.rep = _REPRESENTATIONS.index(representation)
+        c.out = <double*>cnp.PyArray_DATA(r1)
+        c.out2 = <double*>cnp.PyArray_DATA(r2)
+        c.out3 = <double*>cnp.PyArray_DATA(r3)
+        c.so = 6 * self.nv
+        c.so2 = c.so
+        c.so3 = c.so
+        self._dispatch(_k_frame_acceleration_derivatives, &c, self._batch(qa), data,
+                       self.path_nv[c.body], "frame_acceleration_derivatives")
+        return r1, r2, r3
 
     def body_jerks(self, q, v, a, j, representation="body", data=None, out=None):
         """Time derivatives of :meth:`body_accelerations`: the second time

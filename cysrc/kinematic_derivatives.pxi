@@ -23,6 +23,22 @@
 #                           (eq. 25: the frame origin moves but does not turn)
 #   mixed:                  angular as body, linear as hybrid.
 #
+# Acceleration derivatives.  About the fixed point r_t in world axes (columns
+# x_j as above; the spatial acceleration shifted there), with
+#   W_j = Σ_k T(k,j) v_k x_k,   Z_k = Σ_j T(k,j) v_j x_j,   Zᵃ_k = Σ_j T(k,j) a_j x_j,
+# J̇_j = [W_j, x_j] and A = Σ_j (x_j a_j + [W_j, x_j] v_j).  Differentiating with
+# ∂x_j/∂q_m = T(m,j) [x_m, x_j] (inside W_j too) gives the nested brackets
+# T(k,j) (T(m,k) [[x_m, x_k], x_j] + T(m,j) [x_k, [x_m, x_j]]), which regroup as
+#   ∂A/∂q_m = [x_m, Zᵃ_m] + Σ_k T(m,k) v_k [Y_k, [x_k, x_m]],    Y = Z − W,
+#   ∂A/∂v_m = ∂V/∂q_m + J̇_m = [x_m, Y_m],                       ∂A/∂a_m = x_m.
+# The representations, with the frame's V = (ω, ṙ), A = (α, ·), ∂r_t/∂q_m = v_m
+# and R_t turning with ω_m:
+#   spatial  both moved to the world origin
+#   body     R_tᵀ (∂A/∂q_m + [A, x_m]),  R_tᵀ ∂A/∂v_m   (∂ Ad_C⁻¹ = −Ad_C⁻¹ ad_{x_m})
+#   hybrid   r̈ = A_lin + ω × ṙ: the linear rows gain α × v_m + dω × ṙ + ω × dṙ
+#            ((dω, dṙ) = ∂V/∂q_m = [x_m, Z_m] + (0, ω × v_m)), resp. ω_m × ṙ + ω × v_m
+#   mixed    linear rows as hybrid, angular R_tᵀ (∂α/∂q_m + α × ω_m), R_tᵀ ∂α/∂v_m.
+#
 # Jerks.  Body-fixed recursion (differentiating eqs. 24, 29 once more): with
 # the relative twist u = S q̇ of joint i and its rates u̇ = Ṡq̇ + Sq̈,
 # ü = S̈q̇ + 2Ṡq̈ + Sq⃛, and A_p' = Ad_{C_{i,p}} V̇_p,
@@ -48,29 +64,18 @@ cdef inline bint _transports(int kind, int same_body, int ck, int cj, int oj) no
     return True
 
 
-cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int body,
-                                     int frame, int rep, double* H) noexcept nogil:
-    """H (6, nv, nv), H[:, j, k] = ∂J[:, j]/∂q_k of body ``body`` (or named frame
-    ``frame`` ≥ 0 on it) in representation rep (0 body, 1 spatial, 2 hybrid,
-    3 mixed).  Only entries of freedoms on the path world → body are written (the
-    caller zeroes H).  Fills d.oMi and d.S on the path and d.hJ with the frame's
-    hybrid Jacobian columns (world axes about the frame's origin) of the path's
-    freedoms.  Returns 0 or i + 1 for a non-unit quaternion."""
-    cdef int nv = m.nv, n, k, kk, jj, i, bi, bk, o, oj, ck, cj, a, nvj
-    cdef Py_ssize_t nn = <Py_ssize_t>nv * nv, off
-    cdef bint T
-    cdef double Rt[9]
-    cdef double rt[3]
+cdef int _frame_columns(ModelCore m, DataC* d, const double* q, int body, int frame,
+                        double* Rt, double* rt) noexcept nogil:
+    """Path sweep to ``body`` (d.oMi, d.S, d.path), the world pose (Rt, rt) of the
+    target (body, or named frame ``frame`` ≥ 0 on it) and in d.hJ its hybrid
+    Jacobian columns (world axes about rt) of the path's freedoms.  Returns the
+    path length n, or −(i + 1) for a non-unit quaternion of joint i."""
+    cdef int n, k, kk, i, o
     cdef double Crel[12]
-    cdef double br[6]
-    cdef double D[6]
-    cdef double t[3]
     cdef const double* C
-    cdef const double* xj
-    cdef const double* xk
     n = path_sweep(m, d, q, body)
     if n < 0:
-        return -n
+        return n
     C = &d.oMi[12 * body]
     if frame >= 0:
         pose_mul(C, &C[9], &m.foff[frame, 0], &m.foff[frame, 9], Rt, rt)
@@ -91,6 +96,30 @@ cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int
         else:
             for k in range(m.nvj[i]):
                 twist_Ad(Crel, &Crel[9], &d.S[6 * (o + k)], &d.hJ[6 * (o + k)])
+    return n
+
+
+cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int body,
+                                     int frame, int rep, double* H) noexcept nogil:
+    """H (6, nv, nv), H[:, j, k] = ∂J[:, j]/∂q_k of body ``body`` (or named frame
+    ``frame`` ≥ 0 on it) in representation rep (0 body, 1 spatial, 2 hybrid,
+    3 mixed).  Only entries of freedoms on the path world → body are written (the
+    caller zeroes H).  Fills d.oMi and d.S on the path and d.hJ with the frame's
+    hybrid Jacobian columns (world axes about the frame's origin) of the path's
+    freedoms.  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int nv = m.nv, n, kk, jj, bi, bk, o, oj, ck, cj, a, nvj
+    cdef Py_ssize_t nn = <Py_ssize_t>nv * nv, off
+    cdef bint T
+    cdef double Rt[9]
+    cdef double rt[3]
+    cdef double br[6]
+    cdef double D[6]
+    cdef double t[3]
+    cdef const double* xj
+    cdef const double* xk
+    n = _frame_columns(m, d, q, body, frame, Rt, rt)
+    if n < 0:
+        return -n
     for jj in range(n):
         bi = d.path[jj]
         oj = m.voff[bi]
@@ -132,6 +161,149 @@ cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int
                     off = <Py_ssize_t>cj * nv + ck
                     for a in range(6):
                         H[a * nn + off] = D[a]
+    return 0
+
+
+cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
+                                               const double* qd, const double* qdd, int body,
+                                               int frame, int rep, double* dq, double* dv,
+                                               double* da) noexcept nogil:
+    """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
+    body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
+    (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
+    Only the columns of the path's freedoms are written (the caller zeroes the
+    outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
+    per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int nv = m.nv, n, jj, kk, bj, bk, oj, ok, cj, ck, a
+    cdef double Rt[9]
+    cdef double rt[3]
+    cdef double V[6]            # hybrid twist (ω, ṙ) of the frame
+    cdef double A[6]            # its spatial acceleration about rt: (α, a_s + α × rt)
+    cdef double W[6]
+    cdef double D[6]
+    cdef double E[6]
+    cdef double G[6]
+    cdef double t6[6]
+    cdef double u6[6]
+    cdef double t[3]
+    cdef double t2[3]
+    cdef double* Y
+    cdef const double* xj
+    cdef const double* xk
+    cdef const double* xm
+    n = _frame_columns(m, d, q, body, frame, Rt, rt)
+    if n < 0:
+        return -n
+    for a in range(6):
+        V[a] = 0.0
+        A[a] = 0.0
+    for jj in range(n):
+        bj = d.path[jj]
+        for cj in range(m.voff[bj], m.voff[bj] + m.nvj[bj]):
+            for a in range(18):
+                d.dYPX[18 * cj + a] = 0.0
+    # pass 1: W_j = Σ_k T(k,j) v_k x_k; Z_k = Σ_j T(k,j) v_j x_j, Zᵃ_k likewise with a_j
+    for jj in range(n):
+        bj = d.path[jj]
+        oj = m.voff[bj]
+        for cj in range(oj, oj + m.nvj[bj]):
+            xj = &d.hJ[6 * cj]
+            for a in range(6):
+                W[a] = 0.0
+            for kk in range(n):
+                bk = d.path[kk]
+                for ck in range(m.voff[bk], m.voff[bk] + m.nvj[bk]):
+                    if not _transports(m.kind[bj], bk == bj, ck, cj, oj):
+                        continue
+                    xk = &d.hJ[6 * ck]
+                    Y = &d.dYPX[18 * ck]
+                    for a in range(6):
+                        W[a] += qd[ck] * xk[a]
+                        Y[6 + a] += qdd[cj] * xj[a]
+                        Y[12 + a] += qd[cj] * xj[a]
+            twist_bracket(W, xj, t6)                # J̇_j = [W_j, x_j]
+            Y = &d.dYPX[18 * cj]
+            for a in range(6):
+                Y[a] = -W[a]
+                V[a] += qd[cj] * xj[a]
+                A[a] += qdd[cj] * xj[a] + qd[cj] * t6[a]
+    for jj in range(n):
+        bj = d.path[jj]
+        for cj in range(m.voff[bj], m.voff[bj] + m.nvj[bj]):
+            Y = &d.dYPX[18 * cj]
+            for a in range(6):
+                Y[a] += Y[12 + a]
+    # pass 2, per freedom m: D = ∂A_s/∂q_m and E = ∂A_s/∂v_m about rt
+    for jj in range(n):
+        bj = d.path[jj]
+        oj = m.voff[bj]
+        for cj in range(oj, oj + m.nvj[bj]):          # cj plays m
+            xm = &d.hJ[6 * cj]
+            Y = &d.dYPX[18 * cj]
+            twist_bracket(xm, &Y[6], D)
+            twist_bracket(xm, Y, E)
+            for kk in range(n):
+                bk = d.path[kk]
+                ok = m.voff[bk]
+                for ck in range(ok, ok + m.nvj[bk]):
+                    if qd[ck] == 0.0 or not _transports(m.kind[bk], bk == bj, cj, ck, ok):
+                        continue
+                    xk = &d.hJ[6 * ck]
+                    twist_bracket(xk, xm, t6)
+                    twist_bracket(&d.dYPX[18 * ck], t6, u6)
+                    for a in range(6):
+                        D[a] += qd[ck] * u6[a]
+            if rep == 1:                              # about the world origin
+                cross(rt, D, t)
+                D[3] += t[0]; D[4] += t[1]; D[5] += t[2]
+                cross(rt, E, t)
+                E[3] += t[0]; E[4] += t[1]; E[5] += t[2]
+                for a in range(6):
+                    G[a] = xm[a]
+                cross(rt, xm, t)
+                G[3] += t[0]; G[4] += t[1]; G[5] += t[2]
+            elif rep == 0:                            # Ad_{C_t}⁻¹ (D + [A, x_m]), ...
+                twist_bracket(A, xm, t6)
+                twist_add(D, t6)
+                for a in range(6):
+                    t6[a] = D[a]
+                rotT_vec(Rt, t6, D)
+                rotT_vec(Rt, &t6[3], &D[3])
+                for a in range(6):
+                    t6[a] = E[a]
+                rotT_vec(Rt, t6, E)
+                rotT_vec(Rt, &t6[3], &E[3])
+                rotT_vec(Rt, xm, G)
+                rotT_vec(Rt, &xm[3], &G[3])
+            else:
+                # r̈ = (A linear) + ω × ṙ; ∂ rt/∂q_m = v_m; (dω, dṙ) = ∂V/∂q_m
+                twist_bracket(xm, &Y[12], t6)
+                cross(V, &xm[3], t)
+                t6[3] += t[0]; t6[4] += t[1]; t6[5] += t[2]
+                cross(A, &xm[3], t)                   # α × v_m
+                cross(t6, &V[3], t2)                  # dω × ṙ
+                D[3] += t[0] + t2[0]; D[4] += t[1] + t2[1]; D[5] += t[2] + t2[2]
+                cross(V, &t6[3], t)                   # ω × dṙ
+                D[3] += t[0]; D[4] += t[1]; D[5] += t[2]
+                cross(xm, &V[3], t)                   # ω_m × ṙ
+                cross(V, &xm[3], t2)                  # ω × v_m
+                E[3] += t[0] + t2[0]; E[4] += t[1] + t2[1]; E[5] += t[2] + t2[2]
+                for a in range(6):
+                    G[a] = xm[a]
+                if rep == 3:                          # angular rows: Rtᵀ (·), Rtᵀ rotating
+                    cross(A, xm, t)                   # α × ω_m
+                    D[0] += t[0]; D[1] += t[1]; D[2] += t[2]
+                    for a in range(3):
+                        t[a] = D[a]
+                    rotT_vec(Rt, t, D)
+                    for a in range(3):
+                        t[a] = E[a]
+                    rotT_vec(Rt, t, E)
+                    rotT_vec(Rt, xm, G)
+            for a in range(6):
+                dq[a * nv + cj] = D[a]
+                dv[a * nv + cj] = E[a]
+                da[a * nv + cj] = G[a]
     return 0
 
 

@@ -4,7 +4,8 @@ Oracles: Pinocchio's computeJointKinematicHessians / getJointKinematicHessian
 (LOCAL = body, WORLD = spatial, LOCAL_WORLD_ALIGNED = hybrid) on
 example-robot-data robots with and without free flyer; central finite
 differences along group curves (model.integrate, never q + ε on a quaternion)
-of model.jacobian and, in time, of model.body_accelerations along a curve whose
+of model.jacobian, model.frame_velocity and model.frame_acceleration and, in
+time, of model.body_accelerations along a curve whose
 velocity is a known polynomial v(t) = v₀ + t a₀ + t²/2 j₀ (q(t) integrated on
 the group with small exponential-midpoint steps); exact identities linking the
 representations and A = J a + (H v) v.
@@ -323,3 +324,199 @@ def test_frame_velocity_derivatives_batch_and_bad_inputs(tree):
         tree.frame_velocity_derivatives(Q, V[0], "b5")
     with pytest.raises(td.errors.InputError, match="v"):
         tree.frame_velocity_derivatives(Q[0], V[0, :-1], "b5")
+
+
+# ----------------------------------------------------------------- acceleration derivatives
+def acceleration_fd(model, q, v, a, frame, rep, h=1e-6):
+    """Central differences of frame_acceleration along integrate(q, ±h e_k) and in v."""
+    acc = model.frame_acceleration
+    E = np.eye(model.nv)
+    fq = np.stack([(acc(model.integrate(q, h * e), v, a, frame, rep)
+                    - acc(model.integrate(q, -h * e), v, a, frame, rep)) / (2 * h) for e in E],
+                  axis=-1)
+    fv = np.stack([(acc(q, v + h * e, a, frame, rep) - acc(q, v - h * e, a, frame, rep)) / (2 * h)
+                   for e in E], axis=-1)
+    return fq, fv
+
+
+@pytest.mark.parametrize("rep", REPS)
+def test_frame_acceleration_derivatives_are_group_finite_differences(tree, rep):
+    rng = np.random.default_rng(17)
+    q, v, a = tree.random_configuration(rng), rng.normal(size=tree.nv), rng.normal(size=tree.nv)
+    largest = 0.0
+    for frame in tree.body_names:
+        dq, dv, da = tree.frame_acceleration_derivatives(q, v, a, frame, rep)
+        fq, fv = acceleration_fd(tree, q, v, a, frame, rep)
+        assert_rel_close(dq, fq, 1e-6, f"∂A/∂q {frame} {rep}")
+        assert_rel_close(dv, fv, 1e-6, f"∂A/∂v {frame} {rep}")
+        assert_rel_close(da, tree.jacobian(q, frame, rep), 1e-14, f"∂A/∂a {frame} {rep}")
+        largest = max(largest, np.abs(fq).max(), np.abs(fv).max())
+    assert largest > 1.0
+
+
+@pytest.mark.parametrize("rep", REPS)
+def test_frame_acceleration_derivatives_named_frame_floating_base(rep):
+    model = load_erd("panda", floating=True)
+    rng = np.random.default_rng(18)
+    q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    for frame in ("panda_hand_tcp", "panda_link3"):
+        dq, dv, _ = model.frame_acceleration_derivatives(q, v, a, frame, rep)
+        fq, fv = acceleration_fd(model, q, v, a, frame, rep)
+        assert_rel_close(dq, fq, 1e-6, f"{frame} {rep}")
+        assert_rel_close(dv, fv, 1e-6, f"{frame} {rep}")
+
+
+def test_frame_acceleration_derivatives_identities(tree):
+    """∂A/∂v = ∂V/∂q + J̇ (A = J a + J̇ v, J̇ = Σ_k ∂J/∂q_k v_k bilinear in v) and
+    ∂A/∂q = Σ_j ∂J_j/∂q a_j at v = 0, from jacobian_derivatives."""
+    rng = np.random.default_rng(19)
+    q, v, a = tree.random_configuration(rng), rng.normal(size=tree.nv), rng.normal(size=tree.nv)
+    z = np.zeros(tree.nv)
+    for rep in REPS:
+        for frame in tree.body_names[::3]:
+            H = tree.jacobian_derivatives(q, frame, rep)
+            dq, dv, _ = tree.frame_acceleration_derivatives(q, v, a, frame, rep)
+            ref = np.einsum("ajk,j->ak", H, v) + np.einsum("ajk,k->aj", H, v)
+            assert_rel_close(dv, ref, 1e-12, f"{frame} {rep}")
+            dq0 = tree.frame_acceleration_derivatives(q, z, a, frame, rep)[0]
+            assert_rel_close(dq0, np.einsum("ajk,j->ak", H, a), 1e-12, f"{frame} {rep}")
+
+
+@pytest.mark.parametrize("name,floating", [("panda", False), ("solo12", True),
+                                           ("talos_reduced", True)])
+def test_frame_acceleration_derivatives_equal_pinocchio(name, floating):
+    """LOCAL / WORLD: Pinocchio's spatial acceleration is treedyn's body / spatial
+    twist derivative.  LOCAL_WORLD_ALIGNED: Pinocchio's acceleration is R V̇ᵇ (its
+    linear part is r̈ − ω × ṙ, not our classical r̈), and its q-derivative keeps the
+    frame's origin fixed (it lacks our α × ∂r_t/∂q_k = α × v_k; its own LWA
+    acceleration along pin.integrate has other derivatives, see
+    test_pinocchio_lwa_q_derivative_keeps_the_point_fixed): with (dω, dṙ) = ∂V/∂q
+    and ṙ_k = J^h[3:, k],
+        pin dq.lin = ours dq.lin − dω × ṙ − ω × dṙ − α × ṙ_k,
+        pin dv.lin = ours dv.lin − ω_k × ṙ − ω × ṙ_k,   angular rows equal."""
+    pin = pytest.importorskip("pinocchio")
+    from oracles import pinocchio_frames, to_pinocchio_v
+    model, pmodel, pdata = load_pair(name, floating)
+    perm = pin_v_permutation(model, pmodel)
+    rng = np.random.default_rng(20)
+    q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    pin.computeForwardKinematicsDerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q),
+                                            to_pinocchio_v(model, pmodel, v),
+                                            to_pinocchio_v(model, pmodel, a))
+    pin.updateFramePlacements(pmodel, pdata)
+    worst, n = 0.0, 0
+    for fname in pinocchio_frames(model, pmodel)[::3]:
+        fid = pmodel.getFrameId(fname, pin.BODY)
+        for rep in ("body", "spatial", "hybrid"):
+            _, pq, pv, pa = (np.asarray(x)[SWAP_HALVES] for x in
+                             pin.getFrameAccelerationDerivatives(
+                                 pmodel, pdata, fid, pinocchio_reference_frame(rep)))
+            mq, mv, ma = model.frame_acceleration_derivatives(q, v, a, fname, rep)
+            if rep == "hybrid":
+                Vq, _ = model.frame_velocity_derivatives(q, v, fname, rep)
+                V = model.frame_velocity(q, v, fname, rep)
+                alpha = model.frame_acceleration(q, v, a, fname, rep)[:3]
+                w, rd, wk, rdk = V[:3], V[3:], ma[:3].T, ma[3:].T
+                mq, mv = mq.copy(), mv.copy()
+                mq[3:] -= (np.cross(Vq[:3].T, rd) + np.cross(w, Vq[3:].T)
+                           + np.cross(alpha, rdk)).T
+                mv[3:] -= (np.cross(wk, rd) + np.cross(w, rdk)).T
+            worst = max(worst, rel_err(mq[:, perm], pq), rel_err(mv[:, perm], pv),
+                        rel_err(ma[:, perm], pa))
+            n += np.abs(pq).max() > 0.1
+    assert n > 5
+    assert worst < 1e-9, worst
+
+
+def test_pinocchio_lwa_q_derivative_keeps_the_point_fixed():
+    """Documents the convention difference above: Pinocchio's LOCAL_WORLD_ALIGNED
+    a_partial_dq is O(1) off central differences of its own LWA frame acceleration
+    along pin.integrate (a_partial_dv is not), while our mapped derivative is not."""
+    pin = pytest.importorskip("pinocchio")
+    from oracles import pinocchio_frames, to_pinocchio_v
+    model, pmodel, pdata = load_pair("panda", False)
+    perm = pin_v_permutation(model, pmodel)
+    rng = np.random.default_rng(22)
+    q, v, a = model.random_configuration(rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    qp, vp, ap = (to_pinocchio_q(model, pmodel, q), to_pinocchio_v(model, pmodel, v),
+                  to_pinocchio_v(model, pmodel, a))
+    fname = pinocchio_frames(model, pmodel)[-1]
+    fid = pmodel.getFrameId(fname, pin.BODY)
+    pin.computeForwardKinematicsDerivatives(pmodel, pdata, qp, vp, ap)
+    _, pq, pv, _ = (np.asarray(x).copy() for x in pin.getFrameAccelerationDerivatives(
+        pmodel, pdata, fid, pin.LOCAL_WORLD_ALIGNED))
+    d2 = pmodel.createData()
+
+    def lwa(qq):
+        pin.forwardKinematics(pmodel, d2, qq, vp, ap)
+        pin.updateFramePlacements(pmodel, d2)
+        return pin.getFrameAcceleration(pmodel, d2, fid, pin.LOCAL_WORLD_ALIGNED).vector.copy()
+
+    h = 1e-6
+    fd = np.stack([(lwa(pin.integrate(pmodel, qp, h * e)) - lwa(pin.integrate(pmodel, qp, -h * e)))
+                   / (2 * h) for e in np.eye(pmodel.nv)], axis=-1)
+    assert rel_err(pq, fd) > 0.1                  # Pinocchio's is not the derivative
+    # ours, mapped to Pinocchio's LWA acceleration r̈ − ω × ṙ, is
+    mq, _, ma = model.frame_acceleration_derivatives(q, v, a, fname, "hybrid")
+    Vq, _ = model.frame_velocity_derivatives(q, v, fname, "hybrid")
+    V = model.frame_velocity(q, v, fname, "hybrid")
+    lin = mq[3:] - (np.cross(Vq[:3].T, V[3:]) + np.cross(V[:3], Vq[3:].T)).T
+    assert_rel_close(np.concatenate([lin, mq[:3]])[:, perm], fd, 1e-6, "LWA")
+
+
+def test_frame_acceleration_derivatives_batch_out_data(tree):
+    rng = np.random.default_rng(23)
+    Q = np.array([tree.random_configuration(rng) for _ in range(5)])
+    V, A = rng.normal(size=(5, tree.nv)), rng.normal(size=(5, tree.nv))
+    frame = tree.body_names[-1]
+    for rep in REPS:
+        res = tree.frame_acceleration_derivatives(Q, V, A, frame, rep)
+        for r in res:
+            assert r.shape == (5, 6, tree.nv)
+        for s in range(5):
+            for r, one in zip(res, tree.frame_acceleration_derivatives(Q[s], V[s], A[s], frame,
+                                                                       rep)):
+                np.testing.assert_array_equal(r[s], one)
+    out = tuple(np.full((6, tree.nv), np.nan) for _ in range(3))
+    data = tree.create_data()
+    res = tree.frame_acceleration_derivatives(Q[0], V[0], A[0], 3, "mixed", data=data, out=out)
+    assert all(r is o for r, o in zip(res, out))
+    for r, ref in zip(out, tree.frame_acceleration_derivatives(Q[0], V[0], A[0],
+                                                               tree.body_names[3], "mixed")):
+        np.testing.assert_array_equal(r, ref)
+    off = ~tree.support(3)
+    assert off.any() and not any(r[:, off].any() for r in out)
+    for r in tree.frame_acceleration_derivatives(Q, V, A, "world"):     # fixed in the world
+        assert r.shape == (5, 6, tree.nv) and not r.any()
+
+
+def test_frame_acceleration_derivatives_bad_inputs(tree):
+    q, z = tree.neutral(), np.zeros(tree.nv)
+    f = tree.frame_acceleration_derivatives
+    with pytest.raises(td.errors.InputError, match="representation"):
+        f(q, z, z, "b1", "world")
+    with pytest.raises(td.errors.InputError, match="frame"):
+        f(q, z, z, "nope")
+    with pytest.raises(td.errors.InputError, match="q"):
+        f(q[:-1], z, z, "b1")
+    with pytest.raises(td.errors.InputError, match="v"):
+        f(q, z[:-1], z, "b1")
+    with pytest.raises(td.errors.InputError, match="a"):
+        f(q, z, np.full(tree.nv, np.nan), "b1")
+    with pytest.raises(td.errors.InputError, match="a"):
+        f(q, z, None, "b1")
+    with pytest.raises(td.errors.InputError, match="v"):
+        f(np.stack([q, q]), z, z, "b1")
+    with pytest.raises(td.errors.InputError, match="out"):
+        f(q, z, z, "b1", out=np.zeros((6, tree.nv)))
+    with pytest.raises(td.errors.InputError, match="out"):
+        o = np.zeros((6, tree.nv))
+        f(q, z, z, "b1", out=(o, o, np.zeros((6, tree.nv))))
+    with pytest.raises(td.errors.InputError, match="data"):
+        f(np.stack([q, q]), np.stack([z, z]), np.stack([z, z]), "b1", data=tree.create_data())
+    with pytest.raises(td.errors.InputError, match="overflow"):
+        f(q, np.full(tree.nv, 1e160), z, tree.body_names[-1])
+    qb = q.copy()
+    qb[tree.qoff[tree.joint_types.index("spherical")]] = 3.0
+    with pytest.raises(td.errors.InputError, match="quaternion"):
+        f(qb, z, z, tree.body_names[tree.joint_types.index("spherical")])

@@ -504,6 +504,41 @@ class Model(ModelCore):
         return (np.einsum("...ajk,...j->...ak", H, v),
                 self.jacobian(q, frame, representation))
 
+    def frame_acceleration_derivatives(self, q, v, a, frame, representation="body", data=None,
+                                       out=None):
+        """Partial derivatives of :meth:`frame_acceleration` (gravity not included).
+
+        ``A(q, v, a) = J a + J̇ v`` is the time derivative of the frame's twist in
+        ``representation``: "body" V̇ᵇ, "spatial" d/dt (Ad_C Vᵇ) (both Pinocchio's
+        spatial acceleration, LOCAL and WORLD), "hybrid" (ω̇ in world axes, r̈) and
+        "mixed" (ω̇ᵇ, r̈) with the classical acceleration r̈ of the frame's origin
+        (Pinocchio's LOCAL_WORLD_ALIGNED acceleration is the spatial one,
+        R V̇ᵇ, whose linear part lacks ω × ṙ).  ∂/∂q is taken along each joint's
+        group: ``dA_dq @ δ = d/dε A(integrate(q, ε δ), v, a)`` at ε = 0.  Closed form
+        from nested Lie brackets of the Jacobian columns, compiled
+        (cysrc/kinematic_derivatives.pxi; docs/algorithms.md, "Kinematic
+        derivatives"); O(d²) in the number d of freedoms on the path world → frame.
+
+        Parameters
+        ----------
+        q : array_like, shape (nq,) or (N, nq)
+        v, a : array_like, shape (nv,) or (N, nv)
+            Velocities and accelerations (the batch shape of q).
+        frame : str or int
+            A body name, a named frame or a body index (as in :meth:`jacobian`).
+        representation : {"body", "spatial", "hybrid", "mixed"}
+        data : Data, optional (single state)
+        out : tuple of three ndarrays, optional
+            (dA_dq, dA_dv, dA_da) to write into, each (6, nv) or (N, 6, nv).
+
+        Returns
+        -------
+        dA_dq, dA_dv, dA_da : ndarray, shape (6, nv) or (N, 6, nv)
+            Angular rows first (rad/s², m/s² per unit of q, v, a); dA_da is the
+            Jacobian.  Columns of freedoms off the path world → frame are zero.
+        """
+        return self._frame_acceleration_derivatives(q, v, a, frame, representation, data, out)
+
     # frames -----------------------------------------------------------------------
     def body_index(self, name):
         """Index of a moving body in ``body_names``."""
