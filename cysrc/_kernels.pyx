@@ -614,6 +614,32 @@ cdef class ModelCore:
             gbuf[k] = (<double*>cnp.PyArray_DATA(garr))[k]
         return gbuf
 
+    cdef int _rep_code(self, object representation) except -1:
+        """Index of a representation name in _REPRESENTATIONS, or InputError."""
+        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
+            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
+                             f"got {representation!r}")
+        return _REPRESENTATIONS.index(representation)
+
+    cdef tuple _three_outputs(self, object out, cnp.ndarray qa, int nd, cnp.npy_intp* dims,
+                              tuple names):
+        """Three outputs of q's batch shape + dims[:nd]: the caller's ``out`` tuple
+        (checked: shapes, distinct memory) or new arrays."""
+        if out is None:
+            outs = (None, None, None)
+        elif isinstance(out, tuple) and len(out) == 3:
+            outs = out
+        else:
+            raise InputError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
+                             f"got {type(out).__name__}")
+        res = (self._output(outs[0], qa, nd, dims), self._output(outs[1], qa, nd, dims),
+               self._output(outs[2], qa, nd, dims))
+        if out is not None and (np.may_share_memory(res[0], res[1])
+                                or np.may_share_memory(res[0], res[2])
+                                or np.may_share_memory(res[1], res[2])):
+            raise InputError("out: the three arrays must be distinct (not sharing memory)")
+        return res
+
     cdef int _wrench_frame(self, object f_ext_frame) except -1:
         if not isinstance(f_ext_frame, str):
             raise InputError(f"f_ext_frame: expected a wrench frame name (str), got "
@@ -752,10 +778,7 @@ cdef class ModelCore:
         cdef cnp.npy_intp dims[2]
         cdef Call c
         memset(&c, 0, sizeof(Call))
-        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
-            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
-                             f"got {representation!r}")
-        rep = _REPRESENTATIONS.index(representation)
+        rep = self._rep_code(representation)
         dims[0] = 6; dims[1] = self.nv
         cdef cnp.ndarray res = self._output(out, qa, 2, dims)
         memset(cnp.PyArray_DATA(res), 0, cnp.PyArray_NBYTES(res))
@@ -861,6 +884,11 @@ cdef class ModelCore:
             Symmetric, both triangles filled; armature on the diagonal.
             Units: kg, kg·m, kg·m² by the coordinates involved.
         """
+        return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")
+
+    cdef object _spd_matrix_call(self, kernel_t fn, object q, object data, object out,
+                                 str what):
+        """q -> a symmetric positive (semi)definite (nv, nv) matrix per state."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[2]
         cdef Call c
@@ -872,7 +900,7 @@ cdef class ModelCore:
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = self.nv * self.nv
         c.check = CHECK_SPD
-        self._dispatch(_k_crba, &c, self._batch(qa), data, -1, "mass_matrix: M")
+        self._dispatch(fn, &c, self._batch(qa), data, -1, what)
         return res
 
     def inverse_dynamics_derivatives(self, q, v, a, f_ext=None, gravity=None,
@@ -952,19 +980,8 @@ cdef class ModelCore:
         memset(&c, 0, sizeof(Call))
         fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
         dims[0] = self.nv; dims[1] = self.nv
-        if out is None:
-            outs = (None, None, None)
-        elif isinstance(out, tuple) and len(out) == 3:
-            outs = out
-        else:
-            raise InputError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
-                             f"got {type(out).__name__}")
-        cdef cnp.ndarray r1 = self._output(outs[0], qa, 2, dims)
-        cdef cnp.ndarray r2 = self._output(outs[1], qa, 2, dims)
-        cdef cnp.ndarray r3 = self._output(outs[2], qa, 2, dims)
-        if out is not None and (np.may_share_memory(r1, r2) or np.may_share_memory(r1, r3)
-                                or np.may_share_memory(r2, r3)):
-            raise InputError("out: the three arrays must be distinct (not sharing memory)")
+        cdef cnp.ndarray r1, r2, r3
+        r1, r2, r3 = self._three_outputs(out, qa, 2, dims, names)
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(aa)
@@ -1039,19 +1056,7 @@ cdef class ModelCore:
             If M is singular (a massless subtree without armature); the message
             names the joint, as :meth:`forward_dynamics` does.
         """
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.npy_intp dims[2]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        dims[0] = self.nv; dims[1] = self.nv
-        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.sq = self.nq
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = self.nv * self.nv
-        c.check = CHECK_SPD
-        self._dispatch(_k_minverse, &c, self._batch(qa), data, -1, "inverse_mass_matrix: M⁻¹")
-        return res
+        return self._spd_matrix_call(_k_minverse, q, data, out, "inverse_mass_matrix: M⁻¹")
 
     # ------------------------------------------------------------------ motion
     def _body_motion(self, q, v=None, a=None, data=None):
@@ -1166,9 +1171,7 @@ cdef class ModelCore:
         cdef cnp.npy_intp dims[3]
         cdef Call c
         memset(&c, 0, sizeof(Call))
-        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
-            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
-                             f"got {representation!r}")
+        rep = self._rep_code(representation)
         dims[0] = 6; dims[1] = self.nv; dims[2] = self.nv
         cdef cnp.ndarray res = self._output(out, qa, 3, dims)
         memset(cnp.PyArray_DATA(res), 0, cnp.PyArray_NBYTES(res))
@@ -1180,7 +1183,7 @@ cdef class ModelCore:
         c.sq = self.nq
         c.body = tgt[0]
         c.frame = tgt[1]
-        c.rep = _REPRESENTATIONS.index(representation)
+        c.rep = rep
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = 6 * self.nv * self.nv
         self._dispatch(_k_jacobian_derivatives, &c, self._batch(qa), data, self.path_nv[c.body],
@@ -1196,22 +1199,10 @@ cdef class ModelCore:
         cdef cnp.npy_intp dims[2]
         cdef Call c
         memset(&c, 0, sizeof(Call))
-        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
-            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
-                             f"got {representation!r}")
-        if out is None:
-            outs = (None, None, None)
-        elif isinstance(out, tuple) and len(out) == 3:
-            outs = out
-        else:
-            raise InputError(f"out: expected a tuple of three arrays (dA_dq, dA_dv, dA_da), "
-                             f"got {type(out).__name__}")
+        rep = self._rep_code(representation)
         dims[0] = 6; dims[1] = self.nv
-        cdef cnp.ndarray r1 = self._output(outs[0], qa, 2, dims)
-        cdef cnp.ndarray r2 = self._output(outs[1], qa, 2, dims)
-        cdef cnp.ndarray r3 = self._output(outs[2], qa, 2, dims)
-        if r1 is r2 or r1 is r3 or r2 is r3:
-            raise InputError("out: the three arrays must be distinct")
+        cdef cnp.ndarray r1, r2, r3
+        r1, r2, r3 = self._three_outputs(out, qa, 2, dims, ("dA_dq", "dA_dv", "dA_da"))
         memset(cnp.PyArray_DATA(r1), 0, cnp.PyArray_NBYTES(r1))
         memset(cnp.PyArray_DATA(r2), 0, cnp.PyArray_NBYTES(r2))
         memset(cnp.PyArray_DATA(r3), 0, cnp.PyArray_NBYTES(r3))
@@ -1227,7 +1218,7 @@ cdef class ModelCore:
         c.sa = self.nv
         c.body = tgt[0]
         c.frame = tgt[1]
-        c.rep = _REPRESENTATIONS.index(representation)
+        c.rep = rep
         c.out = <double*>cnp.PyArray_DATA(r1)
         c.out2 = <double*>cnp.PyArray_DATA(r2)
         c.out3 = <double*>cnp.PyArray_DATA(r3)
@@ -1267,16 +1258,14 @@ cdef class ModelCore:
         cdef cnp.npy_intp dims[2]
         cdef Call c
         memset(&c, 0, sizeof(Call))
-        if not isinstance(representation, str) or representation not in _REPRESENTATIONS:
-            raise InputError(f"representation must be one of {_REPRESENTATIONS}, "
-                             f"got {representation!r}")
+        rep = self._rep_code(representation)
         dims[0] = self.nb; dims[1] = 6
         cdef cnp.ndarray res = self._output(out, qa, 2, dims)
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(aa)
         c.fext = <double*>cnp.PyArray_DATA(ja)      # the jerks v̈ (see _k_body_jerks)
-        c.rep = _REPRESENTATIONS.index(representation)
+        c.rep = rep
         c.sq = self.nq
         c.sv = self.nv
         c.sa = self.nv
