@@ -10,7 +10,8 @@ as ``data=``), so nothing may leak between concurrent calls.  The checks run
   the GIL there, so calls truly overlap;
 * on panda and the four-bar loop with the GIL-release threshold set to 0, so
   that every kernel call releases the GIL and overlaps with the others;
-* with a Data per thread passed as ``data=`` and preallocated ``out=`` arrays.
+* with a Data per thread passed as ``data=`` and preallocated ``out=`` arrays
+  (tuples of arrays for the derivative kernels).
 """
 import random
 import threading
@@ -69,6 +70,30 @@ def _entry_points(model, frame):
             (f"frame_velocity {rep}", lambda q, v, a, r=rep: model.frame_velocity(q, v, frame, r)),
             (f"frame_acceleration {rep}",
              lambda q, v, a, r=rep: model.frame_acceleration(q, v, a, frame, r)),
+        ]
+    eps += [      # the compiled derivative kernels (issue #14)
+        ("inverse_dynamics_derivatives",
+         lambda q, v, a: model.inverse_dynamics_derivatives(q, v, a)),
+        ("inverse_dynamics_derivatives f_ext body", lambda q, v, a: (
+            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.arange(model.nb),
+                                                                        np.ones(6)),
+                                               f_ext_frame="body"))),
+        ("inverse_dynamics_derivatives f_ext hybrid", lambda q, v, a: (
+            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.ones(model.nb),
+                                                                        np.arange(6.0)),
+                                               gravity=(0.0, 1.0, -3.0),
+                                               f_ext_frame="hybrid"))),
+        ("integrate_jacobians exp", lambda q, v, a: model.integrate_jacobians(q, v, 0.3)),
+        ("integrate_jacobians cayley",
+         lambda q, v, a: model.integrate_jacobians(q, v, 0.3, local_map="cayley")),
+        ("difference_jacobians",
+         lambda q, v, a: model.difference_jacobians(q, model.integrate(q, v, 0.7))),
+    ]
+    for rep in ("body", "spatial", "hybrid", "mixed"):
+        eps += [
+            (f"jacobian_derivatives {rep}",
+             lambda q, v, a, r=rep: model.jacobian_derivatives(q, frame, r)),
+            (f"body_jerks {rep}", lambda q, v, a, r=rep: model.body_jerks(q, v, a, v - a, r)),
         ]
     if model.loop_closures or model.mimic:
         eps += [
@@ -175,22 +200,41 @@ def test_data_and_out_per_thread(release_always):
         "M": lambda q, v, a, d, o: model.mass_matrix(q, data=d, out=o["M"]),
         "fk": lambda q, v, a, d, o: model.forward_kinematics(q, data=d, out=o["C"]),
         "J": lambda q, v, a, d, o: model.jacobian(q, frame, "hybrid", data=d, out=o["J"]),
+        "dID": lambda q, v, a, d, o: model.inverse_dynamics_derivatives(q, v, a, data=d,
+                                                                        out=o["dID"]),
+        "dID f_ext": lambda q, v, a, d, o: model.inverse_dynamics_derivatives(
+            q, v, a, f_ext=np.outer(np.ones(model.nb), a[:6]), f_ext_frame="hybrid", data=d,
+            out=o["dID"]),
+        "dIntegrate": lambda q, v, a, d, o: model.integrate_jacobians(q, v, 0.2, data=d,
+                                                                      out=o["pair"]),
+        "dDifference": lambda q, v, a, d, o: model.difference_jacobians(
+            q, model.integrate(q, a, 0.5), data=d, out=o["pair"]),
+        "dJ": lambda q, v, a, d, o: model.jacobian_derivatives(q, frame, "mixed", data=d,
+                                                               out=o["H"]),
+        "jerks": lambda q, v, a, d, o: model.body_jerks(q, v, a, a - v, "spatial", data=d,
+                                                        out=o["jerk"]),
     }
-    serial = {(n, k): f(*s, None, {"tau": None, "M": None, "C": None, "J": None}).copy()
+    none = {"tau": None, "M": None, "C": None, "J": None, "dID": None, "pair": None,
+            "H": None, "jerk": None}
+    serial = {(n, k): _flat(f(*s, None, none))
               for n, f in calls.items() for k, s in enumerate(states)}
     start = threading.Barrier(THREADS)
 
     def work(t):
         d = model.create_data()
-        o = {"tau": np.empty(model.nv), "M": np.empty((model.nv, model.nv)),
-             "C": np.empty((model.nb, 4, 4)), "J": np.empty((6, model.nv))}
+        nv2 = (model.nv, model.nv)
+        o = {"tau": np.empty(model.nv), "M": np.empty(nv2),
+             "C": np.empty((model.nb, 4, 4)), "J": np.empty((6, model.nv)),
+             "dID": (np.empty(nv2), np.empty(nv2), np.empty(nv2)),
+             "pair": (np.empty(nv2), np.empty(nv2)), "H": np.empty((6,) + nv2),
+             "jerk": np.empty((model.nb, 6))}
         start.wait()
         bad = []
         for r in range(5):
             for n, f in calls.items():
                 k = (t + r) % STATES
                 res = f(*states[k], d, o)
-                if not np.array_equal(res, serial[(n, k)]):
+                if not _equal(_flat(res), serial[(n, k)]):
                     bad.append(n)
         return bad
 
