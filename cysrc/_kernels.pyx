@@ -679,7 +679,7 @@ cdef class ModelCore:
         c.g = self._gravity_ptr(gravity, gbuf)
         c.fext = NULL
         c.sf = 0
-        c.fframe = 0 if f_ext_frame == "world" else self._wrench_frame(f_ext_frame)
+        c.fframe = 0 if f_ext_frame is "world" else self._wrench_frame(f_ext_frame)
         if f_ext is None:
             return None
         fa = self._wrenches(qa, f_ext)
@@ -1447,8 +1447,8 @@ cdef class ModelCore:
                              f"{type(out).__name__}")
         r1 = self._output(o1, qa, 2, dims)
         r2 = self._output(o2, qa, 2, dims)
-        if r1 is r2:
-            raise InputError("out: the two output arrays must be distinct")
+        if out is not None and np.may_share_memory(r1, r2):
+            raise InputError("out: the two output arrays must be distinct (not sharing memory)")
         c.out = <double*>cnp.PyArray_DATA(r1)
         c.out2 = <double*>cnp.PyArray_DATA(r2)
         c.so = c.so2 = <Py_ssize_t>self.nv * self.nv

@@ -12,7 +12,7 @@ Jacobians of integrate and difference, ∂J/∂q, jerks, linearize, integrator
 steps) are also checked with bad ``out=`` / ``data=`` / ``method`` /
 ``local_map`` / ``f_ext_frame`` values, huge values on a fixed and a floating
 base, non-unit quaternions, and batches (equal to single states, empty, size
-mismatch).  Known misbehaviours are strict xfails whose reason gives the input.
+mismatch).
 """
 import re
 import warnings
@@ -262,41 +262,8 @@ def _assert_refused(entry, arg, value):
                          f"{type(out).__name__}")
 
 
-# Known misbehaviours of the derivative entry points, left for the library to fix
-# (strict: a fixed case fails here until its mark is removed).
-_NOT_ARRAYS = {"dict", "object", "unhashable list", "complex", "bool", "str", "str array",
-               "object array", "ragged"}
-
-
-def _known_bad(entry, arg, label):
-    if arg == "f_ext_frame" and label == "array":
-        return ("f_ext_frame=np.array([1, 2]) raises a raw ValueError (truth value of an "
-                "array is ambiguous): ModelCore._loads compares f_ext_frame == 'world' "
-                "before checking that it is a str")
-    if arg == "out" and label in ("aliased views", "overlapping views"):
-        return ("out arrays that are distinct objects but share memory (a, a[...]) or "
-                "overlap are accepted and the results overwrite each other (only `is` is "
-                "checked, not np.shares_memory)")
-    if entry == "step" and arg in ("q", "v"):
-        return ("derivatives.step reports bad q / v as 'q0' / 'v0' (the names of "
-                "Model._run / simulate), not by the argument's name")
-    if entry == "step" and arg == "tau" and label in _NOT_ARRAYS:
-        return ("derivatives.step converts tau with np.asarray(tau, dtype=float): raw "
-                "TypeError/ValueError, ComplexWarning (imaginary part silently dropped), "
-                "bool and numeric-string arrays silently accepted")
-    if entry.startswith("step_derivatives") and arg in ("q", "v", "tau") \
-            and label in _NOT_ARRAYS:
-        return ("derivatives.step_derivatives converts q, v, tau with np.asarray(x, "
-                "dtype=float) before any check: raw TypeError/ValueError, ComplexWarning "
-                "(imaginary part silently dropped), bool and numeric-string arrays silently "
-                "accepted")
-    return None
-
-
 def _param(entry, arg, label, value):
-    reason = _known_bad(entry, arg, label)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(entry, arg, label, value, marks=marks, id=f"{entry}-{arg}-{label}")
+    return pytest.param(entry, arg, label, value, id=f"{entry}-{arg}-{label}")
 
 
 @pytest.mark.parametrize("entry, arg, label, value", [_param(*c) for c in CASES])
@@ -376,7 +343,7 @@ def _check_overflow(entries, entry, arg, value):
         assert arr.dtype.kind != "f" or np.all(np.isfinite(arr)), (entry, arg)
 
 
-def _overflow_cases(entries, where=(0, -1), bigs=(1e20, 1e200, -1e308), known=lambda *c: None):
+def _overflow_cases(entries, where=(0, -1), bigs=(1e20, 1e200, -1e308)):
     cases = []
     for entry, (fn, args) in entries.items():
         for arg, (kind, valid) in args.items():
@@ -391,43 +358,17 @@ def _overflow_cases(entries, where=(0, -1), bigs=(1e20, 1e200, -1e308), known=la
                         if w >= value.size:
                             continue
                         value.flat[w] = big
-                    reason = known(entry, arg, big, w)
-                    cases.append(pytest.param(
-                        entry, arg, value, id=f"{entry}-{arg}[{w}]={big:g}",
-                        marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else []))
+                    cases.append(pytest.param(entry, arg, value,
+                                              id=f"{entry}-{arg}[{w}]={big:g}"))
     return cases
 
 
-_STEP_DIVERGED = ("derivatives.step with |v| or |tau| ~ 1e200: 'the simulation diverged "
-                  "(non-finite velocity) ... reduce dt or use a higher-order method', "
-                  "neither the argument nor the overflow named")
-
-
-def _known_overflow(entry, arg, big, where):
-    if entry == "step" and arg in ("v", "tau") and abs(big) > 1e100:
-        return _STEP_DIVERGED
-    if entry == "step_derivatives" and arg == "dt" and big > 1e300:
-        return ("derivatives.step_derivatives(dt=1e308, 'rkmk2'): a RuntimeWarning "
-                "(overflow in multiply), then 'v: expected finite numbers' blaming v")
-    if entry == "step_derivatives_cg4" and (arg == "dt" and big == 1e20
-                                            or arg in ("v", "tau") and big == 1e20):
-        return ("derivatives.step_derivatives(..., 'cg4') leaks NumPy RuntimeWarnings "
-                "(overflow in matmul/multiply); with warnings ignored, tau[k] = 1e20 "
-                "returns Fx and Fu with inf/NaN")
-    return None
-
-
 @pytest.mark.parametrize("entry, arg, value",
-                         _overflow_cases(DERIVATIVE_ENTRIES, known=_known_overflow))
+                         _overflow_cases(DERIVATIVE_ENTRIES))
 def test_derivatives_overflow_fixed_base(entry, arg, value):
     _check_overflow(DERIVATIVE_ENTRIES, entry, arg, value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "forward_dynamics_derivatives (and linearize) with one wrench component -4.43e307 "
-    "return ∂v̇/∂q with NaN and inf, silently (the dense Cholesky solve of the Python "
-    "implementation; forward_dynamics and inverse_dynamics_derivatives refuse or stay "
-    "finite)"))
 @pytest.mark.parametrize("entry", ["forward_dynamics_derivatives", "linearize"])
 def test_huge_wrench_gives_finite_derivatives_or_an_error(entry):
     f = F.copy()
@@ -450,20 +391,6 @@ FLOAT_ENTRIES["step_rkmk4"] = (
     {"q": (VEC, FQ), "v": (VEC, FV), "tau": (VEC, FA)})
 
 
-def _known_overflow_float(entry, arg, big, where):
-    if entry == "step_rkmk4" and arg in ("v", "tau"):
-        if big == 1e20:
-            return ("derivatives.step(FLOAT, q, v, tau, 0.01, 'rkmk4') with v[k] or tau[k] "
-                    "= 1e20 returns q1 with NaN position and quaternion (simulate refuses "
-                    "the same input: step does not check q1)")
-        return _STEP_DIVERGED
-    if entry == "step_derivatives_rkmk4" and arg in ("v", "tau") and big == 1e20:
-        return ("derivatives.step_derivatives(..., 'rkmk4') with v[k] or tau[k] = 1e20 on "
-                "the floating base: raw LinAlgError 'Singular matrix' (np.linalg.inv of the "
-                "right Jacobian in _local_rates) or NumPy RuntimeWarnings (overflow)")
-    return _known_overflow(entry, arg, big, where)
-
-
 FLOAT_OVERFLOW = {k: FLOAT_ENTRIES[k] for k in (
     "integrate_jacobians", "integrate_jacobians_cayley", "difference_jacobians",
     "inverse_dynamics_derivatives", "jacobian_derivatives", "body_jerks",
@@ -471,7 +398,7 @@ FLOAT_OVERFLOW = {k: FLOAT_ENTRIES[k] for k in (
 
 
 @pytest.mark.parametrize("entry, arg, value", _overflow_cases(
-    FLOAT_OVERFLOW, where=(0, 3, -1), bigs=(1e20, 1e200), known=_known_overflow_float))
+    FLOAT_OVERFLOW, where=(0, 3, -1), bigs=(1e20, 1e200)))
 def test_derivatives_overflow_floating_base(entry, arg, value):
     """Huge velocities of the free flyer (angular, linear) and of the last joint."""
     _check_overflow(FLOAT_ENTRIES, entry, arg, value)
@@ -480,7 +407,7 @@ def test_derivatives_overflow_floating_base(entry, arg, value):
 QUAT = FLOAT.qoff[0] + 3                              # free flyer: (r, w, x, y, z)
 
 
-_LARGE = [   # (model, method, argument, index, value, what happens)
+_LARGE = [   # (model, method, argument, index, value, what happened before the fix)
     ("float", "step_derivatives", "rkmk4", "v", 0, 1e6,
      "raw numpy LinAlgError 'Singular matrix' (np.linalg.inv of the SO(3) right Jacobian "
      "in derivatives._local_rates at |ψ| = 2πk)"),
@@ -494,9 +421,7 @@ _LARGE = [   # (model, method, argument, index, value, what happens)
 
 
 @pytest.mark.parametrize("model, fn, method, arg, where, big", [
-    pytest.param(*c[:6], id=f"{c[0]}-{c[1]}-{c[2]}-{c[3]}[{c[4]}]={c[5]:g}",
-                 marks=[pytest.mark.xfail(strict=True, reason=f"{c[1]}(..., {c[2]!r}) with "
-                                          f"{c[3]}[{c[4]}] = {c[5]:g}: {c[6]}")])
+    pytest.param(*c[:6], id=f"{c[0]}-{c[1]}-{c[2]}-{c[3]}[{c[4]}]={c[5]:g}")
     for c in _LARGE])
 def test_steps_with_large_rates_are_finite_or_refused(model, fn, method, arg, where, big):
     """Large but finite rates (the ones random draws found): a finite step or an error."""
@@ -517,10 +442,7 @@ QUATS = [("twice", [2.0, 0, 0, 0]), ("zero", [0.0, 0, 0, 0]), ("huge", [1e200, 0
 
 
 @pytest.mark.parametrize("entry, label, quat", [
-    pytest.param(e, lab, quat, id=f"{e}-{lab}", marks=[pytest.mark.xfail(
-        strict=True, raises=AssertionError,
-        reason="derivatives.step names a NaN in q 'q0', not q")]
-        if e in ("step", "step_rkmk4") and lab == "NaN" else [])
+    pytest.param(e, lab, quat, id=f"{e}-{lab}")
     for e in sorted(FLOAT_ENTRIES) for lab, quat in QUATS])
 def test_derivatives_refuse_non_unit_quaternions(entry, label, quat):
     """A quaternion off the unit sphere is refused, the argument named, not normalized."""
@@ -587,11 +509,7 @@ def test_batches_equal_single_states(entry):
             np.testing.assert_allclose(r[i], o, rtol=1e-13, atol=1e-13 * np.abs(o).max())
 
 
-@pytest.mark.parametrize("entry", [
-    pytest.param(e, marks=[pytest.mark.xfail(strict=True, reason=(
-        "forward_dynamics_derivatives(q, v, tau) with q, v, tau of shape (0, nv): raw "
-        "ValueError from scipy cho_factor ('does not support zero-size batches')"))]
-                 if e == "forward_dynamics_derivatives" else []) for e in sorted(BATCHED)])
+@pytest.mark.parametrize("entry", sorted(BATCHED))
 def test_empty_batches_give_empty_results(entry):
     """N = 0: results of shape (0, ...) (as the other batch entry points), or an error."""
     fn, kwargs = _batched(entry, 0)
@@ -621,18 +539,9 @@ def test_batch_size_mismatch_is_refused(entry):
         fn(**{**kwargs, first: kwargs[first][0]})
 
 
-@pytest.mark.parametrize("entry, arg", [
-    pytest.param(e, a, marks=[pytest.mark.xfail(strict=True, reason=r)] if r else [])
-    for e, a, r in [
-        ("linearize", "q", "linearize(q, v, tau, f_ext) with batches of 2: raw ValueError "
-                           "'could not broadcast input array from shape (2,7,7) into shape "
-                           "(7,7)'"),
-        ("step", "q", "derivatives.step with a batch: 'q0: one initial state expected' "
-                      "names q0, not q"),
-        ("step_derivatives", "q", None),
-        ("step_derivatives_cg4", "q", "derivatives.step_derivatives(..., 'cg4') with q, v, "
-                                      "tau of shape (2, n): raw ValueError 'non-broadcastable "
-                                      "output operand with shape (7,21)'")]])
+@pytest.mark.parametrize("entry, arg", [("linearize", "q"), ("step", "q"),
+                                        ("step_derivatives", "q"),
+                                        ("step_derivatives_cg4", "q")])
 def test_single_state_entries_refuse_batches(entry, arg):
     fn, args = DERIVATIVE_ENTRIES[entry]
     kwargs = {k: (np.array([valid, valid]) if kind in (VEC, WRENCH) else _plain(kind, valid))

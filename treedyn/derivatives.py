@@ -23,7 +23,16 @@ from . import integrators as _integ
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .errors import InputError
 from .lie import _f2, _f2p, _f3, _f3p, hat3
-from .validation import number
+from .validation import finite_result, number, vectors
+
+
+def _one_state(model, q, v, tau, where):
+    """q (nq,), v (nv,), tau (nv,) checked (real, finite, one state, unit quaternions)."""
+    q = vectors(q, model.nq, "q", where, batch=False)
+    v = vectors(v, model.nv, "v", where, batch=False)
+    tau = vectors(tau, model.nv, "tau", where, batch=False)
+    model.integrate(q, np.zeros(model.nv))        # refuses non-unit quaternions, naming q
+    return q, v, tau
 
 
 def _group_blocks(model):
@@ -68,11 +77,12 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
     B : ndarray (2nv, nv)
         ``[[0], [M⁻¹]]``.
     """
+    q, v, tau = _one_state(model, q, v, tau, "linearize")
     dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext=f_ext, gravity=gravity,
                                                       f_ext_frame=f_ext_frame)
     nv = model.nv
     A = np.zeros((2 * nv, 2 * nv))
-    A[:nv, :nv] = velocity_transport(model, np.asarray(v, dtype=float))
+    A[:nv, :nv] = velocity_transport(model, v)
     A[:nv, nv:] = np.eye(nv)
     A[nv:, :nv] = dq
     A[nv:, nv:] = dv
@@ -132,7 +142,12 @@ def _local_rates(model, psi, w):
     J_r(ψ) k = w: ∂k/∂ψ · δ = −J_r⁻¹ (∂J_r/∂ψ · δ) k."""
     nv = model.nv
     Jr = model.integrate_jacobians(model.neutral(), psi)[1]
-    K = np.linalg.inv(Jr)
+    try:
+        K = np.linalg.inv(Jr)
+    except np.linalg.LinAlgError:
+        raise InputError("step_derivatives: the velocities (v, tau over dt) are so large that "
+                         "a stage's local coordinates reach a rotation angle of 2π, where "
+                         "dexp is singular: reduce dt") from None
     k = K @ w
     Dk = np.zeros((nv, nv))
     for kind, o in _group_blocks(model):
@@ -150,13 +165,22 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
          f_ext_frame="world"):
     """One step of a fixed-step integrator with the torque τ held over the step:
     (q', v').  The same compiled step as :func:`treedyn.simulate` (tree models)."""
-    tab, h = _step_setup(model, method, dt)
-    Q, V, _ = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None, 0,
-                         None, np.asarray(tau, dtype=float), f_ext, f_ext_frame, gravity)
+    tab, h = _step_setup(model, method, dt, "step")
+    q, v, tau = _one_state(model, q, v, tau, "step")
+    with np.errstate(all="ignore"):
+        try:
+            Q, V, _ = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None,
+                                 0, None, tau, f_ext, f_ext_frame, gravity)
+        except InputError as exc:
+            if "diverged" not in str(exc):
+                raise
+            Q = V = np.full((2, 1), np.nan)
+    finite_result(Q[1], "step: q'", "q, v, tau, dt")
+    finite_result(V[1], "step: v'", "q, v, tau, dt")
     return Q[1], V[1]
 
 
-def _step_setup(model, method, dt):
+def _step_setup(model, method, dt, where):
     tab = _integ.get_method(method)
     if tab.scheme == "vector":
         raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
@@ -165,7 +189,7 @@ def _step_setup(model, method, dt):
     if model.n_crows > 0:
         raise InputError("step derivatives: models with loop closures or mimic couplings "
                          "are not supported yet")
-    h = number(dt, "dt", "step", minimum=0.0)
+    h = number(dt, "dt", where, minimum=0.0)
     if not h > 0.0:
         raise InputError(f"dt: expected a positive time step, got {h:g}")
     return tab, h
@@ -200,10 +224,26 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     Fu : ndarray (2nv, nv)
         ∂(q1, v1)/∂τ.
     """
-    tab, h = _step_setup(model, method, dt)
-    q = np.asarray(q, dtype=float)
-    v = np.asarray(v, dtype=float)
-    tau = np.asarray(tau, dtype=float)
+    tab, h = _step_setup(model, method, dt, "step_derivatives")
+    q, v, tau = _one_state(model, q, v, tau, "step_derivatives")
+    inputs = "q, v, tau, dt"
+    with np.errstate(all="ignore"):
+        try:
+            q1, v1, Fx, Fu = _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity,
+                                               f_ext_frame)
+        except InputError as exc:
+            if "finite" not in str(exc) and "overflow" not in str(exc):
+                raise                 # the inputs' own errors (f_ext, gravity, …)
+            raise InputError(f"step_derivatives: a stage of the step overflowed to infinity "
+                             f"or NaN although the inputs ({inputs}) are finite: they are "
+                             f"too large ({exc})") from None
+    for name, x in (("q'", q1), ("v'", v1), ("F_x", Fx), ("F_u", Fu)):
+        finite_result(x, f"step_derivatives: {name}", inputs)
+    return q1, v1, Fx, Fu
+
+
+def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
+    """step_derivatives on checked inputs (overflow checked by the caller)."""
     nv = model.nv
     s = len(tab.b)
     A, b = tab.A, tab.b
