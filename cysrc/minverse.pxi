@@ -1,7 +1,7 @@
 # Inverse of the joint-space mass matrix in O(n²) without forming M: the
 # articulated-body algorithm run on all unit-torque columns at once (Carpentier &
-# Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018,
-# Alg. 2; Featherstone, "Rigid Body Dynamics Algorithms", 2008, §7.2).  Column j of
+# Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018;
+# Featherstone, "Rigid Body Dynamics Algorithms", 2008).  Column j of
 # M⁻¹ is q̈ for τ = e_j, v = 0, g = 0.  As in aba.pxi everything is in frame s
 # (world axes about the current origin of the subtree's root body), so articulated
 # inertias and forces reach the parent by a plain sum:
@@ -311,9 +311,10 @@ cdef inline void _minv_lower_from_upper(int nv, double* Mi) noexcept nogil:
 
 cdef int minverse_kernel(ModelCore m, DataC* d, const double* q, double* Mi) noexcept nogil:
     """M(q)⁻¹ (nv × nv, row-major, both triangles); fills d.liMi, d.S, d.sMi, d.sJ,
-    d.sIA, d.U, d.Dinv (as the ABA) and d.sF, d.sub_end.  Returns 0, i + 1 for a
-    non-unit quaternion of joint i, or −(i + 1) if the articulated inertia of joint
-    i is singular."""
+    d.sIA (Iᴬ before the projection U D⁻¹ Uᵀ), d.U, d.Dinv (D⁻¹ of every joint),
+    d.sF and d.sub_end.  The bodies must be in depth-first order (the compiler's).
+    Returns 0, i + 1 for a non-unit quaternion of joint i, or −(i + 1) if the
+    articulated inertia of joint i is singular (as aba_kernel)."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, o, nvi, par, e, te, b, bad = 0
     cdef int* se = d.sub_end
     cdef double* IA = d.sIA
