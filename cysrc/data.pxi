@@ -42,6 +42,7 @@ cdef struct DataC:
     # ABA joint-space terms
     double* U         # (nv, 6)  U = Iᴬ J
     double* Dinv      # (nv, 6)  per joint: 1/D (one freedom) or the k × k Cholesky factor of D
+                      #          (inverse_mass_matrix: D⁻¹)
     double* u         # (nv,)    u = τ − Jᵀ pᴬ
     # inverse mass matrix (minverse.pxi)
     double* sF        # (6, nv)  row-major: articulated forces of the unit-torque columns

@@ -1,7 +1,7 @@
 # Inverse of the joint-space mass matrix in O(n²) without forming M: the
 # articulated-body algorithm run on all unit-torque columns at once (Carpentier &
-# Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018,
-# Alg. 2; Featherstone, "Rigid Body Dynamics Algorithms", 2008, §7.2).  Column j of
+# Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms", RSS 2018;
+# Featherstone, "Rigid Body Dynamics Algorithms", 2008).  Column j of
 # M⁻¹ is q̈ for τ = e_j, v = 0, g = 0.  As in aba.pxi everything is in frame s
 # (world axes about the current origin of the subtree's root body), so articulated
 # inertias and forces reach the parent by a plain sum:
@@ -109,17 +109,39 @@ cdef inline void _minv_axpy(long j0, long j1, double c, const double* row, doubl
     td_minv_axpy(j0, j1, c, row, F, &F[nv], &F[2 * nv], &F[3 * nv], &F[4 * nv], &F[5 * nv], s)
 
 
-cdef inline void _minv_udinv(int k, const double* U, const double* L,
-                             double* UD) noexcept nogil:
-    """UD (6 × k, row-major) = U D⁻¹ for U given as k columns of 6 and D = L Lᵀ."""
-    cdef int r, a
-    cdef double x[6]
+cdef inline void _minv_spd_inverse(int k, const double* L, double* Di) noexcept nogil:
+    """Di = (L Lᵀ)⁻¹ (k × k, row-major, both triangles) from the lower Cholesky
+    factor L (k ≤ 6): W = L⁻¹ by forward substitution, then Di = Wᵀ W."""
+    cdef double W[36]
+    cdef double t
+    cdef int a, b, c
+    for a in range(k):
+        W[k * a + a] = 1.0 / L[k * a + a]
+        for b in range(a):
+            t = 0.0
+            for c in range(b, a):
+                t += L[k * a + c] * W[k * c + b]
+            W[k * a + b] = -t * W[k * a + a]
+    for a in range(k):
+        for b in range(a + 1):
+            t = 0.0
+            for c in range(a, k):
+                t += W[k * c + a] * W[k * c + b]
+            Di[k * a + b] = t
+            Di[k * b + a] = t
+
+
+cdef inline void _minv_times_dinv(int k, const double* X, const double* Di,
+                                  double* XD) noexcept nogil:
+    """XD (6 × k, row-major) = X D⁻¹ for X given as k columns of 6."""
+    cdef int r, a, b
+    cdef double t
     for r in range(6):
         for a in range(k):
-            x[a] = U[6 * a + r]
-        small_cho_solve(k, L, x)
-        for a in range(k):
-            UD[k * r + a] = x[a]
+            t = 0.0
+            for b in range(k):
+                t += X[6 * b + r] * Di[k * b + a]
+            XD[k * r + a] = t
 
 
 cdef int _minv_backward_1dof(ModelCore m, DataC* d, int i, double* Mi,
@@ -148,29 +170,29 @@ cdef int _minv_backward_1dof(ModelCore m, DataC* d, int i, double* Mi,
     for n in range(6):
         F[n * nv + o] = Ui[n] * Dinv
     _minv_row(o + 1, e, False, &Mi[o * nv], F, nv, sd, Ui)
-    # Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ (packed)
+    # Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ (packed; d.sIA[i] keeps Iᴬ)
+    Ip = &d.sIA[21 * par]
+    for n in range(6):
+        sd[n] = Ui[n] * Dinv
     n = 0
     for a in range(3):
         for b in range(a, 3):
-            I[n] -= Ui[a] * Ui[b] * Dinv
+            Ip[n] += I[n] - sd[a] * Ui[b]
             n += 1
     for a in range(3):
         for b in range(3):
-            I[6 + 3 * a + b] -= Ui[a] * Ui[3 + b] * Dinv
+            Ip[6 + 3 * a + b] += I[6 + 3 * a + b] - sd[a] * Ui[3 + b]
     n = 15
     for a in range(3):
         for b in range(a, 3):
-            I[n] -= Ui[3 + a] * Ui[3 + b] * Dinv
+            Ip[n] += I[n] - sd[3 + a] * Ui[3 + b]
             n += 1
-    Ip = &d.sIA[21 * par]
-    for n in range(21):
-        Ip[n] += I[n]
     return 0
 
 
 cdef int _minv_backward_multi(ModelCore m, DataC* d, int i, double* Mi,
                               double scale) noexcept nogil:
-    """Pass 2 for a joint with k ≠ 1 freedoms (D k × k, Cholesky factor in d.Dinv)."""
+    """Pass 2 for a joint with k ≠ 1 freedoms (D k × k; d.Dinv keeps D⁻¹)."""
     cdef int nv = m.nv, o = m.voff[i], k = m.nvj[i], e = d.sub_end[i], par = m.parent[i]
     cdef int a, b, l, n, r, j
     cdef const double* S = &d.sJ[6 * o]
@@ -181,6 +203,7 @@ cdef int _minv_backward_multi(ModelCore m, DataC* d, int i, double* Mi,
     cdef double Ip[21]
     cdef double UD[36]          # U D⁻¹, 6 × k
     cdef double SD[36]          # J D⁻¹, 6 × k
+    cdef double Di[36]          # D⁻¹
     cdef double x[6]
     cdef double t
     if k == 0:
@@ -200,21 +223,20 @@ cdef int _minv_backward_multi(ModelCore m, DataC* d, int i, double* Mi,
         L[k * a + a] += m.armature[o + a]
     if small_cholesky(k, L, scale if scale > 0.0 else 1e-300):
         return 1
-    _minv_udinv(k, S, L, SD)
-    # M⁻¹[i, i] = D⁻¹, solved column by column
-    for b in range(k):
-        for a in range(k):
-            x[a] = 1.0 if a == b else 0.0
-        small_cho_solve(k, L, x)
-        for a in range(k):
-            Mi[(o + a) * nv + o + b] = x[a]
+    _minv_spd_inverse(k, L, Di)
+    for n in range(k * k):
+        L[n] = Di[n]            # d.Dinv keeps D⁻¹
+    _minv_times_dinv(k, S, Di, SD)
+    for a in range(k):          # M⁻¹[i, i] = D⁻¹
+        for b in range(k):
+            Mi[(o + a) * nv + o + b] = Di[k * a + b]
     if par < 0:                 # a root: M⁻¹[i, j] = −(J D⁻¹)ᵀ F[:, j], no forces further
         for a in range(k):
             for r in range(6):
                 x[r] = SD[k * r + a]
             _minv_dot(o + k, e, &Mi[(o + a) * nv], F, nv, x)
         return 0
-    _minv_udinv(k, U, L, UD)
+    _minv_times_dinv(k, U, Di, UD)
     for b in range(k):
         for r in range(6):
             F[r * nv + o + b] = UD[k * r + b]
@@ -252,7 +274,7 @@ cdef inline void _minv_forward_multi(ModelCore m, DataC* d, int i, double* Mi,
     cdef double t
     if k == 0:
         return
-    _minv_udinv(k, &d.U[6 * o], &d.Dinv[6 * o], UD)
+    _minv_times_dinv(k, &d.U[6 * o], &d.Dinv[6 * o], UD)
     for j in range(o, te):
         for a in range(k):
             t = Mi[(o + a) * nv + j] if j < e else 0.0
@@ -267,11 +289,32 @@ cdef inline void _minv_forward_multi(ModelCore m, DataC* d, int i, double* Mi,
             F[r * nv + j] += t
 
 
+cdef inline void _minv_lower_from_upper(int nv, double* Mi) noexcept nogil:
+    """Copy the upper triangle of the nv × nv row-major Mi to the lower, four rows
+    at a time (each source row's four entries are adjacent)."""
+    cdef int i, k, c, r
+    cdef double* p
+    for i in range(0, nv - 3, 4):
+        for k in range(i):
+            p = &Mi[k * nv + i]
+            Mi[i * nv + k] = p[0]
+            Mi[(i + 1) * nv + k] = p[1]
+            Mi[(i + 2) * nv + k] = p[2]
+            Mi[(i + 3) * nv + k] = p[3]
+        for r in range(1, 4):
+            for c in range(r):
+                Mi[(i + r) * nv + i + c] = Mi[(i + c) * nv + i + r]
+    for i in range(nv - nv % 4, nv):
+        for k in range(i):
+            Mi[i * nv + k] = Mi[k * nv + i]
+
+
 cdef int minverse_kernel(ModelCore m, DataC* d, const double* q, double* Mi) noexcept nogil:
     """M(q)⁻¹ (nv × nv, row-major, both triangles); fills d.liMi, d.S, d.sMi, d.sJ,
-    d.sIA, d.U, d.Dinv (as the ABA) and d.sF, d.sub_end.  Returns 0, i + 1 for a
-    non-unit quaternion of joint i, or −(i + 1) if the articulated inertia of joint
-    i is singular."""
+    d.sIA (Iᴬ before the projection U D⁻¹ Uᵀ), d.U, d.Dinv (D⁻¹ of every joint),
+    d.sF and d.sub_end.  The bodies must be in depth-first order (the compiler's).
+    Returns 0, i + 1 for a non-unit quaternion of joint i, or −(i + 1) if the
+    articulated inertia of joint i is singular (as aba_kernel)."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, o, nvi, par, e, te, b, bad = 0
     cdef int* se = d.sub_end
     cdef double* IA = d.sIA
@@ -340,10 +383,7 @@ cdef int minverse_kernel(ModelCore m, DataC* d, const double* q, double* Mi) noe
             _minv_row(e, te, False, &Mi[o * nv], F, nv, ud, &d.sJ[6 * o])
         else:
             _minv_forward_multi(m, d, i, Mi, te)
-    # lower triangle from the upper
-    for i in range(nv):
-        for k in range(i):
-            Mi[i * nv + k] = Mi[k * nv + i]
+    _minv_lower_from_upper(nv, Mi)
     return 0
 
 
