@@ -54,36 +54,35 @@ cdef inline void _deriv_column(const double* T, const double* W, const double* A
 
 cdef inline void _coupling(const double* Ic, const double* V, double* Bk) noexcept nogil:
     """K (3 × 3, row-major) and p (3) of one body's coupling B X = (K ω_X, 2 p × ω_X)
-    (header): Ic = (m, h, I_o packed) about s, V its spatial twist."""
+    (header): Ic = (m, h, I_o packed) about s, V = (ω, v) its spatial twist.
+    With P = I_o ω̂:  I_o ω̂ − ω̂ I_o = P + Pᵀ, and ĥ v̂ + v̂ ĥ = v hᵀ + h vᵀ − 2 (h·v) 1."""
+    cdef const double* h = &Ic[1]
+    cdef const double* w = V
+    cdef const double* v = &V[3]
     cdef double Io[9]
+    cdef double P[9]
     cdef double mom[6]
-    cdef double e[3]
-    cdef double t[3]
-    cdef double u[3]
-    cdef double s[3]
-    cdef int c, r
+    cdef double hv
+    cdef int r, c
     Io[0] = Ic[4]; Io[1] = Ic[5]; Io[2] = Ic[6]
     Io[3] = Ic[5]; Io[4] = Ic[7]; Io[5] = Ic[8]
     Io[6] = Ic[6]; Io[7] = Ic[8]; Io[8] = Ic[9]
     rigid_apply_packed(Ic, V, mom)
-    for c in range(3):
-        # column c: K e_c = I_o(ω × e_c) − ω × (I_o e_c) + h × (v × e_c) + v × (h × e_c) + σ × e_c
-        e[0] = 0.0; e[1] = 0.0; e[2] = 0.0
-        e[c] = 1.0
-        cross(V, e, t)
-        rot_vec(Io, t, s)
-        u[0] = Io[c]; u[1] = Io[3 + c]; u[2] = Io[6 + c]
-        cross(V, u, t)
-        s[0] -= t[0]; s[1] -= t[1]; s[2] -= t[2]
-        cross(&V[3], e, u)
-        cross(&Ic[1], u, t)
-        s[0] += t[0]; s[1] += t[1]; s[2] += t[2]
-        cross(&Ic[1], e, u)
-        cross(&V[3], u, t)
-        s[0] += t[0]; s[1] += t[1]; s[2] += t[2]
-        cross(mom, e, t)
-        for r in range(3):
-            Bk[3 * r + c] = s[r] + t[r]
+    for r in range(3):
+        # row r of I_o ω̂: (I_o ω̂)_{r,c} = (row_r × ... ) = ((I_o)_r × ω)·e_c with sign:
+        # ω̂ columns: ω̂ e_0 = (0, ω2, −ω1), ω̂ e_1 = (−ω2, 0, ω0), ω̂ e_2 = (ω1, −ω0, 0)
+        P[3 * r + 0] = Io[3 * r + 1] * w[2] - Io[3 * r + 2] * w[1]
+        P[3 * r + 1] = Io[3 * r + 2] * w[0] - Io[3 * r + 0] * w[2]
+        P[3 * r + 2] = Io[3 * r + 0] * w[1] - Io[3 * r + 1] * w[0]
+    hv = 2.0 * (h[0] * v[0] + h[1] * v[1] + h[2] * v[2])
+    for r in range(3):
+        for c in range(3):
+            Bk[3 * r + c] = P[3 * r + c] + P[3 * c + r] + v[r] * h[c] + h[r] * v[c]
+        Bk[4 * r] -= hv
+    # + σ̂, σ = mom[0:3]
+    Bk[1] -= mom[2]; Bk[2] += mom[1]
+    Bk[3] += mom[2]; Bk[5] -= mom[0]
+    Bk[6] -= mom[1]; Bk[7] += mom[0]
     Bk[9] = mom[3]; Bk[10] = mom[4]; Bk[11] = mom[5]
 
 
