@@ -6,13 +6,14 @@ sections):
 
 minv. ``m.inverse_mass_matrix(q)`` vs ``pin.computeMinverse`` per call on panda and
       talos_full_v2 + FF (each treedyn call timed interleaved with Pinocchio's), and
-      a batch of 10 000 panda states in one call vs a Python loop of
-      ``pin.computeMinverse`` writing into a preallocated array.
+      a batch of 10 000 panda states in one call (into a preallocated array, and
+      into a new one) vs a Python loop of ``pin.computeMinverse`` writing into a
+      preallocated array.
 rnea. ``m.inverse_dynamics_derivatives(q, v, a)`` vs ``pin.computeRNEADerivatives``
       and ``m.forward_dynamics_derivatives(q, v, tau)`` vs ``pin.computeABADerivatives``
       per call on panda and talos_full_v2 + FF (results compared first), and batches
-      of states in one threaded call vs Python loops of the Pinocchio call that keep
-      the three matrices.
+      of states in one threaded call (out= preallocated, and new arrays) vs Python
+      loops of the Pinocchio call copying the three matrices into preallocated arrays.
 chain. serial chains of n = 10 … 1000 revolute joints: µs per call of both
       derivative kernels and of inverse_mass_matrix, with the growth exponent
       (the outputs are nv × nv, so O(n²) is the floor).
@@ -65,8 +66,11 @@ def section_minv(res, tkw, quick, rng):
     B = m.inverse_mass_matrix(Q)[:, P][:, :, P]
     up = np.triu(np.ones((m.nv, m.nv), dtype=bool))
     assert np.abs(B[:, up] - outM[:, up]).max() < 1e-9 * np.abs(outM).max()
-    g = dict(m=m, Q=Q, pin=pin, pm=pm, pd=pd, Qp=Qp, outM=outM, pin_minv_loop=pin_minv_loop)
-    for k, us in time_calls({"batch_minv": "m.inverse_mass_matrix(Q)",
+    mine = np.empty_like(outM)
+    g = dict(m=m, Q=Q, pin=pin, pm=pm, pd=pd, Qp=Qp, outM=outM, mine=mine,
+             pin_minv_loop=pin_minv_loop)
+    for k, us in time_calls({"batch_minv": "m.inverse_mass_matrix(Q, out=mine)",
+                             "batch_minv_new": "m.inverse_mass_matrix(Q)",
                              "batch_pin_minv_loop": "pin_minv_loop(pin, pm, pd, Qp, outM)"},
                             g, **dict(tkw, repeat=max(3, tkw["repeat"]))).items():
         res[k] = us / N
@@ -117,12 +121,15 @@ def section_rnea(res, tkw, quick, rng):
         Qp = np.array([to_pinocchio_q(m, pm, x) for x in Q])
         Vp, Ap = V[:, P], A[:, P]
         outs = [np.empty((N, m.nv, m.nv)) for _ in range(3)]
+        mine = tuple(np.empty((N, m.nv, m.nv)) for _ in range(3))
         g = dict(m=m, Q=Q, V=V, A=A, pin=pin, pm=pm, pd=pd, Qp=Qp, Vp=Vp, Ap=Ap, outs=outs,
-                 pin_rnea_d_loop=pin_rnea_d_loop, pin_aba_d_loop=pin_aba_d_loop)
+                 mine=mine, pin_rnea_d_loop=pin_rnea_d_loop, pin_aba_d_loop=pin_aba_d_loop)
         bkw = dict(tkw, repeat=max(3, tkw["repeat"]))
-        for k, us in time_calls({"b_rnea_d": "m.inverse_dynamics_derivatives(Q, V, A)",
+        for k, us in time_calls({"b_rnea_d": "m.inverse_dynamics_derivatives(Q, V, A, out=mine)",
+                                 "b_rnea_d_new": "m.inverse_dynamics_derivatives(Q, V, A)",
                                  "b_pin_rnea_d": "pin_rnea_d_loop(pin, pm, pd, Qp, Vp, Ap, outs)",
-                                 "b_aba_d": "m.forward_dynamics_derivatives(Q, V, A)",
+                                 "b_aba_d": "m.forward_dynamics_derivatives(Q, V, A, out=mine)",
+                                 "b_aba_d_new": "m.forward_dynamics_derivatives(Q, V, A)",
                                  "b_pin_aba_d": "pin_aba_d_loop(pin, pm, pd, Qp, Vp, Ap, outs)"},
                                 g, **bkw).items():
             res[f"{k}|{key}"] = us / N
@@ -198,8 +205,9 @@ def report_minv(r, checks):
     N = int(r["batch_N"])
     print(f"\nbatch of {N} panda states (µs per state)\n")
     x = r["batch_pin_minv_loop"] / r["batch_minv"]
-    t = Table(["", "treedyn batch", "pin Python loop (results kept)", "speed-up"])
-    t.add("inverse mass matrix", r["batch_minv"], r["batch_pin_minv_loop"], x)
+    t = Table(["", "treedyn batch, out=", "treedyn batch, new array",
+               "pin Python loop (results kept)", "speed-up (out=)"])
+    t.add("inverse mass matrix", r["batch_minv"], r["batch_minv_new"], r["batch_pin_minv_loop"], x)
     print(t)
     checks.append(("batch inverse_mass_matrix ≥ 5× faster than the pin loop",
                    f"{x:.1f}× ({r['batch_minv']:.3f} vs {r['batch_pin_minv_loop']:.3f} µs/state)",
@@ -225,15 +233,20 @@ def report_rnea(r, checks):
         checks.append((f"forward_dynamics_derivatives ≤ 1.0× computeABADerivatives on {key}",
                        f"{x2:.2f}×", x2 <= 1.0))
     print(t)
-    print("\nbatches in one threaded call against Python loops of the Pinocchio call "
-          "that keep the three matrices (µs per state)\n")
+    print("\nbatches in one threaded call writing into preallocated arrays (out=; in "
+          "parentheses: new arrays, whose first touch the kernel pays) against Python loops "
+          "of the Pinocchio call copying the three matrices into preallocated arrays "
+          "(µs per state)\n")
     t = Table(["robot", "N", "inverse_dynamics_derivatives", "pin loop", "speed-up",
                "forward_dynamics_derivatives", "pin loop", "speed-up"])
     for key in keys:
         x1 = r[f"b_pin_rnea_d|{key}"] / r[f"b_rnea_d|{key}"]
         x2 = r[f"b_pin_aba_d|{key}"] / r[f"b_aba_d|{key}"]
-        t.add(key, int(r[f"batch_N|{key}"]), r[f"b_rnea_d|{key}"], r[f"b_pin_rnea_d|{key}"],
-              x1, r[f"b_aba_d|{key}"], r[f"b_pin_aba_d|{key}"], x2)
+        t.add(key, int(r[f"batch_N|{key}"]),
+              f"{r[f'b_rnea_d|{key}']:.3g} ({r[f'b_rnea_d_new|{key}']:.3g})",
+              r[f"b_pin_rnea_d|{key}"], x1,
+              f"{r[f'b_aba_d|{key}']:.3g} ({r[f'b_aba_d_new|{key}']:.3g})",
+              r[f"b_pin_aba_d|{key}"], x2)
         checks.append((f"batch inverse_dynamics_derivatives ≥ 5× the pin loop on {key}",
                        f"{x1:.1f}×", x1 >= 5.0))
         checks.append((f"batch forward_dynamics_derivatives ≥ 5× the pin loop on {key}",
