@@ -6,23 +6,56 @@
 # (freedoms on different branches do not couple) and contiguous rows of the
 # symmetric M⁻¹.
 
-cdef void _neg_minv_times(const double* Mi, double* D, int nv, double* y) noexcept nogil:
-    """D ← −M⁻¹ D in place (nv × nv, row-major), one column at a time: column a of the
-    product is −Σ_r D[r, a] M⁻¹[r, :] (M⁻¹ symmetric), an axpy of contiguous rows."""
-    cdef int a, r, n
-    cdef double x
-    cdef const double* row
-    for a in range(nv):
-        for n in range(nv):
-            y[n] = 0.0
+cdef extern from *:
+    """
+    /* y_k[n] -= x_k row[n] for k = 0..3, 0 <= n < nv: four restrict-qualified
+       accumulators so that the compiler vectorizes over n and loads each entry of
+       the M⁻¹ row once for the four columns. */
+    static inline void td_axpy4(long nv, const double* __restrict__ row, double x0,
+                                double x1, double x2, double x3, double* __restrict__ y0,
+                                double* __restrict__ y1, double* __restrict__ y2,
+                                double* __restrict__ y3)
+    {
+        for (long n = 0; n < nv; n++) {
+            const double r = row[n];
+            y0[n] -= x0 * r; y1[n] -= x1 * r; y2[n] -= x2 * r; y3[n] -= x3 * r;
+        }
+    }
+    """
+    void td_axpy4(long nv, const double* row, double x0, double x1, double x2, double x3,
+                  double* y0, double* y1, double* y2, double* y3) noexcept nogil
+
+
+cdef void _neg_minv_times(const double* Mi, double* D, int nv, double* T,
+                          int* nz) noexcept nogil:
+    """D ← −M⁻¹ D in place (nv × nv, row-major), four columns at a time: column
+    a + k of the product is −Σ_r D[r, a + k] M⁻¹[r, :] (M⁻¹ symmetric), accumulated
+    in T (4 rows of nv) from contiguous rows of M⁻¹, each row loaded once for the
+    four columns and skipped where the four entries of D are zero (freedoms on
+    other branches do not couple).  T: 4 nv doubles of scratch (nz unused)."""
+    cdef int a, r, k, n, w
+    cdef double x0, x1, x2, x3
+    cdef double* y0 = T
+    cdef double* y1 = &T[nv]
+    cdef double* y2 = &T[2 * nv]
+    cdef double* y3 = &T[3 * nv]
+    for a in range(0, nv, 4):
+        w = nv - a if nv - a < 4 else 4
+        for n in range(4 * nv):
+            T[n] = 0.0
         for r in range(nv):
-            x = D[r * nv + a]
-            if x != 0.0:
-                row = &Mi[r * nv]
-                for n in range(nv):
-                    y[n] -= x * row[n]
+            x0 = D[r * nv + a]
+            x1 = D[r * nv + a + 1] if w > 1 else 0.0
+            x2 = D[r * nv + a + 2] if w > 2 else 0.0
+            x3 = D[r * nv + a + 3] if w > 3 else 0.0
+            if x0 == 0.0 and x1 == 0.0 and x2 == 0.0 and x3 == 0.0:
+                continue
+            td_axpy4(nv, &Mi[r * nv], x0, x1, x2, x3, y0, y1, y2, y3)
         for n in range(nv):
-            D[n * nv + a] = y[n]
+            D[n * nv + a] = y0[n]
+        for k in range(1, w):
+            for n in range(nv):
+                D[n * nv + a + k] = T[k * nv + n]
 
 
 cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -42,6 +75,6 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
     code = minverse_kernel(m, d, q, Mi)
     if code:
         return code
-    _neg_minv_times(Mi, dq, m.nv, d.dcol)
-    _neg_minv_times(Mi, dv, m.nv, d.dcol)
+    _neg_minv_times(Mi, dq, m.nv, d.dcol, d.dnz)
+    _neg_minv_times(Mi, dv, m.nv, d.dcol, d.dnz)
     return 0

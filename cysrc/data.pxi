@@ -75,7 +75,8 @@ cdef struct DataC:
     double* dB        # (nb, 12) subtree coupling: K (3 × 3), p
     double* dE        # (nb, 16) subtree external-wrench sums (world: Σf; hybrid: N, F, s, Q)
     double* dqdd      # (nv,)    forward-dynamics derivatives: v̇ (aba_derivatives.pxi)
-    double* dcol      # (nv,)    one column of a product
+    double* dcol      # (nv, 4)  a block of four columns of a product
+    int* dnz          # (nv,)    rows of the block with a nonzero entry
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -119,6 +120,7 @@ cdef class Data:
     cdef double[::1] cbuf
     cdef int[::1] cibuf
     cdef double[::1] dbuf
+    cdef int[::1] dibuf
 
     def __cinit__(self, ModelCore model):
         cdef int nb = model.nb, nv = model.nv, i, o, n, k
@@ -218,13 +220,15 @@ cdef class Data:
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef double* p
-        self.dbuf = np.zeros(20 * n + 28 * nb + 16)
+        self.dbuf = np.zeros(23 * n + 28 * nb + 16)
+        self.dibuf = np.zeros(n + 32, dtype=np.int32)
         p = &self.dbuf[8]
         self.c.dYPX = p; p += 18 * n
         self.c.dB = p; p += 12 * nb
         self.c.dE = p; p += 16 * nb
         self.c.dqdd = p; p += n
-        self.c.dcol = p; p += n
+        self.c.dcol = p; p += 4 * n
+        self.c.dnz = &self.dibuf[16]
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""
@@ -279,7 +283,7 @@ cdef class Data:
         """Memory held by this Data, bytes."""
         return (self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
                 + (0 if self.cbuf is None else self.cbuf.shape[0] * 8 + self.cibuf.shape[0] * 4)
-                + self.dbuf.shape[0] * 8)
+                + self.dbuf.shape[0] * 8 + self.dibuf.shape[0] * 4)
 
     @staticmethod
     def pose_matrices(poses):
