@@ -772,15 +772,23 @@ cdef class ModelCore:
         Only the joints on the path world → frame are visited; the other columns
         are zero.
         """
+        return self._frame_call(_k_jacobian, q, frame, representation, data, out, 2,
+                                "jacobian: the Jacobian")
+
+    cdef object _frame_call(self, kernel_t fn, object q, object frame, object representation,
+                            object data, object out, int nd, str what):
+        """q -> one (6, nv) (nd = 2) or (6, nv, nv) (nd = 3) array per state for a body
+        or frame: zero outside the path world → frame, all zero for a frame attached
+        to the world."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef tuple tgt = self._target(frame)
         cdef int rep
-        cdef cnp.npy_intp dims[2]
+        cdef cnp.npy_intp dims[3]
         cdef Call c
         memset(&c, 0, sizeof(Call))
         rep = self._rep_code(representation)
-        dims[0] = 6; dims[1] = self.nv
-        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
+        dims[0] = 6; dims[1] = self.nv; dims[2] = self.nv
+        cdef cnp.ndarray res = self._output(out, qa, nd, dims)
         memset(cnp.PyArray_DATA(res), 0, cnp.PyArray_NBYTES(res))
         if tgt[0] < 0 or self.nv == 0:              # attached to the world
             if data is not None:
@@ -792,9 +800,8 @@ cdef class ModelCore:
         c.frame = tgt[1]
         c.rep = rep
         c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = 6 * self.nv
-        self._dispatch(_k_jacobian, &c, self._batch(qa), data, self.path_nv[c.body],
-                       "jacobian: the Jacobian")
+        c.so = 6 * self.nv * (self.nv if nd == 3 else 1)
+        self._dispatch(fn, &c, self._batch(qa), data, self.path_nv[c.body], what)
         return res
 
     cdef object _joint_space_call(self, kernel_t fn, object q, object v, object x, str xname,
@@ -1166,29 +1173,8 @@ cdef class ModelCore:
             Units of J per rad or per m of the coordinate k.  Entries of freedoms
             off the path world → frame are zero.
         """
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef tuple tgt = self._target(frame)
-        cdef cnp.npy_intp dims[3]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        rep = self._rep_code(representation)
-        dims[0] = 6; dims[1] = self.nv; dims[2] = self.nv
-        cdef cnp.ndarray res = self._output(out, qa, 3, dims)
-        memset(cnp.PyArray_DATA(res), 0, cnp.PyArray_NBYTES(res))
-        if tgt[0] < 0 or self.nv == 0:              # attached to the world
-            if data is not None:
-                self._data(data)
-            return res
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.sq = self.nq
-        c.body = tgt[0]
-        c.frame = tgt[1]
-        c.rep = rep
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = 6 * self.nv * self.nv
-        self._dispatch(_k_jacobian_derivatives, &c, self._batch(qa), data, self.path_nv[c.body],
-                       "jacobian_derivatives: ∂J/∂q")
-        return res
+        return self._frame_call(_k_jacobian_derivatives, q, frame, representation, data, out,
+                                3, "jacobian_derivatives: ∂J/∂q")
 
     def _frame_acceleration_derivatives(self, q, v, a, frame, representation, data, out):
         """Binding of Model.frame_acceleration_derivatives (see there)."""
