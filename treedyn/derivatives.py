@@ -247,7 +247,6 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
     nv = model.nv
     s = len(tab.b)
     A, b = tab.A, tab.b
-    m = 3 * nv                                    # columns: δq, δv, δτ
     I = np.eye(nv)
     Dq0 = np.hstack([I, np.zeros((nv, 2 * nv))])
     Dv0 = np.hstack([np.zeros((nv, nv)), I, np.zeros((nv, nv))])
@@ -261,22 +260,7 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
             if A[j, l] != 0.0:
                 vs += h * A[j, l] * Kv[l]
                 Dvs += h * A[j, l] * DKv[l]
-        if tab.scheme == "rkmk":
-            psi = np.zeros(nv)
-            Dpsi = np.zeros((nv, m))
-            for l in range(j):
-                if A[j, l] != 0.0:
-                    psi += h * A[j, l] * Kp[l]
-                    Dpsi += h * A[j, l] * DKp[l]
-            qs = model.integrate(q, psi)
-            Jq, Jv = model.integrate_jacobians(q, psi)
-            Dqs = Jq @ Dq0 + Jv @ Dpsi
-        else:
-            qs, Dqs = q, Dq0
-            for l in range(j):
-                if A[j, l] != 0.0:
-                    qs, Dqs = _compose(model, qs, Dqs, h * A[j, l] * Kp[l],
-                                       h * A[j, l] * DKp[l])
+        qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp)
         aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
         Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
         DKv.append(aq @ Dqs + av @ Dvs + Minv @ Dt)
@@ -289,33 +273,28 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
             DKp.append(Dvs)
     v1 = v + h * sum(b[j] * Kv[j] for j in range(s))
     Dv1 = Dv0 + h * sum(b[j] * DKv[j] for j in range(s))
-    if tab.scheme == "rkmk":
-        psi = h * sum(b[j] * Kp[j] for j in range(s))
-        Dpsi = h * sum(b[j] * DKp[j] for j in range(s))
-        q1 = model.integrate(q, psi)
-        Jq, Jv = model.integrate_jacobians(q, psi)
-        Dq1 = Jq @ Dq0 + Jv @ Dpsi
-    else:
-        q1, Dq1 = q, Dq0
-        for j in range(s):
-            if b[j] != 0.0:
-                q1, Dq1 = _compose(model, q1, Dq1, h * b[j] * Kp[j], h * b[j] * DKp[j])
+    q1, Dq1, _, _ = _advance(model, tab.scheme, q, Dq0, h * b, Kp, DKp)
     Fx = np.vstack([Dq1[:, :2 * nv], Dv1[:, :2 * nv]])
     Fu = np.vstack([Dq1[:, 2 * nv:], Dv1[:, 2 * nv:]])
     return q1, v1, Fx, Fu
 
 
-def _compose(model, qa, Dqa, x, Dx):
-    """qa ⊕ x and its tangent Jq Dqa + Jv Dx."""
-    Jq, Jv = model.integrate_jacobians(qa, x)
-    return model.integrate(qa, x), Jq @ Dqa + Jv @ Dx
-
-
-def forward_dynamics_derivatives_reference(model, q, v, tau, **kw):
-    """(∂v̇/∂q, ∂v̇/∂v, M⁻¹) from the inverse-dynamics derivatives at v̇ and a dense
-    Cholesky solve: ∂v̇/∂x = −M⁻¹ ∂τ/∂x (test oracle of the compiled kernel)."""
-    a = model.forward_dynamics(q, v, tau, **kw)
-    dq, dv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
-    c = scipy.linalg.cho_factor(M)
-    Minv = scipy.linalg.cho_solve(c, np.eye(model.nv))
-    return -scipy.linalg.cho_solve(c, dq), -scipy.linalg.cho_solve(c, dv), Minv
+def _advance(model, scheme, q, Dq, w, Kp, DKp):
+    """q ⊕ Σ_l w_l K_l and its tangent: RKMK one exp of the sum Ψ (returned with its
+    tangent), Crouch–Grossman the product of exponentials q ⊕ w_1 K_1 ⊕ w_2 K_2 ⋯
+    (terms with w_l = 0 skipped; Ψ None)."""
+    nv = model.nv
+    if scheme == "rkmk":
+        psi = np.zeros(nv)
+        Dpsi = np.zeros((nv, Dq.shape[1]))
+        for wl, k, Dk in zip(w, Kp, DKp):
+            if wl != 0.0:
+                psi += wl * k
+                Dpsi += wl * Dk
+        Jq, Jv = model.integrate_jacobians(q, psi)
+        return model.integrate(q, psi), Jq @ Dq + Jv @ Dpsi, psi, Dpsi
+    for wl, k, Dk in zip(w, Kp, DKp):
+        if wl != 0.0:
+            Jq, Jv = model.integrate_jacobians(q, wl * k)
+            q, Dq = model.integrate(q, wl * k), Jq @ Dq + Jv @ (wl * Dk)
+    return q, Dq, None, None
