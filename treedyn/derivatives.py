@@ -298,3 +298,13 @@ def _advance(model, scheme, q, Dq, w, Kp, DKp):
             Jq, Jv = model.integrate_jacobians(q, wl * k)
             q, Dq = model.integrate(q, wl * k), Jq @ Dq + Jv @ (wl * Dk)
     return q, Dq, None, None
+
+
+def forward_dynamics_derivatives_reference(model, q, v, tau, **kw):
+    """(∂v̇/∂q, ∂v̇/∂v, M⁻¹) from the inverse-dynamics derivatives at v̇ and a dense
+    Cholesky solve: ∂v̇/∂x = −M⁻¹ ∂τ/∂x (test oracle of the compiled kernel)."""
+    a = model.forward_dynamics(q, v, tau, **kw)
+    dq, dv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
+    c = scipy.linalg.cho_factor(M)
+    Minv = scipy.linalg.cho_solve(c, np.eye(model.nv))
+    return -scipy.linalg.cho_solve(c, dq), -scipy.linalg.cho_solve(c, dv), Minv
