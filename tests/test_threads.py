@@ -83,6 +83,11 @@ def _entry_points(model, frame):
                                                                         np.arange(6.0)),
                                                gravity=(0.0, 1.0, -3.0),
                                                f_ext_frame="hybrid"))),
+        ("forward_dynamics_derivatives",
+         lambda q, v, a: model.forward_dynamics_derivatives(q, v, a)),
+        ("inverse_mass_matrix", lambda q, v, a: model.inverse_mass_matrix(q)),
+        ("frame_acceleration_derivatives",
+         lambda q, v, a: model.frame_acceleration_derivatives(q, v, a, frame, "hybrid")),
         ("integrate_jacobians exp", lambda q, v, a: model.integrate_jacobians(q, v, 0.3)),
         ("integrate_jacobians cayley",
          lambda q, v, a: model.integrate_jacobians(q, v, 0.3, local_map="cayley")),
@@ -205,6 +210,9 @@ def test_data_and_out_per_thread(release_always):
         "dID f_ext": lambda q, v, a, d, o: model.inverse_dynamics_derivatives(
             q, v, a, f_ext=np.outer(np.ones(model.nb), a[:6]), f_ext_frame="hybrid", data=d,
             out=o["dID"]),
+        "dFD": lambda q, v, a, d, o: model.forward_dynamics_derivatives(q, v, a, data=d,
+                                                                        out=o["dID"]),
+        "Minv": lambda q, v, a, d, o: model.inverse_mass_matrix(q, data=d, out=o["M"]),
         "dIntegrate": lambda q, v, a, d, o: model.integrate_jacobians(q, v, 0.2, data=d,
                                                                       out=o["pair"]),
         "dDifference": lambda q, v, a, d, o: model.difference_jacobians(
