@@ -141,6 +141,14 @@ def _local_rates(model, psi, w):
     RKMK stages), K = J_r(ψ)⁻¹ = ∂k/∂w and Dk = ∂k/∂ψ, all per joint.  From
     J_r(ψ) k = w: ∂k/∂ψ · δ = −J_r⁻¹ (∂J_r/∂ψ · δ) k."""
     nv = model.nv
+    blocks = _group_blocks(model)
+    if not blocks or not psi.any():                 # vector spaces, or Ψ = 0: J_r = I
+        K = np.eye(nv)
+        Dk = np.zeros((nv, nv))
+        for kind, o in blocks:                      # ∂/∂Ψ (dexp⁻¹_{−Ψ} w) at Ψ = 0: −½ ŵ
+            n = 6 if kind == KIND_FREE_SE3 else 3
+            Dk[o:o + n, o:o + n] = -0.5 * (_ad(w[o:o + 6]) if n == 6 else hat3(w[o:o + 3]))
+        return w.copy(), K, Dk
     Jr = model.integrate_jacobians(model.neutral(), psi)[1]
     try:
         K = np.linalg.inv(Jr)
@@ -150,7 +158,7 @@ def _local_rates(model, psi, w):
                          "dexp is singular: reduce dt") from None
     k = K @ w
     Dk = np.zeros((nv, nv))
-    for kind, o in _group_blocks(model):
+    for kind, o in blocks:
         if kind == KIND_FREE_SE3:
             s = slice(o, o + 6)
             Dk[s, s] = -K[s, s] @ _se3_right_jacobian_derivative(psi[s], k[s])
@@ -292,11 +300,11 @@ def _advance(model, scheme, q, Dq, w, Kp, DKp):
                 psi += wl * k
                 Dpsi += wl * Dk
         Jq, Jv = model.integrate_jacobians(q, psi)
-        return model.integrate(q, psi), Jq @ Dq + Jv @ Dpsi, psi, Dpsi
+        return model._retract(q, psi), Jq @ Dq + Jv @ Dpsi, psi, Dpsi
     for wl, k, Dk in zip(w, Kp, DKp):
         if wl != 0.0:
             Jq, Jv = model.integrate_jacobians(q, wl * k)
-            q, Dq = model.integrate(q, wl * k), Jq @ Dq + Jv @ (wl * Dk)
+            q, Dq = model._retract(q, wl * k), Jq @ Dq + Jv @ (wl * Dk)
     return q, Dq, None, None
 
 
