@@ -8,10 +8,13 @@
 # as rigid-body inertias (mass m, first moment h = m c, rotational inertia Io
 # about that point, packed symmetric).
 
-cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M) noexcept nogil:
+cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
+                     bint joints_ready=False) noexcept nogil:
     """Joint-space mass matrix M (nv × nv, row-major, both triangles), armature
     on the diagonal; fills d.liMi, d.S, d.sMi, d.sJ, d.sIc.  Returns 0 or (i + 1)
-    for a non-unit quaternion of joint i."""
+    for a non-unit quaternion of joint i.  ``joints_ready``: d.liMi and d.S already
+    hold this q's joint steps (another kernel just ran on q), only the poses in
+    frame s and the screws are formed."""
     cdef int nb = m.nb, nv = m.nv, i, j, k, l, n, o, oj, par, bad = 0
     cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
     cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
@@ -19,9 +22,12 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M) noexcept
     cdef double cJ[6]
     cdef double F[6]
     cdef double Mlk
-    angle_prepass(m, d, q)
+    if not joints_ready:
+        angle_prepass(m, d, q)
     for i in range(nb):
-        if spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
+        if joints_ready:
+            spatial_pose_and_screws(m, d, i)
+        elif spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
             bad = i + 1
         Ci = &d.sMi[12 * i]
         rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])

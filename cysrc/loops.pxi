@@ -551,7 +551,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     _motion_from_rnea(m, d, grav)                       # the rows reuse RNEA's sweep
     d.q_loop = q
     loop_rows(m, d, gres, G, gam)
-    crba_kernel(m, d, q, M)
+    crba_kernel(m, d, q, M, True)                       # RNEA's joint steps are for this q
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
     if not _ltl(M, nv, &m.dof_parent[0]):

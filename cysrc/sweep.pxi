@@ -61,8 +61,15 @@ cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
                              const double* qd, double* cJ) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
     sJ = Ad_{sMi} S of body i's freedoms."""
-    cdef int o = m.voff[i], par = m.parent[i], k, fast = m.fast[i]
     cdef int bad = joint_step(m, d, i, q, qd, cJ, True)
+    spatial_pose_and_screws(m, d, i)
+    return bad
+
+
+cdef inline void spatial_pose_and_screws(ModelCore m, DataC* d, int i) noexcept nogil:
+    """sMi[i] and sJ of body i from liMi[i] and S (spatial_step without the joint step:
+    for a kernel that runs after another one filled them for the same q)."""
+    cdef int o = m.voff[i], par = m.parent[i], k, fast = m.fast[i]
     cdef double* C = &d.sMi[12 * i]
     root_relative_pose(NULL if par < 0 else &d.sMi[12 * par], &d.liMi[12 * i], C)
     if fast != FAST_NONE:
@@ -70,7 +77,6 @@ cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
     else:
         for k in range(m.nvj[i]):
             twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
-    return bad
 
 
 cdef inline int world_step(ModelCore m, DataC* d, int i, const double* q,
