@@ -316,3 +316,104 @@ def forward_dynamics_derivatives_reference(model, q, v, tau, **kw):
     c = scipy.linalg.cho_factor(M)
     Minv = scipy.linalg.cho_solve(c, np.eye(model.nv))
     return -scipy.linalg.cho_solve(c, dq), -scipy.linalg.cho_solve(c, dv), Minv
+
+
+# ---------------------------------------------------------------- closed loops
+def _stencil_q(model, q, eps):
+    """Configurations integrate(q, s ε e_k) for s = 2, 1, −1, −2 and every k, stacked
+    (4 nv, nq), for the five-point central difference along the groups."""
+    nv = model.nv
+    steps = np.concatenate([s * eps * np.eye(nv) for s in (2.0, 1.0, -1.0, -2.0)])
+    return np.array([model._retract(q, d) for d in steps])     # q checked by the caller
+
+
+def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravity=None,
+                                             f_ext_frame="world", rcond=1e-10, eps=1e-3):
+    """Derivatives of the accelerations v̇ of :meth:`Model.constrained_forward_dynamics`
+    (index-1 equations without Baumgarte terms, docs/constraints.md):
+
+        M v̇ + h = τ + Gᵀλ,        G v̇ = −Ġv.
+
+    Differentiating at fixed (v̇, λ) gives, for a state change δx = (δq, δv) and δτ,
+
+        M δv̇ − Gᵀ δλ = δτ − ∂/∂x [τ_ID(q, v, a) − G(q)ᵀλ] δx        (a = v̇)
+        G δv̇        = −∂/∂x [G(q) a + Ġ(q, v) v] δx,
+
+    solved as δv̇ = M⁻¹(r₁ + Gᵀδλ) with (G M⁻¹ Gᵀ) δλ = r₂ − G M⁻¹ r₁ in the
+    minimal-norm least-squares sense (rank-revealing SVD with ``rcond``, as the
+    multipliers: redundant rows such as the 5 rows of rank 2 of a planar four-bar
+    closed by a revolute joint are allowed).  q-derivatives are taken along the
+    joints' groups: ``dq @ δ = d/dε v̇(integrate(q, ε δ), v, τ)``.
+
+    What is exact and what is not:
+
+    * ∂τ_ID/∂x (tree dynamics, gravity and ``f_ext``) comes from the compiled
+      inverse-dynamics derivatives at a = v̇: exact.
+    * ∂(Ġv)/∂v: Ġv is a quadratic form in v, so the central difference
+      ``(Ġ(v + h e_k)v' − Ġ(v − h e_k)v'')/(2h)`` of the compiled rows is exact
+      for any step h (round-off only).
+    * ∂(Gᵀλ)/∂q at fixed λ and ∂(G a + Ġv)/∂q are **finite differences**: a
+      five-point central difference (step ``eps`` along the groups, truncation
+      O(eps⁴) ≈ 1e-12 relative) of the compiled rows ``model._loop_rows``, 4 nv row
+      evaluations.  Analytical second derivatives of the closure rows are not
+      implemented yet.
+    * ∂v̇/∂v: −M⁻¹ ∂τ_ID/∂v and the exact ∂(Ġv)/∂v through the same KKT solve.
+    * ∂v̇/∂τ = M⁻¹ − M⁻¹Gᵀ K⁺ G M⁻¹ (K = G M⁻¹ Gᵀ): exact.
+
+    Parameters
+    ----------
+    q, v, tau : array_like (nq,), (nv,), (nv,)
+        One state (batches are not supported).
+    f_ext, gravity, f_ext_frame : as in :meth:`Model.constrained_forward_dynamics`.
+    rcond : float
+        Relative singular-value cut-off of G M⁻¹ Gᵀ.
+    eps : float
+        Step (rad, m) of the finite differences in q.
+
+    Returns
+    -------
+    dq, dv, dtau : ndarray, each (nv, nv)
+        ∂v̇/∂q (1/s² per rad or m), ∂v̇/∂v (1/s), ∂v̇/∂τ (the constrained inverse
+        inertia).
+    """
+    q, v, tau = _one_state(model, q, v, tau, "constrained_forward_dynamics_derivatives")
+    eps = number(eps, "eps", "constrained_forward_dynamics_derivatives", minimum=0.0,
+                 strict=True)
+    kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
+    nv = model.nv
+    a, lam = model.constrained_forward_dynamics(q, v, tau, **kw)
+    tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
+    if model.n_crows == 0:
+        c = scipy.linalg.cho_factor(M)
+        Minv = scipy.linalg.cho_solve(c, np.eye(nv))
+        return -Minv @ tq, -Minv @ tv, Minv
+    _, G, _ = model._loop_rows(q, v)
+    # q: five-point central differences of G (for Gᵀλ) and of G a + Ġv
+    # (single-state calls: these batches are too small for the threaded batch path,
+    # whose OpenMP start-up costs milliseconds on a loaded machine)
+    rows = [model._loop_rows(qs, v) for qs in _stencil_q(model, q, eps)]
+    Gs = np.array([r[1] for r in rows]).reshape(4, nv, *G.shape)
+    gams = np.array([r[2] for r in rows]).reshape(4, nv, -1)
+    w = np.array([-1.0, 8.0, -8.0, 1.0]) / (12.0 * eps)
+    dG = np.einsum("s,skij->kij", w, Gs)                  # dG[k] = ∂G/∂q_k
+    dgam_q = np.einsum("s,ski->ik", w, gams)              # ∂(Ġv)/∂q
+    dGa_q = np.einsum("kij,j->ik", dG, a)                 # ∂(G a)/∂q
+    dGtl_q = np.einsum("kij,i->jk", dG, lam)              # ∂(Gᵀλ)/∂q at fixed λ
+    # v: Ġv is quadratic in v, so a central difference is exact for any step
+    h = max(1.0, float(np.abs(v).max()))
+    vs = np.concatenate([v + h * np.eye(nv), v - h * np.eye(nv)])
+    gv = np.array([model._loop_rows(q, vk)[2] for vk in vs])
+    dgam_v = ((gv[:nv] - gv[nv:]) / (2.0 * h)).T
+    # KKT derivative, columns (δq, δv, δτ)
+    R1 = np.hstack([-(tq - dGtl_q), -tv, np.eye(nv)])
+    R2 = np.hstack([-(dGa_q + dgam_q), -dgam_v, np.zeros((G.shape[0], nv))])
+    c = scipy.linalg.cho_factor(M)
+    Y = scipy.linalg.cho_solve(c, R1)
+    MinvGt = scipy.linalg.cho_solve(c, G.T)
+    K = G @ MinvGt
+    U, s, Vt = np.linalg.svd(K)
+    keep = s > rcond * (s[0] if s.size else 1.0)
+    Kp = Vt[keep].T @ (U[:, keep].T / s[keep, None])
+    D = Y + MinvGt @ (Kp @ (R2 - G @ Y))
+    finite_result(D, "constrained_forward_dynamics_derivatives: result", "q, v, tau")
+    return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:]

@@ -338,6 +338,17 @@ class Model(ModelCore):
             raise InputError(text) from None
         return a, lam
 
+    def constrained_forward_dynamics_derivatives(self, q, v, tau, f_ext=None, gravity=None,
+                                                 f_ext_frame="world"):
+        """(∂v̇/∂q, ∂v̇/∂v, ∂v̇/∂τ), each (nv, nv), of the v̇ of
+        :meth:`constrained_forward_dynamics` (no Baumgarte terms), q along the groups;
+        one state.  The second derivatives of the closure rows are central finite
+        differences: see :func:`treedyn.derivatives.constrained_forward_dynamics_derivatives`."""
+        from .derivatives import constrained_forward_dynamics_derivatives
+        return constrained_forward_dynamics_derivatives(self, q, v, tau, f_ext=f_ext,
+                                                        gravity=gravity,
+                                                        f_ext_frame=f_ext_frame)
+
     def constraint_wrenches(self, q, lam):
         """Per loop closure, the wrench (torque, force) (6,) the closing joint applies to
         its child-side link, about that link's origin in world axes, from multipliers λ."""
