@@ -180,6 +180,11 @@ cdef inline int _checked_outputs(int code, const Call* c) noexcept nogil:
 # between 1 and 64 KiB therefore take their memory from a small cache of blocks
 # that dead results gave back (under the GIL: arrays are made and freed with it).
 cdef enum:
+    # a batch visiting fewer freedoms than this in total (N × nv, or N × the path
+    # length for Jacobians) runs on the calling thread
+    _SMALL_BATCH_WORK = 256
+
+cdef enum:
     _CACHE_SLOTS = 8
     _CACHE_MIN = 1024
     _CACHE_MAX = 65536
@@ -508,6 +513,9 @@ cdef class ModelCore:
         nth = _batch_threads()
         if nth > N:
             nth = <int>N
+        if N * (work if work >= 0 else self.nv) < _SMALL_BATCH_WORK:
+            nth = 1            # waking a thread team costs more than the work (and much
+                               # more when the cores are busy with other processes)
         team = _Team(self, nth)
         errs = np.zeros(N, dtype=np.int32)
         if nth == 1:

@@ -22,7 +22,7 @@ WORKER = textwrap.dedent("""
 
     m = td.load(td.robots.path("panda.urdf"))
     rng = np.random.default_rng(0)
-    N = 40
+    N = 64                                   # N × nv above the threaded-batch threshold
     Q = np.array([m.random_configuration(rng) for _ in range(N)])
     V = rng.standard_normal((N, m.nv))
     A = rng.standard_normal((N, m.nv))
