@@ -388,12 +388,12 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
         Minv = scipy.linalg.cho_solve(c, np.eye(nv))
         return -Minv @ tq, -Minv @ tv, Minv
     _, G, _ = model._loop_rows(q, v)
-    # q: five-point central differences of G (for Gᵀλ) and of G a + Ġv
-    # (single-state calls: these batches are too small for the threaded batch path,
-    # whose OpenMP start-up costs milliseconds on a loaded machine)
-    rows = [model._loop_rows(qs, v) for qs in _stencil_q(model, q, eps)]
-    Gs = np.array([r[1] for r in rows]).reshape(4, nv, *G.shape)
-    gams = np.array([r[2] for r in rows]).reshape(4, nv, -1)
+    # q: five-point central differences of G (for Gᵀλ) and of G a + Ġv, the 4 nv
+    # stencil states in one batch call
+    Qs = _stencil_q(model, q, eps)
+    _, Gs, gams = model._loop_rows(Qs, np.broadcast_to(v, (Qs.shape[0], nv)))
+    Gs = Gs.reshape(4, nv, *G.shape)
+    gams = gams.reshape(4, nv, -1)
     w = np.array([-1.0, 8.0, -8.0, 1.0]) / (12.0 * eps)
     dG = np.einsum("s,skij->kij", w, Gs)                  # dG[k] = ∂G/∂q_k
     dgam_q = np.einsum("s,ski->ik", w, gams)              # ∂(Ġv)/∂q
@@ -402,7 +402,7 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
     # v: Ġv is quadratic in v, so a central difference is exact for any step
     h = max(1.0, float(np.abs(v).max()))
     vs = np.concatenate([v + h * np.eye(nv), v - h * np.eye(nv)])
-    gv = np.array([model._loop_rows(q, vk)[2] for vk in vs])
+    gv = model._loop_rows(np.broadcast_to(q, (2 * nv, model.nq)), vs)[2]
     dgam_v = ((gv[:nv] - gv[nv:]) / (2.0 * h)).T
     # KKT derivative, columns (δq, δv, δτ)
     R1 = np.hstack([-(tq - dGtl_q), -tv, np.eye(nv)])
