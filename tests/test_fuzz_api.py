@@ -113,7 +113,16 @@ def _derivative_entries(m, Q, V, A, F, FRAME):
             m.inverse_dynamics_derivatives,
             {"q": q, "v": v, "a": a, **loads, "data": data, "out": (OUT, OutSpec(nv2, nv2, nv2))}),
         "forward_dynamics_derivatives": (
-            m.forward_dynamics_derivatives, {"q": q, "v": v, "tau": tau, **loads}),
+            m.forward_dynamics_derivatives,
+            {"q": q, "v": v, "tau": tau, **loads, "data": data,
+             "out": (OUT, OutSpec(nv2, nv2, nv2))}),
+        "inverse_mass_matrix": (
+            m.inverse_mass_matrix, {"q": q, "data": data, "out": (OUT, OutSpec(nv2, pair=False))}),
+        "gravity_derivatives": (m.gravity_derivatives, {"q": q, "gravity": (GRAV, None)}),
+        "frame_acceleration_derivatives": (
+            m.frame_acceleration_derivatives,
+            {"q": q, "v": v, "a": a, "frame": frame, "representation": rep, "data": data,
+             "out": (OUT, OutSpec((6, m.nv), (6, m.nv), (6, m.nv)))}),
         "integrate_jacobians": (
             m.integrate_jacobians,
             {"q": q, "v": v, "dt": (SCALAR, 0.01), "local_map": (LMAP, "exp"), "data": data,
@@ -151,6 +160,7 @@ def _derivative_entries(m, Q, V, A, F, FRAME):
 
 DERIVATIVE_ENTRIES = _derivative_entries(MODEL, Q, V, A, F, FRAME)
 BATCHED = {"inverse_dynamics_derivatives", "forward_dynamics_derivatives", "integrate_jacobians",
+           "inverse_mass_matrix", "gravity_derivatives", "frame_acceleration_derivatives",
            "integrate_jacobians_cayley", "difference_jacobians", "jacobian_derivatives",
            "body_jerks", "frame_velocity_derivatives"}
 
@@ -522,7 +532,8 @@ def test_empty_batches_give_empty_results(entry):
     assert [r.shape for r in res] == [(0,) + s.shape[1:] for s in single]
 
 
-@pytest.mark.parametrize("entry", sorted(BATCHED - {"jacobian_derivatives"}))   # q only
+@pytest.mark.parametrize("entry", sorted(BATCHED - {"jacobian_derivatives", "inverse_mass_matrix",
+                                                   "gravity_derivatives"}))   # q only
 def test_batch_size_mismatch_is_refused(entry):
     fn, kwargs = _batched(entry, 3)
     first = next(iter(kwargs))                        # q or q0: sets the batch shape
