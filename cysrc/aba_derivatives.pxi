@@ -1,8 +1,9 @@
 # Derivatives of forward dynamics v̇ = M⁻¹ (τ − h(q, v)):
 #   ∂v̇/∂q = −M⁻¹ ∂τ/∂q,   ∂v̇/∂v = −M⁻¹ ∂τ/∂v,   ∂v̇/∂τ = M⁻¹,
 # the inverse-dynamics derivatives taken at (q, v, v̇) ([Carpentier & Mansard 2018]).
-# v̇ from the ABA kernel, ∂τ/∂(q, v) from rnea_derivatives.pxi, M⁻¹ from the O(n²)
-# recursion of minverse.pxi; the products use only the nonzero entries of ∂τ/∂x
+# M⁻¹ from the O(n²) recursion of minverse.pxi, v̇ = M⁻¹(τ − h) with h from the
+# spatial RNEA, ∂τ/∂(q, v) from rnea_derivatives.pxi (both reusing the poses of
+# M⁻¹'s first pass); the products use only the nonzero entries of ∂τ/∂x
 # (freedoms on different branches do not couple) and contiguous rows of the
 # symmetric M⁻¹.
 
@@ -65,14 +66,29 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
     """∂v̇/∂q, ∂v̇/∂v and M⁻¹ (each nv × nv, row-major; q-derivatives along the
     joints' groups).  Returns the first nonzero code of ABA, inverse-dynamics
     derivatives or M⁻¹ (non-unit quaternion, singular articulated inertia)."""
-    cdef int code
-    code = aba_kernel(m, d, q, qd, tau, g, fext, fext_frame, d.dqdd)
-    if code:
-        return code
-    code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL)
-    if code:
-        return code
+    cdef int code, nv = m.nv, i, j
+    cdef double s
+    cdef double* h = d.dcol                      # scratch: h, then τ − h
+    # M⁻¹ first (its first pass leaves this q's poses and screws in d.sMi, d.sJ),
+    # then v̇ = M⁻¹ (τ − h(q, v)) with h by the spatial RNEA at v̇ = 0, which with the
+    # derivative sweep reuses those poses: one joint step per body instead of three
     code = minverse_kernel(m, d, q, Mi)
+    if code:
+        return code
+    for i in range(nv):
+        d.dqdd[i] = 0.0
+    code = rnea_spatial_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, h, True)
+    if code:
+        return code
+    for i in range(nv):
+        h[i] = tau[i] - h[i]
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Mi[i * nv + j] * h[j]
+        d.dqdd[i] = s
+    code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL,
+                                   True)
     if code:
         return code
     _neg_minv_times(Mi, dq, m.nv, d.dcol, d.dnz)

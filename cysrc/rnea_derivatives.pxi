@@ -150,12 +150,13 @@ cdef inline bint _carries(int kind, int a, int b) noexcept nogil:
 cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                  const double* qdd, const double* g, const double* fext,
                                  int fext_frame, double* dq, double* dv,
-                                 double* M) noexcept nogil:
+                                 double* M, bint poses_ready=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂v and M (each nv × nv, row-major: entry (b, a) = ∂τ_b/∂x_a; M may
     be NULL);
     derivatives in q along the joints' groups (docs/conventions.md).  Fills
     d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sa_gf, d.sf, d.sIc and the derivative scratch.
-    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    Returns 0 or i + 1 for a non-unit quaternion of joint i.  ``poses_ready``: as in
+    rnea_spatial_kernel (d.sMi, d.sJ already hold this q's)."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, b, a, par, o, ok, nvi, nvk, kind, fast, bad = 0
     cdef double* C = d.sMi
     cdef double* V = d.sv
@@ -203,7 +204,8 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
         z6[n] = 0.0
         a0[n] = 0.0
     a0[3] = -g[0]; a0[4] = -g[1]; a0[5] = -g[2]
-    angle_prepass(m, d, q)
+    if not poses_ready:
+        angle_prepass(m, d, q)
     # ---- forward: motion, the per-freedom vectors Y, P − Z, X and the body terms
     for i in range(nb):
         o = voff[i]
@@ -221,7 +223,9 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
         else:
             Vp = &V[6 * par]
             Ap = &A[6 * par]
-        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+        if poses_ready and fast != FAST_NONE:
+            pass
+        elif spatial_step(m, d, i, q, qd, cJ) and bad == 0:
             bad = i + 1
         if fast != FAST_NONE or kind == KIND_SCREWS:
             # a chain of screws (one or more): each moves relative to the ones before

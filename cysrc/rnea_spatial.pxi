@@ -10,9 +10,11 @@
 
 cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                              const double* qdd, const double* g, const double* fext,
-                             int fext_frame, double* tau) noexcept nogil:
+                             int fext_frame, double* tau, bint poses_ready=False) noexcept nogil:
     """τ (nv); fills d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sa_gf, d.sf (frame s).
-    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    Returns 0 or i + 1 for a non-unit quaternion of joint i.  ``poses_ready``:
+    d.sMi and d.sJ already hold this q's poses and screws (a kernel just ran on q),
+    so one-freedom joints skip their joint step."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double qdi, qddi
     cdef double* T = d.liMi
@@ -33,7 +35,8 @@ cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const doubl
     cdef double* Vi
     cdef double* Ai
     cdef double* Ji
-    angle_prepass(m, d, q)
+    if not poses_ready:
+        angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -43,7 +46,9 @@ cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const doubl
         Ji = &S[6 * o]
         par = m.parent[i]
         fast = m.fast[i]
-        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+        if poses_ready and fast != FAST_NONE:
+            pass
+        elif spatial_step(m, d, i, q, qd, cJ) and bad == 0:
             bad = i + 1
         if fast != FAST_NONE:
             # one freedom: Ṡq̇ = 0 and ad_{V_i} J q̇ = ad_{V_p} J q̇
