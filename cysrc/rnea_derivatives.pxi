@@ -195,6 +195,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     cdef const double* Ap
     cdef const double* Tb
     cdef const double* Ta
+    cdef double* Yb
     cdef const double* inr
     cdef double* Ci
     cdef double* Vi
@@ -232,15 +233,23 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             for n in range(6):
                 Vi[n] = Vp[n]
                 Ai[n] = Ap[n]
+            # (with Vc the twist before column b and W = Vc + J_b q̇_b after it:
+            # Y = [J_b, W] = [J_b, Vc], the bias [Vc, J_b q̇_b] = −q̇_b Y and
+            # X = [Vc + W, J_b] = −2 Y)
             for b in range(nvi):
+                Ta = &Ji[6 * b]
+                Yb = &YPX[18 * (o + b)]
+                twist_bracket(Ta, Vi, Yb)
+                x = qd[o + b]
+                y = qdd[o + b]
                 for n in range(6):
-                    vr[n] = Ji[6 * b + n] * qd[o + b]
-                    W[n] = Vi[n]           # the carrier of column b
-                twist_bracket(Vi, vr, t6)
+                    Vi[n] += Ta[n] * x
+                    Ai[n] += Ta[n] * y - x * Yb[n]
+                    Yb[12 + n] = -2.0 * Yb[n]
+                twist_bracket(Ai, Ta, &Yb[6])
+                twist_bracket(Vi, Yb, t6)
                 for n in range(6):
-                    Vi[n] += vr[n]
-                    Ai[n] += Ji[6 * b + n] * qdd[o + b] + t6[n]
-                _deriv_column(&Ji[6 * b], Vi, Ai, W, &YPX[18 * (o + b)])
+                    Yb[6 + n] -= t6[n]
         else:
             # body-fixed columns (spherical, free SE(3), rotations of SO(3)×R³) move
             # with body i; SO(3)×R³ translations are carried by the parent
