@@ -1275,6 +1275,34 @@ cdef class ModelCore:
             raise InputError("the model has no loop closures or mimic couplings")
         return 0
 
+    def _project(self, q, v=None, double tol=1e-12, int max_iter=20):
+        """Compiled projection of one state onto the constraints (project_kernel):
+        Gauss–Newton steps of q in the kinetic-energy metric (at most max_iter; 0
+        leaves q alone), then v (if given) onto G v = 0.  Returns (q, v or None,
+        max |g(q)|); inputs are checked by the caller (unit quaternions here)."""
+        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+        if cnp.PyArray_NDIM(qa) != 1:
+            raise InputError(f"q: expected one state of shape ({self.nq},), got {np.shape(qa)}")
+        self._check_unit_quaternions(qa, "q")
+        self._require_loops()
+        qo = np.array(qa, dtype=np.float64)
+        vo = None if v is None else np.array(self._like(qa, v, self.nv, "v"), dtype=np.float64)
+        cdef double[::1] qv = qo
+        cdef double[::1] vv
+        cdef double* vp = NULL
+        cdef double res = 0.0
+        cdef int code
+        cdef Data data = self._data(None)
+        if vo is not None and self.nv > 0:
+            vv = vo
+            vp = &vv[0]
+        with nogil:
+            code = project_kernel(self, &data.c, &qv[0], vp, tol, max_iter, 1e-10, &res)
+        self._done(data, None)
+        if code:
+            self._raise_code(code, -1, "projection")
+        return qo, vo, res
+
     def _loop_rows(self, q, v=None):
         """Constraint rows (docs/constraints.md) at q (nq,) or (N, nq) and v (zero if
         None): g (…, m), G (…, m, nv), Ġv (…, m)."""

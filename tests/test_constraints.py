@@ -320,3 +320,27 @@ def test_compiled_constrained_steps_equal_the_python_steps(name, method, stabili
     assert np.abs(tr.v - ref.v).max() < 1e-11 * max(1.0, np.abs(ref.v).max())
     np.testing.assert_allclose(tr.extra["constraint_residual"],
                                ref.extra["constraint_residual"], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["four_bar.toml", "slider_crank.toml", "delta.toml"])
+def test_compiled_projections_equal_the_numpy_ones(name):
+    """Model.project_velocity / project_position run the kernels' projection; the
+    NumPy functions of treedyn.constraints (SVD, minimal norm) are the oracle."""
+    from treedyn import constraints as con
+    model = td.load(robot_file(name))
+    rng = np.random.default_rng(4)
+    q0 = model.assemble(model.neutral() + 0.05 * rng.normal(size=model.nq))
+    v = rng.normal(size=model.nv)
+    assert np.abs(model.project_velocity(q0, v)
+                  - con.project_velocity(model, model.constraints, q0, v)).max() < 1e-12
+    G = model.constraint_jacobian(q0)
+    assert np.abs(G @ model.project_velocity(q0, v)).max() < 1e-12
+    q1 = model.integrate(q0, 1e-3 * rng.normal(size=model.nv))     # off by ~1e-3
+    got, res = model.project_position(q1)
+    ref, res_ref = con.project_position(model, model.constraints, q1)
+    assert res <= 1e-12 and res_ref <= 1e-12
+    assert np.abs(model.difference(ref, got)).max() < 1e-10
+    with pytest.raises(td.InputError, match="max_iter"):
+        model.project_position(q1, max_iter=1.5)
+    with pytest.raises(td.InputError, match="q"):
+        model.project_velocity(q0[:-1], v)

@@ -371,9 +371,36 @@ class Model(ModelCore):
                                             a_ind, q_guess, gravity)
 
     def project_velocity(self, q, v):
-        """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0."""
-        from .constraints import project_velocity
-        return project_velocity(self, self.constraints, q, v)
+        """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0
+        (one state; compiled, the same projection as the time steps')."""
+        where = "project_velocity"
+        q = vectors(q, self.nq, "q", where, batch=False)
+        v = vectors(v, self.nv, "v", where, batch=False)
+        if self.n_crows == 0:
+            return v.copy()
+        from .constraints import _finite_result
+        with np.errstate(all="ignore"):
+            out = self._project(q, v, max_iter=0)[1]
+        _finite_result(where, "the projected velocity", (out,), (("q", q), ("v", v)))
+        return out
+
+    def project_position(self, q, tol=1e-12, max_iter=20):
+        """A configuration near q with max |g| ≤ tol: Gauss–Newton steps in the
+        kinetic-energy metric (M at q), at most ``max_iter`` (small corrections, as
+        after a time step; for large ones use :meth:`assemble`).  Returns (q, max |g|)."""
+        where = "project_position"
+        q = vectors(q, self.nq, "q", where, batch=False)
+        tol = number(tol, "tol", where, minimum=0.0, strict=True)
+        max_iter = number(max_iter, "max_iter", where, minimum=1.0)
+        if max_iter != int(max_iter) or max_iter > 2 ** 30:
+            raise InputError(f"{where}: max_iter: expected an integer ≥ 1, got {max_iter:g}")
+        if self.n_crows == 0:
+            return q.copy(), 0.0
+        from .constraints import _finite_result
+        with np.errstate(all="ignore"):
+            out, _, res = self._project(q, None, tol, int(max_iter))
+        _finite_result(where, "the projected q", (out,), (("q", q),))
+        return out, res
 
     # group operations -------------------------------------------------------------
     def integrate(self, q, v, dt=1.0, local_map="exp"):
