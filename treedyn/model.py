@@ -374,14 +374,16 @@ class Model(ModelCore):
         """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0
         (one state; compiled, the same projection as the time steps')."""
         where = "project_velocity"
-        q = vectors(q, self.nq, "q", where, batch=False)
-        v = vectors(v, self.nv, "v", where, batch=False)
         if self.n_crows == 0:
-            return v.copy()
-        from .constraints import _finite_result
-        with np.errstate(all="ignore"):
-            out = self._project(q, v, max_iter=0)[1]
-        _finite_result(where, "the projected velocity", (out,), (("q", q), ("v", v)))
+            vectors(q, self.nq, "q", where, batch=False)
+            return vectors(v, self.nv, "v", where, batch=False).copy()
+        try:
+            out = self._project(q, v, max_iter=0)[1]   # checks q and v, naming them
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if not np.isfinite(out).all():
+            from .constraints import _finite_result
+            _finite_result(where, "the projected velocity", (out,), (("q", q), ("v", v)))
         return out
 
     def project_position(self, q, tol=1e-12, max_iter=20):
@@ -396,10 +398,10 @@ class Model(ModelCore):
             raise InputError(f"{where}: max_iter: expected an integer ≥ 1, got {max_iter:g}")
         if self.n_crows == 0:
             return q.copy(), 0.0
-        from .constraints import _finite_result
-        with np.errstate(all="ignore"):
-            out, _, res = self._project(q, None, tol, int(max_iter))
-        _finite_result(where, "the projected q", (out,), (("q", q),))
+        out, _, res = self._project(q, None, tol, int(max_iter))
+        if not np.isfinite(out).all():
+            from .constraints import _finite_result
+            _finite_result(where, "the projected q", (out,), (("q", q),))
         return out, res
 
     # group operations -------------------------------------------------------------
