@@ -64,8 +64,8 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
                                 int fext_frame, double* dq, double* dv,
                                 double* Mi) noexcept nogil:
     """∂v̇/∂q, ∂v̇/∂v and M⁻¹ (each nv × nv, row-major; q-derivatives along the
-    joints' groups).  Returns the first nonzero code of ABA, inverse-dynamics
-    derivatives or M⁻¹ (non-unit quaternion, singular articulated inertia)."""
+    joints' groups).  Returns the first nonzero code of M⁻¹ (non-unit quaternion,
+    singular articulated inertia), the RNEA or the inverse-dynamics derivatives."""
     cdef int code, nv = m.nv, i, j
     cdef double s
     cdef double* h = d.dcol                      # scratch: h, then τ − h
