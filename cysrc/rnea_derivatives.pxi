@@ -69,8 +69,7 @@ cdef inline void _coupling(const double* Ic, const double* V, double* Bk) noexce
     Io[6] = Ic[6]; Io[7] = Ic[8]; Io[8] = Ic[9]
     rigid_apply_packed(Ic, V, mom)
     for r in range(3):
-        # row r of I_o ω̂: (I_o ω̂)_{r,c} = (row_r × ... ) = ((I_o)_r × ω)·e_c with sign:
-        # ω̂ columns: ω̂ e_0 = (0, ω2, −ω1), ω̂ e_1 = (−ω2, 0, ω0), ω̂ e_2 = (ω1, −ω0, 0)
+        # row r of P = I_o ω̂ is (row r of I_o) × ω  (ω̂ e_0 = (0, ω2, −ω1), …)
         P[3 * r + 0] = Io[3 * r + 1] * w[2] - Io[3 * r + 2] * w[1]
         P[3 * r + 1] = Io[3 * r + 2] * w[0] - Io[3 * r + 0] * w[2]
         P[3 * r + 2] = Io[3 * r + 0] * w[1] - Io[3 * r + 1] * w[0]
