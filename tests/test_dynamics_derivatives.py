@@ -182,3 +182,47 @@ def test_forward_dynamics_derivatives_singular_model_is_reported():
     model = g.compile()
     with pytest.raises(SingularModelError):
         model.forward_dynamics_derivatives(model.neutral(), np.zeros(1), np.zeros(1))
+
+
+@pytest.mark.parametrize("method", ["rkmk2", "rkmk4"])
+@pytest.mark.parametrize("kinds", [None, ["spherical"], ["free"]], ids=["all", "spherical", "free"])
+def test_step_derivatives_with_the_cayley_map(method, kinds):
+    """local_map="cayley": the step is simulate's, and its derivatives equal central
+    differences of the compiled step (Crouch–Grossman with Cayley is refused, as by
+    simulate)."""
+    import treedyn as td
+    rng = np.random.default_rng(17)
+    model = random_tree(rng, n=5, types=kinds)
+    q = model.random_configuration(rng)
+    v, tau = 2 * rng.normal(size=model.nv), rng.normal(size=model.nv)
+    h = 0.05
+    q1, v1, Fx, Fu = tdd.step_derivatives(model, q, v, tau, h, method, local_map="cayley")
+    traj = td.simulate(model, q, v, h, h, method=method, tau=tau, local_map="cayley")
+    assert np.abs(traj.q[-1] - q1).max() < 1e-13 and np.abs(traj.v[-1] - v1).max() < 1e-12
+    nv, eps = model.nv, 1e-6
+
+    def one(q_, v_, t_):
+        return tdd.step(model, q_, v_, t_, h, method, local_map="cayley")
+
+    def delta(a, b):
+        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
+                               a[1] - b[1]]) / (2 * eps)
+    Gx = np.zeros((2 * nv, 2 * nv))
+    Gu = np.zeros((2 * nv, nv))
+    for k in range(nv):
+        e = eps * np.eye(nv)[k]
+        Gx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
+        Gx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
+        Gu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
+    assert rel_err(Fx, Gx) < TOL_FD and rel_err(Fu, Gu) < TOL_FD
+
+
+def test_crouch_grossman_with_the_cayley_map_is_refused():
+    rng = np.random.default_rng(1)
+    model = random_tree(rng, n=3, types=["spherical"])
+    q, v = model.neutral(), np.zeros(model.nv)
+    for fn in (tdd.step, tdd.step_derivatives):
+        with pytest.raises(InputError, match="local_map"):
+            fn(model, q, v, v, 0.01, "cg4", local_map="cayley")
+        with pytest.raises(InputError, match="local_map"):
+            fn(model, q, v, v, 0.01, "rkmk4", local_map="cay")

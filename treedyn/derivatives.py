@@ -168,17 +168,40 @@ def _local_rates(model, psi, w):
     return k, K, Dk
 
 
+def _cayley_rates(model, psi, w):
+    """(k, K, Dk) of :func:`_local_rates` for the Cayley map: k = dcay⁻¹_{−ψ} w per
+    joint (the kernels' local_rates), K = ∂k/∂w column by column (k is linear in w),
+    and Dk = ∂k/∂ψ by central differences, exact because k is a quadratic
+    polynomial in ψ (docs/integrators.md)."""
+    nv = model.nv
+    cay = _integ.LOCAL_MAPS["cayley"]
+    k = model._local_rates(psi, w, cay)
+    K = np.eye(nv)
+    Dk = np.zeros((nv, nv))
+    for kind, o in _group_blocks(model):
+        n = 6 if kind == KIND_FREE_SE3 else 3
+        for c in range(o, o + n):
+            e = np.zeros(nv)
+            e[c] = 1.0
+            K[:, c] = model._local_rates(psi, e, cay)
+            Dk[:, c] = 0.5 * (model._local_rates(psi + e, w, cay)
+                              - model._local_rates(psi - e, w, cay))
+    return k, K, Dk
+
+
 # ---------------------------------------------------------------- steps
 def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
-         f_ext_frame="world"):
+         f_ext_frame="world", local_map="exp"):
     """One step of a fixed-step integrator with the torque τ held over the step:
-    (q', v').  The same compiled step as :func:`treedyn.simulate` (tree models)."""
-    tab, h = _step_setup(model, method, dt, "step")
+    (q', v').  The same compiled step as :func:`treedyn.simulate` (tree models;
+    ``local_map`` "exp" or "cayley" as there)."""
+    tab, h = _step_setup(model, method, dt, "step", local_map)
+    local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
     with np.errstate(all="ignore"):
         try:
             Q, V, _ = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None,
-                                 0, None, tau, f_ext, f_ext_frame, gravity)
+                                 local, None, tau, f_ext, f_ext_frame, gravity)
         except InputError as exc:
             if "diverged" not in str(exc):
                 raise
@@ -188,8 +211,12 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     return Q[1], V[1]
 
 
-def _step_setup(model, method, dt, where):
+def _step_setup(model, method, dt, where, local_map="exp"):
     tab = _integ.get_method(method)
+    _integ.local_map_code(local_map)
+    if tab.scheme == "cg" and local_map != "exp":
+        raise InputError(f"{where}: Crouch–Grossman methods compose flows of frozen vector "
+                         f"fields and keep their order only with local_map='exp'")
     if tab.scheme == "vector":
         raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
                          f"Lie-group method ('euler', 'rkmk2', 'rkmk4', 'cg4' or a Tableau "
@@ -204,15 +231,17 @@ def _step_setup(model, method, dt, where):
 
 
 def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
-                     f_ext_frame="world"):
+                     f_ext_frame="world", local_map="exp"):
     """One integrator step and its exact derivatives.
 
-    The step is that of :func:`step` (zero-order hold on τ, local map exp); its
-    derivatives follow the stages in forward mode: each stage's configuration
-    through the Jacobians of integrate, its acceleration through the
-    forward-dynamics derivatives, and, for RKMK, the local-coordinate rates
-    k = dexp⁻¹_{−Ψ} v through the derivative of the right Jacobian of exp
-    (closed form on SO(3), complex steps through the matrix exponential on SE(3)).
+    The step is that of :func:`step` (zero-order hold on τ); its derivatives
+    follow the stages in forward mode: each stage's configuration through the
+    Jacobians of integrate, its acceleration through the forward-dynamics
+    derivatives, and, for RKMK, the local-coordinate rates k = dτ⁻¹_{−Ψ} v: for
+    exp through the derivative of the right Jacobian of exp (closed form on SO(3),
+    complex steps through the matrix exponential on SE(3)); for the Cayley map,
+    whose rates are quadratic in Ψ, by central differences, which are exact for a
+    quadratic.
 
     Parameters
     ----------
@@ -222,6 +251,8 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     method : str or Tableau
         "euler" (Lie–Euler), "rkmk2", "rkmk4", "cg4" or a Tableau of scheme "rkmk"/"cg".
     f_ext, gravity, f_ext_frame : as in Model.forward_dynamics (held over the step).
+    local_map : {"exp", "cayley"}
+        The local map of the group updates, as in :func:`treedyn.simulate`.
 
     Returns
     -------
@@ -232,13 +263,13 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     Fu : ndarray (2nv, nv)
         ∂(q1, v1)/∂τ.
     """
-    tab, h = _step_setup(model, method, dt, "step_derivatives")
+    tab, h = _step_setup(model, method, dt, "step_derivatives", local_map)
     q, v, tau = _one_state(model, q, v, tau, "step_derivatives")
     inputs = "q, v, tau, dt"
     with np.errstate(all="ignore"):
         try:
             q1, v1, Fx, Fu = _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity,
-                                               f_ext_frame)
+                                               f_ext_frame, local_map)
         except InputError as exc:
             if "finite" not in str(exc) and "overflow" not in str(exc):
                 raise                 # the inputs' own errors (f_ext, gravity, …)
@@ -250,7 +281,7 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     return q1, v1, Fx, Fu
 
 
-def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
+def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, local_map):
     """step_derivatives on checked inputs (overflow checked by the caller)."""
     nv = model.nv
     s = len(tab.b)
@@ -268,12 +299,14 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
             if A[j, l] != 0.0:
                 vs += h * A[j, l] * Kv[l]
                 Dvs += h * A[j, l] * DKv[l]
-        qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp)
+        qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp,
+                                      local_map)
         aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
         Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
         DKv.append(aq @ Dqs + av @ Dvs + Minv @ Dt)
         if tab.scheme == "rkmk":
-            k, K, Dk = _local_rates(model, psi, vs)
+            k, K, Dk = (_local_rates(model, psi, vs) if local_map == "exp"
+                        else _cayley_rates(model, psi, vs))
             Kp.append(k)
             DKp.append(K @ Dvs + Dk @ Dpsi)
         else:
@@ -281,17 +314,18 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame):
             DKp.append(Dvs)
     v1 = v + h * sum(b[j] * Kv[j] for j in range(s))
     Dv1 = Dv0 + h * sum(b[j] * DKv[j] for j in range(s))
-    q1, Dq1, _, _ = _advance(model, tab.scheme, q, Dq0, h * b, Kp, DKp)
+    q1, Dq1, _, _ = _advance(model, tab.scheme, q, Dq0, h * b, Kp, DKp, local_map)
     Fx = np.vstack([Dq1[:, :2 * nv], Dv1[:, :2 * nv]])
     Fu = np.vstack([Dq1[:, 2 * nv:], Dv1[:, 2 * nv:]])
     return q1, v1, Fx, Fu
 
 
-def _advance(model, scheme, q, Dq, w, Kp, DKp):
-    """q ⊕ Σ_l w_l K_l and its tangent: RKMK one exp of the sum Ψ (returned with its
-    tangent), Crouch–Grossman the product of exponentials q ⊕ w_1 K_1 ⊕ w_2 K_2 ⋯
-    (terms with w_l = 0 skipped; Ψ None)."""
+def _advance(model, scheme, q, Dq, w, Kp, DKp, local_map):
+    """q ⊕ Σ_l w_l K_l and its tangent: RKMK one local map of the sum Ψ (returned
+    with its tangent), Crouch–Grossman the product q ⊕ w_1 K_1 ⊕ w_2 K_2 ⋯ (terms
+    with w_l = 0 skipped; Ψ None)."""
     nv = model.nv
+    local = _integ.local_map_code(local_map)
     if scheme == "rkmk":
         psi = np.zeros(nv)
         Dpsi = np.zeros((nv, Dq.shape[1]))
@@ -299,12 +333,12 @@ def _advance(model, scheme, q, Dq, w, Kp, DKp):
             if wl != 0.0:
                 psi += wl * k
                 Dpsi += wl * Dk
-        Jq, Jv = model.integrate_jacobians(q, psi)
-        return model._retract(q, psi), Jq @ Dq + Jv @ Dpsi, psi, Dpsi
+        Jq, Jv = model.integrate_jacobians(q, psi, local_map=local_map)
+        return model._retract(q, psi, local), Jq @ Dq + Jv @ Dpsi, psi, Dpsi
     for wl, k, Dk in zip(w, Kp, DKp):
         if wl != 0.0:
-            Jq, Jv = model.integrate_jacobians(q, wl * k)
-            q, Dq = model._retract(q, wl * k), Jq @ Dq + Jv @ (wl * Dk)
+            Jq, Jv = model.integrate_jacobians(q, wl * k, local_map=local_map)
+            q, Dq = model._retract(q, wl * k, local), Jq @ Dq + Jv @ (wl * Dk)
     return q, Dq, None, None
 
 
