@@ -137,38 +137,44 @@ cdef void local_rates(ModelCore m, const double* psi, const double* v, int local
                 out[vo + 3 + k] -= 0.25 * t2[k]
 
 
-cdef void config_difference(ModelCore m, const double* q0, const double* q1,
-                            double* out) noexcept nogil:
-    """out = ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
-    cdef int i, k, qo, vo
+cdef inline void joint_log(int kind, const double* q0, const double* q1,
+                            double* psi) noexcept nogil:
+    """ψ with q1 = q0 ⊕ ψ for one spherical or free joint (q0, q1 at the joint's q
+    offset): ψ_ω = log(Q₀* Q₁); SE(3): ψ_v = dexp⁻¹ R₀ᵀ (r₁ − r₀), SO(3)×R³:
+    ψ_v = r₁ − r₀."""
     cdef double Qc[4]
     cdef double Qd[4]
     cdef double R[9]
     cdef double t[3]
+    cdef int k = 0 if kind == KIND_SPHERICAL else 3
+    Qc[0] = q0[k]
+    Qc[1] = -q0[k + 1]; Qc[2] = -q0[k + 2]; Qc[3] = -q0[k + 3]
+    quat_mul_c(Qc, &q1[k], Qd)
+    quat_to_rotvec(Qd, psi)
+    if kind == KIND_SPHERICAL:
+        return
+    for k in range(3):
+        t[k] = q1[k] - q0[k]
+    if kind == KIND_FREE_SO3R3:
+        psi[3] = t[0]; psi[4] = t[1]; psi[5] = t[2]
+        return
+    quat_to_rot(&q0[3], R)
+    rotT_vec(R, t, Qd)
+    so3_left_jac(psi, Qd, 1, &psi[3])
+
+
+cdef void config_difference(ModelCore m, const double* q0, const double* q1,
+                            double* out) noexcept nogil:
+    """out = ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
+    cdef int i, k, qo, vo
     for i in range(m.nb):
         qo = m.qoff[i]
         vo = m.voff[i]
         if m.kind[i] == KIND_SCREWS:
             for k in range(m.nvj[i]):
                 out[vo + k] = q1[qo + k] - q0[qo + k]
-            continue
-        k = 0 if m.kind[i] == KIND_SPHERICAL else 3
-        Qc[0] = q0[qo + k]
-        Qc[1] = -q0[qo + k + 1]; Qc[2] = -q0[qo + k + 2]; Qc[3] = -q0[qo + k + 3]
-        quat_mul_c(Qc, &q1[qo + k], Qd)
-        quat_to_rotvec(Qd, &out[vo])
-        if m.kind[i] == KIND_SPHERICAL:
-            continue
-        for k in range(3):
-            t[k] = q1[qo + k] - q0[qo + k]
-        if m.kind[i] == KIND_FREE_SO3R3:
-            for k in range(3):
-                out[vo + 3 + k] = t[k]
-            continue
-        # SE(3): u = dexp_x⁻¹ R0ᵀ (r1 − r0)
-        quat_to_rot(&q0[qo + 3], R)
-        rotT_vec(R, t, Qd)
-        so3_left_jac(&out[vo], Qd, 1, &out[vo + 3])
+        else:
+            joint_log(m.kind[i], &q0[qo], &q1[qo], &out[vo])
 
 
 cdef void config_rate(ModelCore m, const double* q, const double* v,

@@ -165,32 +165,6 @@ cdef int integrate_jacobians_kernel(ModelCore m, const double* v, double dt, int
     return 0
 
 
-cdef inline void _joint_log(int kind, const double* q0, const double* q1,
-                            double* psi) noexcept nogil:
-    """ψ of one spherical or free joint (q0, q1 at the joint's q offset), as
-    config_difference computes it: ψ_ω = log(Q₀* Q₁); SE(3): ψ_v = dexp⁻¹ R₀ᵀ (r₁ − r₀),
-    SO(3)×R³: ψ_v = r₁ − r₀."""
-    cdef double Qc[4]
-    cdef double Qd[4]
-    cdef double R[9]
-    cdef double t[3]
-    cdef int k = 0 if kind == KIND_SPHERICAL else 3
-    Qc[0] = q0[k]
-    Qc[1] = -q0[k + 1]; Qc[2] = -q0[k + 2]; Qc[3] = -q0[k + 3]
-    quat_mul_c(Qc, &q1[k], Qd)
-    quat_to_rotvec(Qd, psi)
-    if kind == KIND_SPHERICAL:
-        return
-    for k in range(3):
-        t[k] = q1[k] - q0[k]
-    if kind == KIND_FREE_SO3R3:
-        psi[3] = t[0]; psi[4] = t[1]; psi[5] = t[2]
-        return
-    quat_to_rot(&q0[3], R)
-    rotT_vec(R, t, Qd)
-    so3_left_jac(psi, Qd, 1, &psi[3])
-
-
 cdef int difference_jacobians_kernel(ModelCore m, const double* q0, const double* q1,
                                      double* J0, double* J1) noexcept nogil:
     """J0, J1 (nv × nv, row-major, zero off the joint blocks) of ψ = difference(q₀, q₁)
@@ -213,7 +187,7 @@ cdef int difference_jacobians_kernel(ModelCore m, const double* q0, const double
                 J0[k * nv + k] = -1.0
                 J1[k * nv + k] = 1.0
             continue
-        _joint_log(m.kind[i], &q0[m.qoff[i]], &q1[m.qoff[i]], psi)
+        joint_log(m.kind[i], &q0[m.qoff[i]], &q1[m.qoff[i]], psi)
         so3_coeffs(sqrt(dot3(psi, psi)), &al, &a, &b, &d)
         _m3_set(Dp, 1.0, -0.5, d, psi)                      # dexp⁻¹_ψ
         _m3_set(Dm, 1.0, 0.5, d, psi)                       # dexp⁻¹_{−ψ}
