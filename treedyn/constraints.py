@@ -436,7 +436,8 @@ def _pinv_solve(A, b, rcond):
     square, tall or wide (thin SVD)."""
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     keep = s > rcond * (s[0] if s.size else 1.0)
-    return Vt[keep].T @ ((U[:, keep].T @ b) / s[keep])
+    sk = s[keep] if np.ndim(b) == 1 else s[keep, None]          # b: a vector or columns
+    return Vt[keep].T @ ((U[:, keep].T @ b) / sk)
 
 
 def _rcond(rcond, where):

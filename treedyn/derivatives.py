@@ -21,8 +21,9 @@ import scipy.linalg
 
 from . import integrators as _integ
 from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
+from .constraints import _pinv_solve
 from .errors import InputError
-from .lie import _f2, _f2p, _f3, _f3p, hat3
+from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat6, hat3
 from .validation import finite_result, number, vectors
 
 
@@ -57,14 +58,6 @@ def velocity_transport(model, v):
         else:
             T[o:o + 3, o:o + 3] = -hat3(v[o:o + 3])
     return T
-
-
-def _ad(X):
-    A = np.zeros((6, 6))
-    A[:3, :3] = hat3(X[:3])
-    A[3:, 3:] = A[:3, :3]
-    A[3:, :3] = hat3(X[3:])
-    return A
 
 
 def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
@@ -105,7 +98,7 @@ def _so3_right_jacobian_derivative(x, k):
 def _se3_right_jacobian_times(X, k):
     """J_r(X) k for SE(3) (complex X allowed): (exp(−X̂) · d/ds exp(X̂ + s k̂))ˇ, the
     derivative of the matrix exponential from the block-triangular exponential."""
-    Xh, Kh = _hat6(X), _hat6(k.astype(X.dtype))
+    Xh, Kh = _hat6(X), _hat6(k)
     big = np.zeros((8, 8), dtype=X.dtype)
     big[:4, :4] = Xh
     big[4:, 4:] = Xh
@@ -113,16 +106,6 @@ def _se3_right_jacobian_times(X, k):
     E = scipy.linalg.expm(big)
     Y = np.linalg.solve(E[:4, :4], E[:4, 4:])
     return np.concatenate([[Y[2, 1], Y[0, 2], Y[1, 0]], Y[:3, 3]])
-
-
-def _hat6(X):
-    """4 × 4 matrix of a twist (ω, v), any dtype (complex steps)."""
-    w = X[:3]
-    H = np.zeros((4, 4), dtype=X.dtype)
-    H[0, 1], H[0, 2], H[1, 2] = -w[2], w[1], -w[0]
-    H[1, 0], H[2, 0], H[2, 1] = w[2], -w[1], w[0]
-    H[:3, 3] = X[3:]
-    return H
 
 
 def _se3_right_jacobian_derivative(X, k, h=1e-20):
@@ -415,12 +398,10 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
                  strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
     nv = model.nv
+    if model.n_crows == 0:
+        return model.forward_dynamics_derivatives(q, v, tau, **kw)
     a, lam = model.constrained_forward_dynamics(q, v, tau, **kw)
     tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
-    if model.n_crows == 0:
-        c = scipy.linalg.cho_factor(M)
-        Minv = scipy.linalg.cho_solve(c, np.eye(nv))
-        return -Minv @ tq, -Minv @ tv, Minv
     _, G, _ = model._loop_rows(q, v)
     # q: five-point central differences of G (for Gᵀλ) and of G a + Ġv, the 4 nv
     # stencil states in one batch call
@@ -444,10 +425,6 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
     c = scipy.linalg.cho_factor(M)
     Y = scipy.linalg.cho_solve(c, R1)
     MinvGt = scipy.linalg.cho_solve(c, G.T)
-    K = G @ MinvGt
-    U, s, Vt = np.linalg.svd(K)
-    keep = s > rcond * (s[0] if s.size else 1.0)
-    Kp = Vt[keep].T @ (U[:, keep].T / s[keep, None])
-    D = Y + MinvGt @ (Kp @ (R2 - G @ Y))
+    D = Y + MinvGt @ _pinv_solve(G @ MinvGt, R2 - G @ Y, rcond)
     finite_result(D, "constrained_forward_dynamics_derivatives: result", "q, v, tau")
     return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:]

@@ -304,7 +304,7 @@ def hat6(X):
 
 
 def _hat6(X):
-    M = np.zeros((4, 4))
+    M = np.zeros((4, 4), dtype=np.result_type(X, np.float64))     # complex steps too
     M[:3, :3] = _hat3(X[:3])
     M[:3, 3] = X[3:]
     return M
