@@ -294,6 +294,20 @@ def integrate(model, q, dv):
     return curve(model, q, dv, np.zeros_like(dv), 1.0)[0]
 
 
+def group_differences(model, f, q, v, x, eps=1e-6):
+    """(∂f/∂q, ∂f/∂v, ∂f/∂x) of f(q, v, x) -> (n,) by central differences, q moved
+    along its group (``model.integrate(q, ±ε e_k)``, never q + ε on a quaternion)."""
+    nv = model.nv
+    D = [np.zeros((np.size(f(q, v, x)), nv)) for _ in range(3)]
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = eps
+        D[0][:, k] = f(model.integrate(q, e), v, x) - f(model.integrate(q, -e), v, x)
+        D[1][:, k] = f(q, v + e, x) - f(q, v - e, x)
+        D[2][:, k] = f(q, v, x + e) - f(q, v, x - e)
+    return [d / (2 * eps) for d in D]
+
+
 def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, -9.81)):
     """A random tree with every joint type, random reference frames and inertias."""
     import treedyn as td

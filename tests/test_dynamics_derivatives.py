@@ -13,7 +13,8 @@ import pytest
 
 from treedyn import derivatives as tdd
 from treedyn.errors import InputError
-from oracles import load_pair, pin_v_matrix, random_tree, rel_err, to_pinocchio_q
+from oracles import (group_differences, load_pair, pin_v_matrix, random_tree, rel_err,
+                     to_pinocchio_q)
 
 TOL_FD = 1e-6            # central differences (ε = 1e-6), relative to max(1, max |D|)
 TOL_PIN = 1e-10          # against Pinocchio, relative to max(1, max |D|)
@@ -25,16 +26,7 @@ IDS = ["all", "rev+prism", "spherical", "free", "univ+planar", "helical+cyl"]
 
 
 def fd_forward_dynamics(model, q, v, tau, eps=1e-6):
-    nv = model.nv
-    D = [np.zeros((nv, nv)) for _ in range(3)]
-    fd = model.forward_dynamics
-    for k in range(nv):
-        e = np.zeros(nv)
-        e[k] = eps
-        D[0][:, k] = fd(model.integrate(q, e), v, tau) - fd(model.integrate(q, -e), v, tau)
-        D[1][:, k] = fd(q, v + e, tau) - fd(q, v - e, tau)
-        D[2][:, k] = fd(q, v, tau + e) - fd(q, v, tau - e)
-    return [x / (2 * eps) for x in D]
+    return group_differences(model, model.forward_dynamics, q, v, tau, eps)
 
 
 @pytest.mark.parametrize("kinds", KINDS, ids=IDS)
@@ -102,25 +94,26 @@ def test_linearization_is_the_limit_of_the_euler_step(kinds):
     assert errs[1] < max(1e-10, errs[0] / 5)
 
 
-def fd_step(model, q, v, tau, h, method, eps=1e-6):
+def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
+    """The step and central differences of it along group curves; changes of q'
+    measured at q' (difference(q1, ·))."""
     nv = model.nv
-    q1, v1 = tdd.step(model, q, v, tau, h, method)
+
+    def one(q_, v_, t_):
+        return tdd.step(model, q_, v_, t_, h, method, local_map=local_map)
+    q1, v1 = one(q, v, tau)
+
+    def delta(a, b):
+        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
+                               a[1] - b[1]]) / (2 * eps)
     Fx = np.zeros((2 * nv, 2 * nv))
     Fu = np.zeros((2 * nv, nv))
-
-    def delta(qa, va, qb, vb):       # tangents measured at q1: difference(q1, ·)
-        return np.concatenate([model.difference(q1, qa) - model.difference(q1, qb), va - vb])
     for k in range(nv):
-        e = np.zeros(nv)
-        e[k] = eps
-        plus = tdd.step(model, model.integrate(q, e), v, tau, h, method)
-        minus = tdd.step(model, model.integrate(q, -e), v, tau, h, method)
-        Fx[:, k] = delta(*plus, *minus)
-        Fx[:, nv + k] = delta(*tdd.step(model, q, v + e, tau, h, method),
-                              *tdd.step(model, q, v - e, tau, h, method))
-        Fu[:, k] = delta(*tdd.step(model, q, v, tau + e, h, method),
-                         *tdd.step(model, q, v, tau - e, h, method))
-    return q1, v1, Fx / (2 * eps), Fu / (2 * eps)
+        e = eps * np.eye(nv)[k]
+        Fx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
+        Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
+        Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
+    return q1, v1, Fx, Fu
 
 
 @pytest.mark.parametrize("method", ["euler", "rkmk2", "rkmk4", "cg4"])
@@ -199,21 +192,7 @@ def test_step_derivatives_with_the_cayley_map(method, kinds):
     q1, v1, Fx, Fu = tdd.step_derivatives(model, q, v, tau, h, method, local_map="cayley")
     traj = td.simulate(model, q, v, h, h, method=method, tau=tau, local_map="cayley")
     assert np.abs(traj.q[-1] - q1).max() < 1e-13 and np.abs(traj.v[-1] - v1).max() < 1e-12
-    nv, eps = model.nv, 1e-6
-
-    def one(q_, v_, t_):
-        return tdd.step(model, q_, v_, t_, h, method, local_map="cayley")
-
-    def delta(a, b):
-        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
-                               a[1] - b[1]]) / (2 * eps)
-    Gx = np.zeros((2 * nv, 2 * nv))
-    Gu = np.zeros((2 * nv, nv))
-    for k in range(nv):
-        e = eps * np.eye(nv)[k]
-        Gx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
-        Gx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
-        Gu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
+    _, _, Gx, Gu = fd_step(model, q, v, tau, h, method, local_map="cayley")
     assert rel_err(Fx, Gx) < TOL_FD and rel_err(Fu, Gu) < TOL_FD
 
 

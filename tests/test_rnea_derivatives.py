@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from treedyn.errors import InputError
-from oracles import load_pair, pin_v_matrix, random_tree, rel_err, to_pinocchio_q
+from oracles import (group_differences, load_pair, pin_v_matrix, random_tree, rel_err,
+                     to_pinocchio_q)
 
 TOL_FD = 1e-6            # central differences, ε = 1e-6, relative to max(1, max |∂τ|)
 TOL_PIN = 1e-12          # against Pinocchio, relative to max(1, max |∂τ|)
@@ -23,16 +24,8 @@ KINDS = [None, ["revolute"], ["prismatic", "helical"], ["spherical"], ["free"],
 
 def finite_differences(model, q, v, a, eps=1e-6, **kw):
     """(∂τ/∂q, ∂τ/∂v, ∂τ/∂a) by central differences; q moved along its group."""
-    nv = model.nv
-    D = [np.zeros((nv, nv)) for _ in range(3)]
-    tau = lambda q_, v_, a_: model.inverse_dynamics(q_, v_, a_, **kw)  # noqa: E731
-    for k in range(nv):
-        e = np.zeros(nv)
-        e[k] = eps
-        D[0][:, k] = (tau(model.integrate(q, e), v, a) - tau(model.integrate(q, -e), v, a))
-        D[1][:, k] = tau(q, v + e, a) - tau(q, v - e, a)
-        D[2][:, k] = tau(q, v, a + e) - tau(q, v, a - e)
-    return [x / (2 * eps) for x in D]
+    return group_differences(model, lambda q_, v_, a_: model.inverse_dynamics(q_, v_, a_, **kw),
+                             q, v, a, eps)
 
 
 @pytest.mark.parametrize("kinds", KINDS, ids=lambda k: "all" if k is None else "+".join(k))
