@@ -308,6 +308,19 @@ def group_differences(model, f, q, v, x, eps=1e-6):
     return [d / (2 * eps) for d in D]
 
 
+def massless_leaf_model(armature):
+    """Two revolute joints whose outer body is massless: M is singular unless the
+    wrist has armature (singular-model tests)."""
+    import treedyn as td
+    g = td.JointGraph("leaf")
+    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
+    g.add_body("tip")                                           # massless
+    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
+    g.add_joint("wrist", "revolute", "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0],
+                armature=armature)
+    return g.compile()
+
+
 def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, -9.81)):
     """A random tree with every joint type, random reference frames and inertias."""
     import treedyn as td

@@ -12,7 +12,7 @@ import pytest
 import treedyn as td
 from treedyn.errors import InputError, SingularModelError
 from oracles import (TOL_ORACLE, load_pair, pin_v_matrix, random_tree, rel_err, robot_file,
-                     to_pinocchio_q, to_pinocchio_v)
+                     to_pinocchio_q, to_pinocchio_v, massless_leaf_model)
 
 CASES = [("ur5", False), ("panda", False), ("panda", True), ("solo12", True),
          ("talos_reduced", True), ("talos_full_v2", True), ("tiago", True)]
@@ -96,16 +96,6 @@ def test_batches_equal_single(tree):
         assert rel_err(Ac[s], A[s]) < 1e-10
         np.testing.assert_array_equal(H[s], tree.bias_forces(Q[s], V[s]))
         np.testing.assert_array_equal(G[s], tree.gravity_forces(Q[s]))
-
-
-def massless_leaf_model(armature):
-    g = td.JointGraph("leaf")
-    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
-    g.add_body("tip")                                           # massless
-    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
-    g.add_joint("wrist", "revolute", "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0],
-                armature=armature)
-    return g.compile()
 
 
 def test_singular_model_names_the_joint():

@@ -12,7 +12,8 @@ import pytest
 
 import treedyn as td
 from treedyn.errors import InputError, SingularModelError
-from oracles import load_pair, pin_v_matrix, random_tree, robot_file, to_pinocchio_q
+from oracles import (load_pair, massless_leaf_model, pin_v_matrix, random_tree, robot_file,
+                     to_pinocchio_q)
 
 TOL = 1e-10
 
@@ -154,16 +155,6 @@ def test_data_and_out():
         m.inverse_mass_matrix(q, data=td.load(robot_file("panda.urdf")).create_data())
     with pytest.raises(InputError, match="data"):
         m.inverse_mass_matrix(Q, data=d)
-
-
-def massless_leaf_model(armature):
-    g = td.JointGraph("leaf")
-    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
-    g.add_body("tip")                                           # massless
-    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
-    g.add_joint("wrist", "revolute", "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0],
-                armature=armature)
-    return g.compile()
 
 
 def test_singular_model():
