@@ -629,23 +629,25 @@ cdef class ModelCore:
                              f"got {representation!r}")
         return _REPRESENTATIONS.index(representation)
 
-    cdef tuple _three_outputs(self, object out, cnp.ndarray qa, int nd, cnp.npy_intp* dims,
-                              tuple names):
-        """Three outputs of q's batch shape + dims[:nd]: the caller's ``out`` tuple
-        (checked: shapes, distinct memory) or new arrays."""
+    cdef tuple _outputs(self, object out, cnp.ndarray qa, int nd, cnp.npy_intp* dims,
+                        tuple names):
+        """len(names) outputs of q's batch shape + dims[:nd]: the caller's ``out``
+        tuple (checked: shapes, no two sharing memory) or new arrays."""
+        cdef int n = len(names), j, k
         if out is None:
-            outs = (None, None, None)
-        elif isinstance(out, tuple) and len(out) == 3:
+            outs = (None,) * n
+        elif isinstance(out, tuple) and len(out) == n:
             outs = out
         else:
-            raise InputError(f"out: expected a tuple of three arrays ({', '.join(names)}), "
-                             f"got {type(out).__name__}")
-        res = (self._output(outs[0], qa, nd, dims), self._output(outs[1], qa, nd, dims),
-               self._output(outs[2], qa, nd, dims))
-        if out is not None and (np.may_share_memory(res[0], res[1])
-                                or np.may_share_memory(res[0], res[2])
-                                or np.may_share_memory(res[1], res[2])):
-            raise InputError("out: the three arrays must be distinct (not sharing memory)")
+            raise InputError(f"out: expected None or a tuple of {n} arrays "
+                             f"({', '.join(names)}), got {type(out).__name__}")
+        res = tuple([self._output(o, qa, nd, dims) for o in outs])
+        if out is not None:
+            for j in range(n):
+                for k in range(j + 1, n):
+                    if np.may_share_memory(res[j], res[k]):
+                        raise InputError(f"out: the {n} arrays must be distinct (not "
+                                         f"sharing memory)")
         return res
 
     cdef int _wrench_frame(self, object f_ext_frame) except -1:
@@ -996,7 +998,7 @@ cdef class ModelCore:
         fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
         dims[0] = self.nv; dims[1] = self.nv
         cdef cnp.ndarray r1, r2, r3
-        r1, r2, r3 = self._three_outputs(out, qa, 2, dims, names)
+        r1, r2, r3 = self._outputs(out, qa, 2, dims, names)
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(aa)
@@ -1196,7 +1198,7 @@ cdef class ModelCore:
         rep = self._rep_code(representation)
         dims[0] = 6; dims[1] = self.nv
         cdef cnp.ndarray r1, r2, r3
-        r1, r2, r3 = self._three_outputs(out, qa, 2, dims, ("dA_dq", "dA_dv", "dA_da"))
+        r1, r2, r3 = self._outputs(out, qa, 2, dims, ("dA_dq", "dA_dv", "dA_da"))
         memset(cnp.PyArray_DATA(r1), 0, cnp.PyArray_NBYTES(r1))
         memset(cnp.PyArray_DATA(r2), 0, cnp.PyArray_NBYTES(r2))
         memset(cnp.PyArray_DATA(r3), 0, cnp.PyArray_NBYTES(r3))
@@ -1456,21 +1458,11 @@ cdef class ModelCore:
             raise InputError(name + text[1:] if text.startswith("q") else text) from None
         return 0
 
-    cdef tuple _jacobian_pair(self, cnp.ndarray qa, object out, Call* c):
+    cdef tuple _jacobian_pair(self, cnp.ndarray qa, object out, Call* c, tuple names):
         """Two (nv, nv) outputs (or (N, nv, nv)) from out = None or a pair of arrays."""
         cdef cnp.npy_intp dims[2]
         dims[0] = self.nv; dims[1] = self.nv
-        if out is None:
-            o1 = o2 = None
-        elif isinstance(out, tuple) and len(out) == 2:
-            o1, o2 = out
-        else:
-            raise InputError(f"out: expected None or a pair of arrays (two outputs), got "
-                             f"{type(out).__name__}")
-        r1 = self._output(o1, qa, 2, dims)
-        r2 = self._output(o2, qa, 2, dims)
-        if out is not None and np.may_share_memory(r1, r2):
-            raise InputError("out: the two output arrays must be distinct (not sharing memory)")
+        r1, r2 = self._outputs(out, qa, 2, dims, names)
         c.out = <double*>cnp.PyArray_DATA(r1)
         c.out2 = <double*>cnp.PyArray_DATA(r2)
         c.so = c.so2 = <Py_ssize_t>self.nv * self.nv
@@ -1484,7 +1476,7 @@ cdef class ModelCore:
         cdef Call c
         memset(&c, 0, sizeof(Call))
         self._check_unit_quaternions(qa, "q")
-        res = self._jacobian_pair(qa, out, &c)
+        res = self._jacobian_pair(qa, out, &c, ("Jq", "Jv"))
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.sq = self.nq
@@ -1504,7 +1496,7 @@ cdef class ModelCore:
         memset(&c, 0, sizeof(Call))
         self._check_quaternions_named(a0, "q0")
         self._check_quaternions_named(a1, "q1")
-        res = self._jacobian_pair(a0, out, &c)
+        res = self._jacobian_pair(a0, out, &c, ("J0", "J1"))
         c.q = <double*>cnp.PyArray_DATA(a0)
         c.a = <double*>cnp.PyArray_DATA(a1)
         c.sq = self.nq
