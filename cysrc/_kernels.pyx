@@ -22,7 +22,7 @@ from cython.parallel cimport prange, threadid
 cimport openmp
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memset, memcmp
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
 cimport cython

@@ -58,14 +58,17 @@ cdef struct DataC:
     double* cG        # (m, nv)  constraint Jacobian G
     double* cgam      # (m,)     Ġv
     double* cM        # (nv, nv) mass matrix, then its Cholesky factor
-    double* cY        # (m, nv)  L⁻¹ Gᵀ by columns
-    double* cK        # (m, m)   G M⁻¹ Gᵀ
-    double* cF        # (m, m)   its pivoted Cholesky factor
+    double* cY        # (nv, m)  L⁻ᵀ Gᵀ
+    double* cK        # (m, m)   G M⁻¹ Gᵀ, then its pivoted Cholesky factor F
     double* cS        # (m, m)   FᵀF
     double* cb        # (m,)     right-hand side, then λ
     double* cw        # (m,)
     double* cw2       # (nv,)
-    int* cperm        # (m,)
+    int* cperm        # (m,)     pivot order of F
+    int crank         #          rank of G M⁻¹ Gᵀ (columns of F)
+    bint cfac         # cM, cY, cK hold the factors at q = cfq (and rcond = cfrcond)
+    double cfrcond
+    double* cfq       # (nq,)
     double* cg        # (m,)     residual during projections
     double* clam      # (m,)     multipliers of the time steps' stages
     double* cq        # (nq,)    configuration during projections
@@ -193,8 +196,8 @@ cdef class Data:
         self.c.cmv = NULL
         if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
             return
-        self.cbuf = np.zeros((6 + 1 + 36 + 1) * n + n * n + 2 * mr * n + 3 * mr * mr
-                             + 5 * mr + model.nq + 16)
+        self.cbuf = np.zeros((6 + 1 + 36 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
+                             + 5 * mr + 2 * model.nq + 16)
         self.cibuf = np.zeros(mr, dtype=np.int32)
         p = &self.cbuf[8]
         self.c.oJ = p; p += 6 * n
@@ -205,7 +208,6 @@ cdef class Data:
         self.c.cG = p; p += mr * n
         self.c.cY = p; p += mr * n
         self.c.cK = p; p += mr * mr
-        self.c.cF = p; p += mr * mr
         self.c.cS = p; p += mr * mr
         self.c.cgam = p; p += mr
         self.c.cb = p; p += mr
@@ -213,6 +215,8 @@ cdef class Data:
         self.c.cg = p; p += mr
         self.c.clam = p; p += mr
         self.c.cq = p; p += model.nq
+        self.c.cfq = p; p += model.nq
+        self.c.cfac = False
         self.c.cperm = &self.cibuf[0]
 
     cdef _derivative_scratch(self, ModelCore model):

@@ -68,7 +68,10 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
                 if w != 0.0:
                     for n in range(nv):
                         psi[n] += w * Kp[nv * l + n]
-            config_retract(m, q, psi, local, qs)
+            if j == 0:                        # q ⊕ 0 = q bit for bit (cached factors)
+                memcpy(qs, q, nq * sizeof(double))
+            else:
+                config_retract(m, q, psi, local, qs)
         elif scheme == SCHEME_CG:
             for n in range(nq):
                 qs[n] = q[n]

@@ -452,82 +452,47 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
         x[i] = s / L[i * n + i]
 
 
-cdef void _min_norm_solve(double* K, int mr, double rcond, double* F, double* S,
-                          int* perm, double* b, double* w, bint minimal=True) noexcept nogil:
-    """b = K⁺ b for K (mr, mr) symmetric positive semidefinite (overwritten): K = F Fᵀ
-    by Cholesky with diagonal pivoting (rank r: pivots below rcond · max diag
-    dropped), then K⁺ b = F (FᵀF)⁻² Fᵀ b.  Without ``minimal``, a basic solution
-    instead: the r pivot rows solved exactly, the other components zero (two
-    triangular solves; for K = G M⁻¹ Gᵀ every solution gives the same Gᵀ b, so
-    accelerations and projections do not depend on the choice).  F (mr, mr),
-    S (mr, mr), perm (mr), w (mr) scratch."""
-    cdef int i, j, k, r, rank = mr, p, tmp
-    cdef double dmax = 0.0, best, s, tol
-    for i in range(mr):
+cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm) noexcept nogil:
+    """A (n, n) symmetric positive semidefinite, row-major, in place: P A Pᵀ = F Fᵀ
+    by Cholesky with diagonal pivoting (rows and columns swapped as LAPACK's
+    dpstrf does), stopped at the first pivot below rcond · max diag.  Returns the
+    rank r; F (n, r) is the lower trapezoid of A's first r columns (entries
+    above the diagonal are not part of it), perm[i] the row of A moved to i."""
+    cdef int i, j, k, r, p, tmp
+    cdef double dmax = 0.0, best, s, f, tol
+    cdef double* Ai
+    for i in range(n):
         perm[i] = i
-        if K[i * mr + i] > dmax:
-            dmax = K[i * mr + i]
+        if A[i * n + i] > dmax:
+            dmax = A[i * n + i]
     tol = rcond * dmax
-    for i in range(mr * mr):
-        F[i] = 0.0
-    # pivoted outer-product Cholesky on the permuted matrix; F column r in permuted order
-    for r in range(mr):
+    for r in range(n):
         p = -1
         best = tol
-        for i in range(r, mr):
-            if K[perm[i] * mr + perm[i]] > best:
-                best = K[perm[i] * mr + perm[i]]
+        for i in range(r, n):
+            if A[i * n + i] > best:
+                best = A[i * n + i]
                 p = i
         if p < 0:
-            rank = r
-            break
-        tmp = perm[r]; perm[r] = perm[p]; perm[p] = tmp
-        s = sqrt(K[perm[r] * mr + perm[r]])
-        for i in range(r, mr):
-            F[perm[i] * mr + r] = K[perm[i] * mr + perm[r]] / s
-        for i in range(r + 1, mr):
-            for j in range(r + 1, mr):
-                K[perm[i] * mr + perm[j]] -= F[perm[i] * mr + r] * F[perm[j] * mr + r]
-    r = rank
-    if not minimal:
-        # F₁ (r × r, lower triangular): rows perm[0..r) of F; b ← [F₁⁻ᵀ F₁⁻¹ b_P, 0]
-        for i in range(r):
-            s = b[perm[i]]
-            for k in range(i):
-                s -= F[perm[i] * mr + k] * w[k]
-            w[i] = s / F[perm[i] * mr + i]
-        for i in range(r - 1, -1, -1):
-            s = w[i]
-            for k in range(i + 1, r):
-                s -= F[perm[k] * mr + i] * w[k]
-            w[i] = s / F[perm[i] * mr + i]
-        for i in range(mr):
-            b[i] = 0.0
-        for i in range(r):
-            b[perm[i]] = w[i]
-        return
-    # rank r: columns 0..r-1 of F (rows in the original order)
-    for i in range(r):                                  # w = Fᵀ b
-        s = 0.0
-        for k in range(mr):
-            s += F[k * mr + i] * b[k]
-        w[i] = s
-    for i in range(r):                                  # S = FᵀF
-        for j in range(r):
-            s = 0.0
-            for k in range(mr):
-                s += F[k * mr + i] * F[k * mr + j]
-            S[i * r + j] = s
-    _cholesky(S, r)
-    _solve_L(S, r, w)
-    _solve_Lt(S, r, w)
-    _solve_L(S, r, w)
-    _solve_Lt(S, r, w)
-    for k in range(mr):                                 # b = F w
-        s = 0.0
-        for i in range(r):
-            s += F[k * mr + i] * w[i]
-        b[k] = s
+            return r
+        if p != r:
+            tmp = perm[r]; perm[r] = perm[p]; perm[p] = tmp
+            for k in range(n):
+                s = A[r * n + k]; A[r * n + k] = A[p * n + k]; A[p * n + k] = s
+            for k in range(n):
+                s = A[k * n + r]; A[k * n + r] = A[k * n + p]; A[k * n + p] = s
+        s = sqrt(A[r * n + r])
+        A[r * n + r] = s
+        s = 1.0 / s
+        for i in range(r + 1, n):
+            A[i * n + r] *= s
+        for i in range(r + 1, n):                       # trailing block, both triangles
+            f = A[i * n + r]
+            if f != 0.0:
+                Ai = &A[i * n]
+                for j in range(r + 1, n):
+                    Ai[j] -= f * A[j * n + r]
+    return n
 
 
 cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -545,17 +510,21 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     cdef double* M = d.cM
     cdef double* c = d.cb
     cdef double s
+    cdef bint cached
     bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
     if bad:
         return bad
     _motion_from_rnea(m, d, grav)                       # the rows reuse RNEA's sweep
     d.q_loop = q
     loop_rows(m, d, gres, G, gam)
-    crba_kernel(m, d, q, M, True)                       # RNEA's joint steps are for this q
+    cached = _factors_cached(m, d, q, rcond)
+    if not cached:
+        d.cfac = False
+        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
+        if not _ltl(M, nv, &m.dof_parent[0]):
+            return CODE_MASS_NOT_PD
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
-    if not _ltl(M, nv, &m.dof_parent[0]):
-        return CODE_MASS_NOT_PD
     _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)
     _solve_L_tree(M, nv, &m.dof_parent[0], qdd)         # unconstrained v̇_u = M⁻¹(τ − h)
     if mr == 0:
@@ -565,42 +534,126 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
         for j in range(nv):
             s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
         c[i] = s
-    _metric_correction(m, d, rcond, c, lam != NULL)
+    if not cached:
+        _metric_factor(m, d, rcond)
+        _factors_done(m, d, q, rcond)
+    _metric_solve(m, d, c, lam != NULL)
     if lam != NULL:
-        for k in range(mr):
-            lam[k] = c[k]
+        for i in range(mr):
+            lam[i] = c[i]
     for j in range(nv):                                 # v̇ = v̇_u + M⁻¹ Gᵀ λ
         qdd[j] += d.cw2[j]
     return 0
 
 
-cdef void _metric_correction(ModelCore m, DataC* d, double rcond, double* c,
-                             bint minimal=True) noexcept nogil:
-    """c = (G M⁻¹ Gᵀ)⁺ c (minimal norm) and d.cw2 = M⁻¹ Gᵀ c, with G in d.cG and the
-    tree factor M = Lᵀ L (_ltl) in d.cM: the least change of v̇ (or v, or q) in the
-    kinetic-energy metric that moves the rows by the original c."""
+cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
+                                 double rcond) noexcept nogil:
+    """True if d.cM, d.cY, d.cK hold the factors at exactly this q (bit for bit) and
+    rcond: the first stage of a time step starts where the previous step's
+    projection factored, so it skips CRBA and both factorizations."""
+    return (d.cfac and d.cfrcond == rcond
+            and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
+
+
+cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
+                               double rcond) noexcept nogil:
+    memcpy(d.cfq, q, m.nq * sizeof(double))
+    d.cfrcond = rcond
+    d.cfac = True
+
+
+cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
+    """With G in d.cG and the tree factor M = Lᵀ L (_ltl) in d.cM: Y = L⁻ᵀ Gᵀ
+    (nv, m) in d.cY, K = G M⁻¹ Gᵀ = Yᵀ Y and its pivoted Cholesky factor in d.cK,
+    d.cperm, d.crank (pivots below rcond · max diag dropped: redundant rows)."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
+    cdef double* Yj
+    cdef double y
+    for j in range(nv):
+        for k in range(mr):
+            Y[j * mr + k] = G[k * nv + j]
+    _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mr)
+    for i in range(mr * mr):
+        K[i] = 0.0
+    for j in range(nv):                                 # K = Σ_j (row j of Y)ᵀ (row j of Y)
+        Yj = &Y[j * mr]
+        for i in range(mr):
+            y = Yj[i]
+            if y != 0.0:
+                for k in range(i, mr):
+                    K[i * mr + k] += y * Yj[k]
+    for i in range(mr):
+        for k in range(i):
+            K[i * mr + k] = K[k * mr + i]
+    d.crank = _pivoted_cholesky(K, mr, rcond, d.cperm)
+
+
+cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
+    """With the factors of _metric_factor: c = K⁺ c (minimal norm: F (FᵀF)⁻² Fᵀ in
+    the pivoted order) or, without ``minimal``, a basic solution of K λ = c (the r
+    pivot rows solved exactly, the others zero: two triangular solves; for
+    K = G M⁻¹ Gᵀ every solution gives the same Gᵀ λ, so accelerations and
+    projections do not depend on the choice); then d.cw2 = M⁻¹ Gᵀ c = L⁻¹ Y c —
+    the least change of v̇ (or v, or q) in the kinetic-energy metric that moves
+    the rows by the original c."""
+    cdef int nv = m.nv, mr = m.n_crows, r = d.crank, i, j, k
+    cdef const double* F = d.cK
+    cdef const int* perm = d.cperm
+    cdef double* w = d.cw
+    cdef double* S = d.cS
+    cdef double* Y = d.cY
+    cdef double* Yj
     cdef double s
-    # Y = L⁻ᵀ Gᵀ (nv, mr), stored by columns: Y[k * nv + j]; K = G M⁻¹ Gᵀ = Yᵀ Y
-    for k in range(mr):
-        for j in range(nv):
-            Y[k * nv + j] = G[k * nv + j]
-        _solve_Lt_tree(d.cM, nv, &m.dof_parent[0], &Y[k * nv])
-    for i in range(mr):                                 # K = Yᵀ Y
-        for k in range(i, mr):
+    for i in range(mr):
+        w[i] = c[perm[i]]
+    if not minimal:
+        for i in range(r):                              # F₁ z = w₁, F₁ᵀ y = z
+            s = w[i]
+            for k in range(i):
+                s -= F[i * mr + k] * w[k]
+            w[i] = s / F[i * mr + i]
+        for i in range(r - 1, -1, -1):
+            s = w[i]
+            for k in range(i + 1, r):
+                s -= F[k * mr + i] * w[k]
+            w[i] = s / F[i * mr + i]
+        for i in range(mr):
+            c[i] = 0.0
+        for i in range(r):
+            c[perm[i]] = w[i]
+    else:
+        for k in range(r):                              # t = Fᵀ w (into c, pivoted order)
             s = 0.0
-            for j in range(nv):
-                s += Y[i * nv + j] * Y[k * nv + j]
-            K[i * mr + k] = s
-            K[k * mr + i] = s
-    _min_norm_solve(K, mr, rcond, d.cF, d.cS, d.cperm, c, d.cw, minimal)
+            for i in range(k, mr):
+                s += F[i * mr + k] * w[i]
+            c[k] = s
+        for k in range(r):                              # S = FᵀF
+            for j in range(k, r):
+                s = 0.0
+                for i in range(j, mr):
+                    s += F[i * mr + k] * F[i * mr + j]
+                S[k * r + j] = s
+                S[j * r + k] = s
+        _cholesky(S, r)
+        _solve_L(S, r, c)
+        _solve_Lt(S, r, c)
+        _solve_L(S, r, c)
+        _solve_Lt(S, r, c)
+        for i in range(mr):                             # λ (pivoted) = F t
+            s = 0.0
+            for k in range(min(i + 1, r)):
+                s += F[i * mr + k] * c[k]
+            w[i] = s
+        for i in range(mr):
+            c[perm[i]] = w[i]
     for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻¹ Y c
+        Yj = &Y[j * mr]
         s = 0.0
         for k in range(mr):
-            s += Y[k * nv + j] * c[k]
+            s += Yj[k] * c[k]
         d.cw2[j] = s
     _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
@@ -615,6 +668,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
     cdef int nv = m.nv, nq = m.nq, mr = m.n_crows, it, k, j, bad
     cdef bint factored = False
     cdef double err, s
+    d.cfac = False
     for it in range(max_iter + 1):
         bad = loop_rows_kernel(m, d, q, NULL, d.cg, d.cG, d.cgam)
         if bad:
@@ -627,13 +681,14 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         if err <= tol or it == max_iter:
             break
         if not factored:
-            crba_kernel(m, d, q, d.cM)
+            crba_kernel(m, d, q, d.cM, True)            # loop_rows_kernel's joint steps
             if not _ltl(d.cM, nv, &m.dof_parent[0]):
                 return CODE_MASS_NOT_PD
             factored = True
         for k in range(mr):
             d.cb[k] = d.cg[k]
-        _metric_correction(m, d, rcond, d.cb, False)
+        _metric_factor(m, d, rcond)
+        _metric_solve(m, d, d.cb, False)
         for j in range(nv):
             d.cw2[j] = -d.cw2[j]
         config_retract(m, q, d.cw2, LOCAL_EXP, d.cq)
@@ -641,8 +696,9 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
             q[j] = d.cq[j]
     if v == NULL or mr == 0:
         return 0
-    # velocity: rows at the projected q are in d.cG (the last loop_rows_kernel call)
-    crba_kernel(m, d, q, d.cM)
+    # velocity: rows and joint steps at the projected q are those of the last
+    # loop_rows_kernel call; the factors stay cached for the next step's first stage
+    crba_kernel(m, d, q, d.cM, True)
     if not _ltl(d.cM, nv, &m.dof_parent[0]):
         return CODE_MASS_NOT_PD
     for k in range(mr):
@@ -650,7 +706,9 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         for j in range(nv):
             s += d.cG[k * nv + j] * v[j]
         d.cb[k] = s
-    _metric_correction(m, d, rcond, d.cb, False)
+    _metric_factor(m, d, rcond)
+    _factors_done(m, d, q, rcond)
+    _metric_solve(m, d, d.cb, False)
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0

@@ -50,3 +50,26 @@ cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexc
             s -= L[k * n + i] * x[i]
             i = lam[i]
         x[k] = s / L[k * n + k]
+
+
+cdef void _solve_Lt_tree_cols(const double* L, int n, const int* lam, double* X,
+                              int p) noexcept nogil:
+    """X = L⁻ᵀ X for X (n, p) row-major: p right-hand sides in one pass along the
+    ancestor chains (contiguous inner loops over the columns)."""
+    cdef int k, i, c
+    cdef double a, l
+    cdef double* Xk
+    cdef double* Xi
+    for k in range(n - 1, -1, -1):
+        Xk = &X[k * p]
+        a = 1.0 / L[k * n + k]
+        for c in range(p):
+            Xk[c] *= a
+        i = lam[k]
+        while i >= 0:
+            l = L[k * n + i]
+            if l != 0.0:
+                Xi = &X[i * p]
+                for c in range(p):
+                    Xi[c] -= l * Xk[c]
+            i = lam[i]
