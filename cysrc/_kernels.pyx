@@ -1568,6 +1568,9 @@ cdef class ModelCore:
         cdef Py_ssize_t k, k0 = 0, kend
         cdef int code = 0
         cdef int piter = max_iter if project else 0
+        # with loops, project_kernel runs on every step's q before the step (with
+        # piter = 0 it only evaluates the rows): its joint steps and factors serve
+        # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
         R = np.zeros(nsteps + 1)
         cdef double[::1] Rv = R
         if constrained:
@@ -1585,7 +1588,7 @@ cdef class ModelCore:
                                        t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                        fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
                                        &Vv[k + 1, 0] if nv else NULL,
-                                       &ev[0] if nv else NULL, constrained, k1, k2)
+                                       &ev[0] if nv else NULL, constrained, k1, k2, constrained)
                         if code == 0 and constrained:
                             code = project_kernel(self, &data.c, &Qv[k + 1, 0],
                                                   &Vv[k + 1, 0] if (nv and project) else NULL,
@@ -1598,7 +1601,7 @@ cdef class ModelCore:
                                    t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
                                    fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
                                    &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
-                                   constrained, k1, k2)
+                                   constrained, k1, k2, constrained)
                     if code == 0 and constrained:
                         code = project_kernel(self, &data.c, &Qv[k + 1, 0],
                                               &Vv[k + 1, 0] if (nv and project) else NULL,

@@ -34,11 +34,12 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
                  const double* q, const double* v, stage_torque_fn torque, void* tctx,
                  const double* g, const double* fext, int fframe, double* ws,
                  double* q_out, double* v_out, double* err, bint constrained=False,
-                 double k1=0.0, double k2=0.0) noexcept nogil:
+                 double k1=0.0, double k2=0.0, bint joints_ready=False) noexcept nogil:
     """One step; returns 0, or the first nonzero code of a stage (ABA / torque).
     ws holds step_ws_size doubles; the stage accelerations use d (ABA, or the
     index-1 constrained dynamics of loops.pxi with Baumgarte gains k1, k2 if
-    ``constrained``)."""
+    ``constrained``).  ``joints_ready``: d's joint steps are those of q (the step
+    follows project_kernel on q), so the first stage does not redo them."""
     cdef int nq = m.nq, nv = m.nv, nb = m.nb, j, l, n, code
     cdef double* Kp = ws                      # s × nv: local-coordinate rates / stage velocities
     cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
@@ -97,7 +98,8 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
             return code
         if constrained:
             code = constrained_fd_kernel(m, d, qs, vs, tau, g, fext, fframe, k1, k2, 1e-10,
-                                         &Kv[nv * j], NULL, d.cg)
+                                         &Kv[nv * j], NULL, d.cg,
+                                         joints_ready and j == 0 and scheme != SCHEME_VECTOR)
         else:
             code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
         if code:

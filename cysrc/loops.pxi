@@ -46,6 +46,27 @@ cdef enum:
     CODE_MASS_NOT_PD = (1 << 30) + 1
 
 
+cdef extern from *:
+    """
+    /* K (m, m) upper triangle += Yᵀ Y for Y (n, m) row-major: restrict-qualified so
+       that the compiler vectorizes the contiguous inner loop over K's row. */
+    static inline void td_gram_upper(long n, long m, const double* __restrict__ Y,
+                                     double* __restrict__ K)
+    {
+        for (long j = 0; j < n; j++) {
+            const double* Yj = Y + j * m;
+            for (long i = 0; i < m; i++) {
+                const double y = Yj[i];
+                double* Ki = K + i * m;
+                for (long k = i; k < m; k++)
+                    Ki[k] += y * Yj[k];
+            }
+        }
+    }
+    """
+    void td_gram_upper(long n, long m, const double* Y, double* K) noexcept nogil
+
+
 cdef struct MovVec:
     double x[3]
     double xd[3]
@@ -79,11 +100,12 @@ cdef inline void _cross_add(const double* a, const double* b, double s, double* 
     c[2] += s * (a[0] * b[1] - a[1] * b[0])
 
 
-cdef void _side(ModelCore m, DataC* d, int body, const double* off, const double* oJ,
+cdef void _side(ModelCore m, DataC* d, int nv, int body, const double* off, const double* oJ,
                 Side* s) noexcept nogil:
     """Pose and motion of the frame (body's pose) · off, from d.oMi, d.v, d.a (body
-    motion at v̇ = 0) and the world screws oJ (nv, 6) of the path's freedoms."""
-    cdef int nv = m.nv, i, j, k, c
+    motion at v̇ = 0) and the world screws oJ (nv, 6) of the path's freedoms; nv = 0:
+    without the Jacobians Jw, Jr."""
+    cdef int i, j, k, c
     cdef double Rb[9]
     cdef double rb[3]
     cdef double t[3]
@@ -113,7 +135,7 @@ cdef void _side(ModelCore m, DataC* d, int body, const double* off, const double
     t[0] += A[3]; t[1] += A[4]; t[2] += A[5]
     rot_vec(Rb, t, s.rdd)
     # columns of the freedoms on the path world -> body: ω = Σ ω_j, ṙ = Σ (v0_j + ω_j × r)
-    i = body
+    i = body if nv > 0 else -1
     while i >= 0:
         for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
             cross(&oJ[6 * j], rb, t)                  # ω_j × r
@@ -287,8 +309,9 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept n
 
 cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noexcept nogil:
     """Rows g (m), G (m, nv), Ġv (m) of every closure and mimic coupling from
-    d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws)."""
-    cdef int nv = m.nv, nvv = nv if nv > 0 else 1, c, t, k, j
+    d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws).  G NULL:
+    g and Ġv only (the Jacobian parts of the moving vectors are skipped)."""
+    cdef int nv = m.nv if G != NULL else 0, nvv = m.nv if m.nv > 0 else 1, c, t, k, j
     cdef Rows rows
     cdef Side P, C
     cdef MovVec mv[8]
@@ -310,8 +333,8 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
     for c in range(m.cl_int.shape[0]):
         t = m.cl_int[c, 0]
         geo = &m.cl_geo[c, 0]
-        _side(m, d, m.cl_int[c, 1], &geo[G_OFFP], d.oJ, &P)
-        _side(m, d, m.cl_int[c, 2], &geo[G_OFFC], d.oJ, &C)
+        _side(m, d, nv, m.cl_int[c, 1], &geo[G_OFFP], d.oJ, &P)
+        _side(m, d, nv, m.cl_int[c, 2], &geo[G_OFFC], d.oJ, &C)
         if t == LOOP_FREE:
             continue
         # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
@@ -372,15 +395,17 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
         g[k] = (d.q_loop[m.mm_int[c, 2]] - m.mm_dbl[c, 0] * d.q_loop[m.mm_int[c, 3]]
                 - m.mm_dbl[c, 1])
         gam[k] = 0.0
-        for j in range(nv):
-            G[k * nv + j] = 0.0
-        G[k * nv + m.mm_int[c, 0]] += 1.0
-        G[k * nv + m.mm_int[c, 1]] -= m.mm_dbl[c, 0]
+        if G != NULL:
+            for j in range(nv):
+                G[k * nv + j] = 0.0
+            G[k * nv + m.mm_int[c, 0]] += 1.0
+            G[k * nv + m.mm_int[c, 1]] -= m.mm_dbl[c, 0]
         rows.k = k + 1
     return rows.k
 
 
-cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g) noexcept nogil:
+cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g,
+                            bint screws=True) noexcept nogil:
     """After rnea_body_kernel at v̇ = 0: the world poses d.oMi, the twist derivatives
     without gravity d.a = d.a_gf + (0, R_iᵀ g) (gravity entered the body RNEA as the
     base acceleration (0, −g), which reaches body i as (0, −R_iᵀ g)) and the world
@@ -394,7 +419,8 @@ cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g) noexcept nog
         for n in range(3):
             d.a[6 * i + n] = d.a_gf[6 * i + n]
             d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
-    world_screws(m, d, d.oJ)
+    if screws:
+        world_screws(m, d, d.oJ)
 
 
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -498,26 +524,30 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm) noexcept n
 cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                const double* tau, const double* grav, const double* fext,
                                int fframe, double k1, double k2, double rcond,
-                               double* qdd, double* lam, double* gres) noexcept nogil:
+                               double* qdd, double* lam, double* gres,
+                               bint joints_ready=False) noexcept nogil:
     """v̇ (nv), λ (m) and g (m) of the index-1 equations at (q, v, τ); Baumgarte
     terms −k1 G v − k2 g on the right-hand side of the rows (k1 = 2α/Δt,
     k2 = (β/Δt)²; zero for none).  λ is the minimal-norm solution; with lam NULL
-    (the integrators' stages) any λ is used, as v̇ is the same for all.  Returns 0, i + 1 for a non-unit quaternion,
-    CODE_MASS_NOT_PD."""
+    (the integrators' stages) any λ is used, as v̇ is the same for all.
+    ``joints_ready``: d's joint steps are this q's (project_kernel just ran on q).
+    Where the factors of this q are cached (_factors_cached), CRBA, both
+    factorizations and the rows' Jacobian are skipped.  Returns 0, i + 1 for a
+    non-unit quaternion, CODE_MASS_NOT_PD."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, bad
     cdef double* G = d.cG
     cdef double* gam = d.cgam
     cdef double* M = d.cM
     cdef double* c = d.cb
     cdef double s
-    cdef bint cached
-    bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd)   # qdd = h
+    cdef bint cached = _factors_cached(m, d, q, rcond)
+    bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd,   # qdd = h
+                           joints_ready)
     if bad:
         return bad
-    _motion_from_rnea(m, d, grav)                       # the rows reuse RNEA's sweep
+    _motion_from_rnea(m, d, grav, not cached)           # the rows reuse RNEA's sweep
     d.q_loop = q
-    loop_rows(m, d, gres, G, gam)
-    cached = _factors_cached(m, d, q, rcond)
+    loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
         d.cfac = False
         crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
@@ -553,6 +583,8 @@ cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
     projection factored, so it skips CRBA and both factorizations."""
     return (d.cfac and d.cfrcond == rcond
             and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
+    # invariant: while d.cfac holds, d.cG is G at d.cfq (the two kernels that write
+    # d.cG, constrained_fd_kernel and project_kernel, clear d.cfac before they do)
 
 
 cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
@@ -570,21 +602,13 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
-    cdef double* Yj
-    cdef double y
     for j in range(nv):
         for k in range(mr):
             Y[j * mr + k] = G[k * nv + j]
     _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mr)
     for i in range(mr * mr):
         K[i] = 0.0
-    for j in range(nv):                                 # K = Σ_j (row j of Y)ᵀ (row j of Y)
-        Yj = &Y[j * mr]
-        for i in range(mr):
-            y = Yj[i]
-            if y != 0.0:
-                for k in range(i, mr):
-                    K[i * mr + k] += y * Yj[k]
+    td_gram_upper(nv, mr, Y, K)                         # K = Yᵀ Y, upper triangle
     for i in range(mr):
         for k in range(i):
             K[i * mr + k] = K[k * mr + i]
@@ -609,7 +633,7 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
     cdef double s
     for i in range(mr):
         w[i] = c[perm[i]]
-    if not minimal:
+    if not minimal or r == mr:                          # full rank: the one solution
         for i in range(r):                              # F₁ z = w₁, F₁ᵀ y = z
             s = w[i]
             for k in range(i):

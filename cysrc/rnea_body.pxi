@@ -32,9 +32,12 @@ cdef inline void com_wrench_body(double m, const double* d, const double* Thc,
 
 cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           const double* qdd, const double* g, const double* fext,
-                          int fext_frame, double* tau) noexcept nogil:
+                          int fext_frame, double* tau, bint joints_ready=False) noexcept nogil:
     """τ (nv); fills d.liMi, d.S, d.v, d.a_gf, d.f (and d.oMi for world/hybrid
-    external wrenches).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    external wrenches).  Returns 0 or i + 1 for a non-unit quaternion of joint i.
+    ``joints_ready``: d.liMi of the one-freedom (fast-path) joints already holds
+    this q's joint steps (another kernel just ran on q); the other joints are
+    stepped as usual (their Ṡ q̇ depends on q̇)."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double sg
     cdef double* T = d.liMi
@@ -52,14 +55,16 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
     cdef const double* Si
     cdef const double* inr
     cdef double* Ti
-    angle_prepass(m, d, q)
+    if not joints_ready:
+        angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         Ti = &T[12 * i]
         par = m.parent[i]
         fast = m.fast[i]
-        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+        if (fast == FAST_NONE or not joints_ready) and joint_step(m, d, i, q, qd, cJ, True) \
+                and bad == 0:
             bad = i + 1
         if fast != FAST_NONE and fast != FAST_SCREW:
             # revolute about body axis k through the origin: S = ±e_k (angular)
