@@ -54,7 +54,6 @@ cdef struct DataC:
     # loop closures (loops.pxi; NULL for models without closures or mimic couplings)
     double* oJ        # (nv, 6)  world screws about the world origin
     double* zero_v    # (nv,)    zeros (set at creation, never written)
-    double* cmv       # (36, nv) side Jacobians and moving vectors of the rows
     double* cG        # (m, nv)  constraint Jacobian G
     double* cgam      # (m,)     Ġv
     double* cM        # (nv, nv) mass matrix, then its Cholesky factor
@@ -193,16 +192,14 @@ cdef class Data:
         cdef int mr = model.n_crows if model.n_crows > 0 else 1
         cdef double* p
         self.c.oJ = NULL
-        self.c.cmv = NULL
         if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
             return
-        self.cbuf = np.zeros((6 + 1 + 36 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
+        self.cbuf = np.zeros((6 + 1 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
                              + 5 * mr + 2 * model.nq + 16)
         self.cibuf = np.zeros(mr, dtype=np.int32)
         p = &self.cbuf[8]
         self.c.oJ = p; p += 6 * n
         self.c.zero_v = p; p += n
-        self.c.cmv = p; p += 36 * n
         self.c.cw2 = p; p += n
         self.c.cM = p; p += n * n
         self.c.cG = p; p += mr * n

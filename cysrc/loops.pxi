@@ -71,26 +71,24 @@ cdef struct MovVec:
     double x[3]
     double xd[3]
     double xdd[3]
-    double* J          # (3, nv) row-major
 
 
 cdef struct Side:
+    int body
     double R[9]
     double r[3]
     double w[3]        # angular velocity (world)
     double rd[3]       # velocity of the frame origin
     double al[3]       # angular acceleration at v̇ = 0
     double rdd[3]      # acceleration of the frame origin at v̇ = 0
-    double* Jw         # (3, nv): ω = Jw v
-    double* Jr         # (3, nv): ṙ = Jr v
 
 
 cdef struct Rows:
     int k              # next row
-    int nv
+    int k0             # first row of the current closure
     double* g
-    double* G          # (m, nv)
     double* gam
+    double* W          # per row of the closure: row wrenches w_P (6), w_C (6)
 
 
 cdef inline void _cross_add(const double* a, const double* b, double s, double* c) noexcept nogil:
@@ -100,21 +98,17 @@ cdef inline void _cross_add(const double* a, const double* b, double s, double* 
     c[2] += s * (a[0] * b[1] - a[1] * b[0])
 
 
-cdef void _side(ModelCore m, DataC* d, int nv, int body, const double* off, const double* oJ,
-                Side* s) noexcept nogil:
+cdef void _side(ModelCore m, DataC* d, int body, const double* off, Side* s) noexcept nogil:
     """Pose and motion of the frame (body's pose) · off, from d.oMi, d.v, d.a (body
-    motion at v̇ = 0) and the world screws oJ (nv, 6) of the path's freedoms; nv = 0:
-    without the Jacobians Jw, Jr."""
-    cdef int i, j, k, c
+    motion at v̇ = 0)."""
+    cdef int k
     cdef double Rb[9]
     cdef double rb[3]
     cdef double t[3]
     cdef double dd[3]
     cdef const double* V
     cdef const double* A
-    for k in range(3 * nv):
-        s.Jw[k] = 0.0
-        s.Jr[k] = 0.0
+    s.body = body
     if body < 0:
         for k in range(9):
             s.R[k] = off[k]
@@ -134,15 +128,6 @@ cdef void _side(ModelCore m, DataC* d, int nv, int body, const double* off, cons
     cross(V, &V[3], t)
     t[0] += A[3]; t[1] += A[4]; t[2] += A[5]
     rot_vec(Rb, t, s.rdd)
-    # columns of the freedoms on the path world -> body: ω = Σ ω_j, ṙ = Σ (v0_j + ω_j × r)
-    i = body if nv > 0 else -1
-    while i >= 0:
-        for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
-            cross(&oJ[6 * j], rb, t)                  # ω_j × r
-            for c in range(3):
-                s.Jw[c * nv + j] = oJ[6 * j + c]
-                s.Jr[c * nv + j] = oJ[6 * j + 3 + c] + t[c]
-        i = m.parent[i]
     # the frame: R = Rb Ro, r = Rb po + rb, d = r − rb
     pose_mul(Rb, rb, off, &off[9], s.R, s.r)
     for k in range(3):
@@ -151,17 +136,13 @@ cdef void _side(ModelCore m, DataC* d, int nv, int body, const double* off, cons
     _cross_add(s.al, dd, 1.0, s.rdd)
     cross(s.w, dd, t)
     _cross_add(s.w, t, 1.0, s.rdd)
-    for j in range(nv):                               # Jr −= d × Jw
-        s.Jr[0 * nv + j] -= dd[1] * s.Jw[2 * nv + j] - dd[2] * s.Jw[1 * nv + j]
-        s.Jr[1 * nv + j] -= dd[2] * s.Jw[0 * nv + j] - dd[0] * s.Jw[2 * nv + j]
-        s.Jr[2 * nv + j] -= dd[0] * s.Jw[1 * nv + j] - dd[1] * s.Jw[0 * nv + j]
 
 
-cdef void _point(const Side* s, const double* xl, int nv, MovVec* p) noexcept nogil:
+cdef void _point(const Side* s, const double* xl, MovVec* p) noexcept nogil:
     """The point with frame coordinates xl."""
     cdef double dd[3]
     cdef double t[3]
-    cdef int k, j
+    cdef int k
     rot_vec(s.R, xl, dd)
     for k in range(3):
         p.x[k] = dd[k] + s.r[k]
@@ -171,75 +152,134 @@ cdef void _point(const Side* s, const double* xl, int nv, MovVec* p) noexcept no
     _cross_add(s.al, dd, 1.0, p.xdd)
     cross(s.w, dd, t)
     _cross_add(s.w, t, 1.0, p.xdd)
-    for j in range(nv):                               # J = Jr − d × Jw
-        p.J[0 * nv + j] = s.Jr[0 * nv + j] - (dd[1] * s.Jw[2 * nv + j] - dd[2] * s.Jw[1 * nv + j])
-        p.J[1 * nv + j] = s.Jr[1 * nv + j] - (dd[2] * s.Jw[0 * nv + j] - dd[0] * s.Jw[2 * nv + j])
-        p.J[2 * nv + j] = s.Jr[2 * nv + j] - (dd[0] * s.Jw[1 * nv + j] - dd[1] * s.Jw[0 * nv + j])
 
 
-cdef void _direction(const Side* s, const double* el, int nv, MovVec* e) noexcept nogil:
+cdef void _direction(const Side* s, const double* el, MovVec* e) noexcept nogil:
     """The direction with frame coordinates el."""
-    cdef int k, j
     rot_vec(s.R, el, e.x)
     cross(s.w, e.x, e.xd)
     cross(s.al, e.x, e.xdd)
     _cross_add(s.w, e.xd, 1.0, e.xdd)
-    for j in range(nv):                               # J = Jw × e (ė = ω × e)
-        e.J[0 * nv + j] = s.Jw[1 * nv + j] * e.x[2] - s.Jw[2 * nv + j] * e.x[1]
-        e.J[1 * nv + j] = s.Jw[2 * nv + j] * e.x[0] - s.Jw[0 * nv + j] * e.x[2]
-        e.J[2 * nv + j] = s.Jw[0 * nv + j] * e.x[1] - s.Jw[1 * nv + j] * e.x[0]
 
 
-cdef void _difference(const MovVec* a, const MovVec* b, int nv, MovVec* out) noexcept nogil:
+cdef void _difference(const MovVec* a, const MovVec* b, MovVec* out) noexcept nogil:
     """out = b − a."""
     cdef int k
     for k in range(3):
         out.x[k] = b.x[k] - a.x[k]
         out.xd[k] = b.xd[k] - a.xd[k]
         out.xdd[k] = b.xdd[k] - a.xdd[k]
-    for k in range(3 * nv):
-        out.J[k] = b.J[k] - a.J[k]
 
 
-cdef void _cross_mv(const MovVec* a, const MovVec* b, int nv, MovVec* out) noexcept nogil:
+cdef void _cross_mv(const MovVec* a, const MovVec* b, MovVec* out) noexcept nogil:
     """out = a × b."""
-    cdef int k, j
     cross(a.x, b.x, out.x)
     cross(a.xd, b.x, out.xd)
     _cross_add(a.x, b.xd, 1.0, out.xd)
     cross(a.xdd, b.x, out.xdd)
     _cross_add(a.xd, b.xd, 2.0, out.xdd)
     _cross_add(a.x, b.xdd, 1.0, out.xdd)
-    for j in range(nv):                               # J = a × J_b − b × J_a
-        out.J[0 * nv + j] = (a.x[1] * b.J[2 * nv + j] - a.x[2] * b.J[1 * nv + j]
-                             - b.x[1] * a.J[2 * nv + j] + b.x[2] * a.J[1 * nv + j])
-        out.J[1 * nv + j] = (a.x[2] * b.J[0 * nv + j] - a.x[0] * b.J[2 * nv + j]
-                             - b.x[2] * a.J[0 * nv + j] + b.x[0] * a.J[2 * nv + j])
-        out.J[2 * nv + j] = (a.x[0] * b.J[1 * nv + j] - a.x[1] * b.J[0 * nv + j]
-                             - b.x[0] * a.J[1 * nv + j] + b.x[1] * a.J[0 * nv + j])
 
 
-cdef void _emit_dot(Rows* rows, const MovVec* a, const MovVec* b, double shift) noexcept nogil:
-    """Row a·b − shift: rate row aᵀJ_b + bᵀJ_a, ẍ₀ term ä·b + 2 ȧ·ḃ + a·b̈."""
-    cdef int nv = rows.nv, j, k = rows.k
-    cdef double* G = &rows.G[k * nv]
-    rows.g[k] = dot3(a.x, b.x) - shift
-    rows.gam[k] = dot3(a.xdd, b.x) + 2.0 * dot3(a.xd, b.xd) + dot3(a.x, b.xdd)
-    for j in range(nv):
-        G[j] = (a.x[0] * b.J[j] + a.x[1] * b.J[nv + j] + a.x[2] * b.J[2 * nv + j]
-                + b.x[0] * a.J[j] + b.x[1] * a.J[nv + j] + b.x[2] * a.J[2 * nv + j])
-    rows.k = k + 1
+# Row wrenches.  A row's rate is ġ = Σ_j (w_P · oJ_j) v_j over the freedoms j on
+# the path world → P plus Σ_j (w_C · oJ_j) v_j over the path world → C (a freedom
+# on both paths gets both), oJ_j = (ω_j, v0_j) the world screw about the world
+# origin (torque first, like a wrench).  For a point x moving with side S,
+# ẋ = Σ (v0_j + ω_j × x), so e · ẋ = Σ (x × e, e) · oJ_j; for a direction a,
+# ȧ = Σ ω_j × a, so b · ȧ = Σ (a × b, 0) · oJ_j.
+
+cdef inline double* _row(Rows* rows, double gval, double gamval) noexcept nogil:
+    """Start a row (value, Ġv term); returns its wrench pair, zeroed."""
+    cdef double* w = &rows.W[12 * (rows.k - rows.k0)]
+    cdef int n
+    rows.g[rows.k] = gval
+    rows.gam[rows.k] = gamval
+    rows.k += 1
+    for n in range(12):
+        w[n] = 0.0
+    return w
 
 
-cdef void _emit_components(Rows* rows, const MovVec* a) noexcept nogil:
-    """The three components of a as rows."""
-    cdef int nv = rows.nv, j, c
+cdef inline double _dot_gam(const MovVec* a, const MovVec* b) noexcept nogil:
+    """Ġv term of a·b: ä·b + 2 ȧ·ḃ + a·b̈ (at v̇ = 0)."""
+    return dot3(a.xdd, b.x) + 2.0 * dot3(a.xd, b.xd) + dot3(a.x, b.xdd)
+
+
+cdef void _emit_point_difference(Rows* rows, const MovVec* xP, const MovVec* xC,
+                                 const MovVec* dl) noexcept nogil:
+    """Rows dl = x_C − x_P, one per world axis e_c: w_P = −(x_P × e_c, e_c),
+    w_C = (x_C × e_c, e_c)."""
+    cdef int c
+    cdef double* w
     for c in range(3):
-        rows.g[rows.k] = a.x[c]
-        rows.gam[rows.k] = a.xdd[c]
+        w = _row(rows, dl.x[c], dl.xdd[c])
+        # x × e_c: component a is ε_{a b c} x_b
+        w[(c + 1) % 3] = -xP.x[(c + 2) % 3]
+        w[(c + 2) % 3] = xP.x[(c + 1) % 3]
+        w[3 + c] = -1.0
+        w[6 + (c + 1) % 3] = xC.x[(c + 2) % 3]
+        w[6 + (c + 2) % 3] = -xC.x[(c + 1) % 3]
+        w[9 + c] = 1.0
+
+
+cdef void _emit_dir_dot_difference(Rows* rows, const MovVec* u, const MovVec* xP,
+                                   const MovVec* xC, const MovVec* dl) noexcept nogil:
+    """Row u · dl, u a direction of P, dl = x_C − x_P: w_P = (u × dl − x_P × u, −u),
+    w_C = (x_C × u, u)."""
+    cdef double* w = _row(rows, dot3(u.x, dl.x), _dot_gam(u, dl))
+    cdef double t[3]
+    cdef int n
+    cross(u.x, dl.x, w)
+    cross(xP.x, u.x, t)
+    cross(xC.x, u.x, &w[6])
+    for n in range(3):
+        w[n] -= t[n]
+        w[3 + n] = -u.x[n]
+        w[9 + n] = u.x[n]
+
+
+cdef void _emit_dir_dot_dir(Rows* rows, const MovVec* a, const MovVec* b,
+                            double shift) noexcept nogil:
+    """Row a · b − shift, a a direction of P, b of C: w_P = (a × b, 0),
+    w_C = (b × a, 0)."""
+    cdef double* w = _row(rows, dot3(a.x, b.x) - shift, _dot_gam(a, b))
+    cdef int n
+    cross(a.x, b.x, w)
+    for n in range(3):
+        w[6 + n] = -w[n]
+
+
+cdef void _emit_axis_alignment(Rows* rows, const MovVec* u, const MovVec* eP,
+                               const MovVec* eC, const MovVec* c) noexcept nogil:
+    """Row u · c, c = e_P × e_C, u and e_P directions of P, e_C of C:
+    w_P = (u × c + e_P × (e_C × u), 0), w_C = (e_C × (u × e_P), 0)."""
+    cdef double* w = _row(rows, dot3(u.x, c.x), _dot_gam(u, c))
+    cdef double t[3]
+    cross(eC.x, u.x, t)
+    cross(eP.x, t, w)
+    _cross_add(u.x, c.x, 1.0, w)
+    cross(u.x, eP.x, t)
+    cross(eC.x, t, &w[6])
+
+
+cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
+                            const double* W, int k0, int nrows, double* G) noexcept nogil:
+    """Rows k0 .. k0 + nrows of G (m, nv) from the closure's row wrenches W and the
+    world screws d.oJ of the freedoms on the two paths."""
+    cdef int nv = m.nv, r, i, j, side
+    cdef const double* oJ = d.oJ
+    cdef const double* w
+    for r in range(nrows):
         for j in range(nv):
-            rows.G[rows.k * nv + j] = a.J[c * nv + j]
-        rows.k += 1
+            G[(k0 + r) * nv + j] = 0.0
+    for side in range(2):
+        i = P.body if side == 0 else C.body
+        while i >= 0:
+            for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
+                for r in range(nrows):
+                    w = &W[12 * r + 6 * side]
+                    G[(k0 + r) * nv + j] += dot6(w, &oJ[6 * j])
+            i = m.parent[i]
 
 
 cdef void rot_log(const double* R, double* phi) noexcept nogil:
@@ -279,15 +319,17 @@ cdef void _relative_rotation(const Side* P, const Side* C, double* phi) noexcept
 
 
 cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept nogil:
-    """log(R_Pᵀ R_C) (3 rows); rate R_Pᵀ(ω_C − ω_P), ẍ₀ term
-    R_Pᵀ(α_C − α_P) − (R_Pᵀ ω_P) × R_Pᵀ(ω_C − ω_P) (exact on the manifold)."""
-    cdef int nv = rows.nv, c, j, k
+    """log(R_Pᵀ R_C) (3 rows); rate R_Pᵀ(ω_C − ω_P), so row c has w_C = (R_P e_c, 0)
+    = −w_P; Ġv term R_Pᵀ(α_C − α_P) − (R_Pᵀ ω_P) × R_Pᵀ(ω_C − ω_P) (exact on the
+    manifold)."""
+    cdef int c, n
     cdef double phi[3]
     cdef double dw[3]
     cdef double dwl[3]
     cdef double wPl[3]
     cdef double dal[3]
     cdef double t[3]
+    cdef double* w
     _relative_rotation(P, C, phi)
     for c in range(3):
         dw[c] = C.w[c] - P.w[c]
@@ -297,86 +339,79 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept n
     rotT_vec(P.R, t, dal)
     cross(wPl, dwl, t)
     for c in range(3):
-        k = rows.k
-        rows.g[k] = phi[c]
-        rows.gam[k] = dal[c] - t[c]
-        for j in range(nv):
-            rows.G[k * nv + j] = (P.R[c] * (C.Jw[j] - P.Jw[j])
-                                  + P.R[3 + c] * (C.Jw[nv + j] - P.Jw[nv + j])
-                                  + P.R[6 + c] * (C.Jw[2 * nv + j] - P.Jw[2 * nv + j]))
-        rows.k = k + 1
+        w = _row(rows, phi[c], dal[c] - t[c])
+        for n in range(3):
+            w[6 + n] = P.R[3 * n + c]
+            w[n] = -P.R[3 * n + c]
 
 
 cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noexcept nogil:
     """Rows g (m), G (m, nv), Ġv (m) of every closure and mimic coupling from
     d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws).  G NULL:
-    g and Ġv only (the Jacobian parts of the moving vectors are skipped)."""
-    cdef int nv = m.nv if G != NULL else 0, nvv = m.nv if m.nv > 0 else 1, c, t, k, j
+    g and Ġv only (no world screws needed)."""
+    cdef int nv = m.nv, c, t, k, j
     cdef Rows rows
     cdef Side P, C
     cdef MovVec mv[8]
-    cdef double* scr = d.cmv
     cdef const double* geo
+    cdef double W[72]
     cdef double zero[3]
-    cdef double thJ, th_acc, pitch
+    cdef double th_acc, pitch
     cdef double phi[3]
+    cdef double* w
     zero[0] = 0.0; zero[1] = 0.0; zero[2] = 0.0
     rows.k = 0
-    rows.nv = nv
     rows.g = g
-    rows.G = G
     rows.gam = gam
-    P.Jw = scr; P.Jr = &scr[3 * nvv]
-    C.Jw = &scr[6 * nvv]; C.Jr = &scr[9 * nvv]
-    for k in range(8):
-        mv[k].J = &scr[(12 + 3 * k) * nvv]
+    rows.W = W
     for c in range(m.cl_int.shape[0]):
         t = m.cl_int[c, 0]
         geo = &m.cl_geo[c, 0]
-        _side(m, d, nv, m.cl_int[c, 1], &geo[G_OFFP], d.oJ, &P)
-        _side(m, d, nv, m.cl_int[c, 2], &geo[G_OFFC], d.oJ, &C)
+        rows.k0 = rows.k
         if t == LOOP_FREE:
             continue
+        _side(m, d, m.cl_int[c, 1], &geo[G_OFFP], &P)
+        _side(m, d, m.cl_int[c, 2], &geo[G_OFFC], &C)
         # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
-        _point(&P, &geo[G_POINT], nv, &mv[0])
-        _point(&C, &geo[G_POINT], nv, &mv[1])
-        _difference(&mv[0], &mv[1], nv, &mv[2])
+        _point(&P, &geo[G_POINT], &mv[0])
+        _point(&C, &geo[G_POINT], &mv[1])
+        _difference(&mv[0], &mv[1], &mv[2])
         if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
-            _emit_components(&rows, &mv[2])
+            _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
                 or t == LOOP_PLANAR):
             # axis alignment u_k · (e_P × e_C), u_k ⟂ e carried by P
-            _direction(&P, &geo[G_AXIS], nv, &mv[3])
-            _direction(&C, &geo[G_AXIS], nv, &mv[4])
-            _cross_mv(&mv[3], &mv[4], nv, &mv[5])
-            _direction(&P, &geo[G_U1], nv, &mv[6])
-            _direction(&P, &geo[G_U2], nv, &mv[7])
-            _emit_dot(&rows, &mv[6], &mv[5], 0.0)
-            _emit_dot(&rows, &mv[7], &mv[5], 0.0)
+            _direction(&P, &geo[G_AXIS], &mv[3])
+            _direction(&C, &geo[G_AXIS], &mv[4])
+            _cross_mv(&mv[3], &mv[4], &mv[5])
+            _direction(&P, &geo[G_U1], &mv[6])
+            _direction(&P, &geo[G_U2], &mv[7])
+            _emit_axis_alignment(&rows, &mv[6], &mv[3], &mv[4], &mv[5])
+            _emit_axis_alignment(&rows, &mv[7], &mv[3], &mv[4], &mv[5])
         if t == LOOP_HELICAL or t == LOOP_CYLINDRICAL or t == LOOP_PRISMATIC:
-            _direction(&P, &geo[G_U1], nv, &mv[6])
-            _direction(&P, &geo[G_U2], nv, &mv[7])
-            _emit_dot(&rows, &mv[6], &mv[2], 0.0)
-            _emit_dot(&rows, &mv[7], &mv[2], 0.0)
+            _direction(&P, &geo[G_U1], &mv[6])
+            _direction(&P, &geo[G_U2], &mv[7])
+            _emit_dir_dot_difference(&rows, &mv[6], &mv[0], &mv[1], &mv[2])
+            _emit_dir_dot_difference(&rows, &mv[7], &mv[0], &mv[1], &mv[2])
         if t == LOOP_PLANAR:
-            _direction(&P, &geo[G_AXIS], nv, &mv[3])
-            _emit_dot(&rows, &mv[3], &mv[2], 0.0)
+            _direction(&P, &geo[G_AXIS], &mv[3])
+            _emit_dir_dot_difference(&rows, &mv[3], &mv[0], &mv[1], &mv[2])
         if t == LOOP_UNIVERSAL:
-            _direction(&P, &geo[G_A1], nv, &mv[3])
-            _direction(&C, &geo[G_A2], nv, &mv[4])
-            _emit_dot(&rows, &mv[3], &mv[4], geo[G_C12])
+            _direction(&P, &geo[G_A1], &mv[3])
+            _direction(&C, &geo[G_A2], &mv[4])
+            _emit_dir_dot_dir(&rows, &mv[3], &mv[4], geo[G_C12])
         if t == LOOP_PRISMATIC or t == LOOP_FIXED:
             _orientation_rows(&rows, &P, &C)
         if t == LOOP_FIXED:
-            _point(&P, zero, nv, &mv[0])
-            _point(&C, zero, nv, &mv[1])
-            _difference(&mv[0], &mv[1], nv, &mv[2])
-            _emit_components(&rows, &mv[2])
+            _point(&P, zero, &mv[0])
+            _point(&C, zero, &mv[1])
+            _difference(&mv[0], &mv[1], &mv[2])
+            _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if t == LOOP_HELICAL:
             # e_P·(x_C − x_P) − h θ, θ = e·log(R_Pᵀ R_C); θ̇ = e_P·(ω_C − ω_P)
             pitch = geo[G_PITCH]
-            _direction(&P, &geo[G_AXIS], nv, &mv[3])
-            _emit_dot(&rows, &mv[3], &mv[2], 0.0)
+            _direction(&P, &geo[G_AXIS], &mv[3])
+            _emit_dir_dot_difference(&rows, &mv[3], &mv[0], &mv[1], &mv[2])
             k = rows.k - 1
             _relative_rotation(&P, &C, phi)
             g[k] -= pitch * dot3(phi, &geo[G_AXIS])
@@ -385,10 +420,12 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
                 th_acc += (mv[3].xd[j] * (C.w[j] - P.w[j])
                            + mv[3].x[j] * (C.al[j] - P.al[j]))
             gam[k] -= pitch * th_acc
-            for j in range(nv):
-                thJ = (mv[3].x[0] * (C.Jw[j] - P.Jw[j]) + mv[3].x[1] * (C.Jw[nv + j] - P.Jw[nv + j])
-                       + mv[3].x[2] * (C.Jw[2 * nv + j] - P.Jw[2 * nv + j]))
-                G[k * nv + j] -= pitch * thJ
+            w = &W[12 * (k - rows.k0)]
+            for j in range(3):
+                w[j] += pitch * mv[3].x[j]
+                w[6 + j] -= pitch * mv[3].x[j]
+        if G != NULL:
+            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, G)
     # mimic couplings: q_f − m q_l − offset, rate row e_f − m e_l
     for c in range(m.mm_int.shape[0]):
         k = rows.k
@@ -427,7 +464,13 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
                           double* g, double* G, double* gam) noexcept nogil:
     """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
     Fills d.oMi, d.v, d.a, d.S, d.oJ.  Returns 0 or i + 1 (non-unit quaternion)."""
-    cdef int bad = body_motion_kernel(m, d, q, d.zero_v if qd == NULL else qd, d.zero_v)
+    cdef int bad
+    if qd == NULL:                                      # at rest: poses only
+        bad = body_motion_kernel(m, d, q, NULL, NULL)
+        memset(d.v, 0, 6 * m.nb * sizeof(double))
+        memset(d.a, 0, 6 * m.nb * sizeof(double))
+    else:
+        bad = body_motion_kernel(m, d, q, qd, d.zero_v)
     world_screws(m, d, d.oJ)
     d.q_loop = q
     loop_rows(m, d, g, G, gam)
