@@ -64,6 +64,7 @@ include "lie_groups.pxi"
 include "lie_jacobians.pxi"
 include "ltl.pxi"
 include "loops.pxi"
+include "closed_loop_id.pxi"
 include "integrators.pxi"
 
 #: stands for zero velocities or accelerations in the library's own calls
@@ -1335,6 +1336,70 @@ cdef class ModelCore:
         self._dispatch(_k_loop_rows, &c, self._batch(qa), None, -1,
                        "constraints: the residual g, Jacobian G or Ġv")
         return g, G, gam
+
+    def _closed_loop_inverse_dynamics(self, q, act, v_act, a_act, gravity=None,
+                                      double tol=1e-12, int max_iter=200,
+                                      double rcond=1e-10):
+        """Compiled closed-loop inverse dynamics (closed_loop_id.pxi) of one state.
+        q (nq,): the guess with the actuated coordinates set; act: the actuated
+        velocity indices; v_act, a_act their rates.  Inputs are checked by the
+        caller.  Returns (code, q, v, a, τ, x = (τ_a, λ), D (m, 6), residual); code 0,
+        or a CLID_* / quaternion code (then the other entries are undefined)."""
+        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows
+        self._require_loops()
+        cdef int[::1] ia = np.ascontiguousarray(act, dtype=np.int32)
+        cdef int na = ia.shape[0]
+        mask = np.ones(nv, dtype=bool)
+        mask[np.asarray(ia)] = False
+        cdef int[::1] idp = np.ascontiguousarray(np.flatnonzero(mask), dtype=np.int32)
+        cdef int nd = idp.shape[0]
+        cdef double[::1] qv = np.array(q, dtype=np.float64)
+        cdef double[::1] va = np.ascontiguousarray(v_act, dtype=np.float64)
+        cdef double[::1] aa = np.ascontiguousarray(a_act, dtype=np.float64)
+        cdef double gbuf[3]
+        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
+        cdef int big = max(mr, nv, na + mr, 1)
+        cdef int ns = 3 * big + 2 * big * big
+        cdef int nA = max(mr * max(nd, 1), nv * (na + mr), nd * nd, 1)
+        buf = np.zeros(nA + 2 * big + ns
+                       + nd * nd + nd + nv + nq + mr + 2 * mr * nv + mr + 8)
+        cdef int[::1] perm = np.zeros(big, dtype=np.int32)
+        cdef double[::1] bv = buf
+        cdef double* p = &bv[0]
+        cdef ClidWork w
+        w.A = p; p += nA
+        w.b = p; p += big
+        w.s = p; p += ns
+        w.perm = &perm[0]
+        w.H = p; p += nd * nd
+        w.grad = p; p += nd
+        w.step = p; p += nv
+        w.qn = p; p += nq
+        w.gn = p; p += mr
+        w.Gn = p; p += mr * nv
+        w.gam = p; p += mr
+        g = np.empty(mr)
+        G = np.empty((mr, nv))
+        v = np.empty(nv)
+        a = np.empty(nv)
+        tau = np.empty(nv)
+        x = np.empty(na + mr)
+        D = np.empty((mr, 6))
+        cdef double[::1] gv = g, vv = v, av = a, tv = tau, xv = x
+        cdef double[:, ::1] Gv = G, Dv = D
+        cdef double res = 0.0
+        cdef int code
+        cdef Data data = self._data(None)
+        with nogil:
+            code = closed_loop_id_kernel(self, &data.c, &ia[0] if na else NULL, na,
+                                         &idp[0] if nd else NULL, nd, &qv[0],
+                                         &va[0] if na else NULL, &aa[0] if na else NULL,
+                                         gp, tol, max_iter, rcond,
+                                         &gv[0] if mr else NULL, &Gv[0, 0] if mr else NULL,
+                                         &vv[0], &av[0], &tv[0], &xv[0] if na + mr else NULL,
+                                         &Dv[0, 0] if mr else NULL, &res, &w)
+        self._done(data, None)
+        return code, np.asarray(qv), v, a, tau, x, D, res
 
     def _constrained_forward_dynamics(self, q, v, tau, f_ext=None, gravity=None,
                                       f_ext_frame="world", double k1=0.0, double k2=0.0,

@@ -282,6 +282,22 @@ cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
             i = m.parent[i]
 
 
+cdef void _wrench_maps(DataC* d, const Side* C, const double* W, int k0, int nrows,
+                       double* D) noexcept nogil:
+    """Rows k0 .. k0 + nrows of the wrench maps from the child-side row wrenches."""
+    cdef int r, n
+    cdef double c[3]
+    cdef const double* w
+    for n in range(3):
+        c[n] = d.oMi[12 * C.body + 9 + n] if C.body >= 0 else 0.0
+    for r in range(nrows):
+        w = &W[12 * r + 6]
+        cross(c, &w[3], &D[6 * (k0 + r)])
+        for n in range(3):
+            D[6 * (k0 + r) + n] = w[n] - D[6 * (k0 + r) + n]
+            D[6 * (k0 + r) + 3 + n] = w[3 + n]
+
+
 cdef void rot_log(const double* R, double* phi) noexcept nogil:
     """phi with exp(φ̂) = R, |φ| ≤ π (via the unit quaternion of R, Shepperd's
     choice of the largest of 1 + trace, 1 + 2 R_kk − trace)."""
@@ -345,10 +361,14 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept n
             w[n] = -P.R[3 * n + c]
 
 
-cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noexcept nogil:
+cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
+                   double* D=NULL) noexcept nogil:
     """Rows g (m), G (m, nv), Ġv (m) of every closure and mimic coupling from
     d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws).  G NULL:
-    g and Ġv only (no world screws needed)."""
+    g and Ġv only (no world screws needed).  D (m, 6), if given: the wrench maps,
+    per row (w_C,ang − c × w_C,lin, w_C,lin) with c the child-side body's origin, so
+    that the row's rate from a twist (ω, ṙ_c) of that body alone is D·(ω, ṙ_c) and
+    the closure's wrench on it is Dᵀλ (zero rows for mimic couplings)."""
     cdef int nv = m.nv, c, t, k, j
     cdef Rows rows
     cdef Side P, C
@@ -426,6 +446,8 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
                 w[6 + j] -= pitch * mv[3].x[j]
         if G != NULL:
             _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, G)
+        if D != NULL:
+            _wrench_maps(d, &C, W, rows.k0, rows.k - rows.k0, D)
     # mimic couplings: q_f − m q_l − offset, rate row e_f − m e_l
     for c in range(m.mm_int.shape[0]):
         k = rows.k
@@ -437,6 +459,9 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam) noe
                 G[k * nv + j] = 0.0
             G[k * nv + m.mm_int[c, 0]] += 1.0
             G[k * nv + m.mm_int[c, 1]] -= m.mm_dbl[c, 0]
+        if D != NULL:
+            for j in range(6):
+                D[6 * k + j] = 0.0
         rows.k = k + 1
     return rows.k
 

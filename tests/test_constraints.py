@@ -344,3 +344,68 @@ def test_compiled_projections_equal_the_numpy_ones(name):
         model.project_position(q1, max_iter=1.5)
     with pytest.raises(td.InputError, match="q"):
         model.project_velocity(q0[:-1], v)
+
+
+# ------------------------------------------------------------- compiled closed-loop ID
+def _clid_numpy(model, actuated, q_ind, v_ind, a_ind, q_guess=None):
+    from treedyn.constraints import _actuation, _closed_loop_inverse_dynamics_numpy
+    idx, qslices = _actuation(model, list(actuated), "test")
+    fixed, k = {}, 0
+    for name, (_, n) in zip(actuated, qslices):
+        fixed[name] = np.asarray(q_ind, dtype=float)[k:k + n]
+        k += n
+    return _closed_loop_inverse_dynamics_numpy(
+        model, model.constraints, idx, model.neutral() if q_guess is None else q_guess, fixed,
+        np.asarray(v_ind, dtype=float), np.asarray(a_ind, dtype=float), None, 1e-10, ())
+
+
+def _compiled_clid(model, *args, **kw):
+    """closed_loop_inverse_dynamics with the NumPy fallback forbidden: the compiled
+    path must produce the result."""
+    from unittest import mock
+    from treedyn import constraints
+    with mock.patch.object(constraints, "_closed_loop_inverse_dynamics_numpy",
+                           side_effect=AssertionError("fell back to NumPy")):
+        return model.closed_loop_inverse_dynamics(*args, **kw)
+
+
+def _assert_same_clid(got, ref, tol):
+    for key in ("tau", "q", "v", "a", "lam"):
+        assert rel_err(np.asarray(got[key]), np.asarray(ref[key])) < tol, key
+    assert abs(got["residual"] - ref["residual"]) <= tol * max(1.0, abs(ref["residual"]))
+    assert len(got["wrenches"]) == len(ref["wrenches"])
+    for w, w0 in zip(got["wrenches"], ref["wrenches"]):
+        assert rel_err(w, w0) < tol
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "delta"])
+def test_compiled_closed_loop_inverse_dynamics_equals_the_numpy_one(name):
+    """cysrc/closed_loop_id.pxi (Levenberg–Marquardt assembly, QR least squares, wrench
+    maps from the row wrenches) against the NumPy version (its oracle: SVD solves,
+    NumPy rows): the same q, v, v̇, τ, λ and wrenches to 1e-10 (measured ≤ 1e-14)."""
+    model = td.load(robot_file(f"{name}.toml"))
+    actuated = ["motor1", "motor2", "motor3"] if name == "delta" else [model.joint_names[0]]
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q_ind = 0.3 + 0.1 * rng.normal(size=len(actuated))
+        v_ind, a_ind = rng.normal(size=len(actuated)), rng.normal(size=len(actuated))
+        got = _compiled_clid(model, actuated, q_ind, v_ind, a_ind)
+        _assert_same_clid(got, _clid_numpy(model, actuated, q_ind, v_ind, a_ind), 1e-10)
+        assert got["residual"] < 1e-10
+        assert np.abs(model.constraint_residual(got["q"])).max() < 1e-12
+
+
+@pytest.mark.parametrize("closure_type", CLOSURE_TYPES)
+def test_compiled_closed_loop_statics_every_closure_type(closure_type):
+    """No actuators: the assembly from a perturbed guess, v = v̇ = 0, and the
+    least-squares multipliers balancing gravity — through the wrench maps of every
+    closure type (rows' child-side wrenches about the child link origin) — equal the
+    NumPy version's, whose maps are built independently (constraints.wrench_maps)."""
+    rng = np.random.default_rng(60 + CLOSURE_TYPES.index(closure_type))
+    model = chain_with_closure(closure_type, rng)
+    q0 = model.assemble(model.integrate(model.neutral(), 0.05 * rng.normal(size=model.nv)))
+    guess = model.integrate(q0, 1e-3 * rng.normal(size=model.nv))
+    got = _compiled_clid(model, [], [], [], [], q_guess=guess)
+    ref = _clid_numpy(model, [], [], [], [], q_guess=guess)
+    _assert_same_clid(got, ref, 1e-9)
+    assert np.abs(model.constraint_residual(got["q"])).max() < 1e-12

@@ -108,6 +108,15 @@ def _entry_points(model, frame):
              lambda q, v, a: model.constrained_forward_dynamics(q, v, a)),
             ("project_velocity", lambda q, v, a: model.project_velocity(q, v)),
         ]
+    if model.loop_closures and model.joint_types[0] not in ("free", "spherical"):
+        eps += [
+            # the first tree joint actuated, the guess q: a tuple of its results
+            ("closed_loop_inverse_dynamics", lambda q, v, a: (lambda r: (
+                r["tau"], r["q"], r["v"], r["a"], r["lam"], *r["wrenches"]))(
+                model.closed_loop_inverse_dynamics(
+                    [model.joint_names[0]], q[:model.nqj[0]], v[:model.nvj[0]],
+                    a[:model.nvj[0]], q_guess=q))),
+        ]
     return eps
 
 

@@ -239,6 +239,7 @@ class ConstraintSet:
         self.mimic = [(model.idx_v[m["joint"]], model.idx_v[m["leader"]], m["multiplier"],
                        m["offset"]) for m in model.mimic]
         self.n_rows = sum(c["n"] for c in self.closures) + len(self.mimic)
+        self._actuation = {}        # closed_loop_inverse_dynamics: checked actuated lists
 
     _KIND = {"spherical": 0, "revolute": 1, "continuous": 1, "helical": 2, "prismatic": 3,
              "cylindrical": 4, "universal": 5, "planar": 6, "fixed": 7, "free": 8}
@@ -682,18 +683,14 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
     except TypeError:
         raise InputError(f"{where}: actuated: expected a joint name or a list of joint names, "
                          f"got {_given(actuated)}") from None
-    idx = []
-    for name in actuated:
-        _name(name, "actuated", where, choices=model.idx_v, what="moving tree joint")
-        if actuated.count(name) > 1:
-            raise InputError(f"{where}: actuated: joint {name!r} is listed more than once")
-        i = model.joint_names.index(name)
-        if model.joint_types[i] in ("spherical", "free"):
-            raise InputError(f"{where}: actuated: joint {name!r} is a {model.joint_types[i]} "
-                             f"joint; only joints whose coordinates are numbers can be "
-                             f"actuated here")
-        idx += list(range(model.voff[i], model.voff[i] + model.nvj[i]))
-    idx = np.array(idx, dtype=int)
+    key = tuple(actuated) if all(type(n) is str for n in actuated) else None
+    known = cs._actuation.get(key) if key is not None else None
+    if known is None:
+        idx, qslices = _actuation(model, actuated, where)
+        if key is not None:
+            cs._actuation[key] = (idx, qslices)
+    else:
+        idx, qslices = known
     # one value per actuated coordinate; a scalar is accepted for a single one
     q_ind, v_ind, a_ind = (_vectors(np.reshape(x, -1) if np.ndim(x) == 0 else x, len(idx),
                                     arg, where, batch=False)
@@ -704,12 +701,52 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
         gravity = _array_of_shape(gravity, (3,), "gravity", where)
     rcond = _rcond(rcond, where)
     inputs = (("q_ind", q_ind), ("v_ind", v_ind), ("a_ind", a_ind), ("gravity", gravity))
+    q0 = np.array(q_guess, dtype=float)
     fixed = {}
     k = 0
-    for name in actuated:
-        n = int(model.nqj[model.joint_names.index(name)])
+    for name, (start, n) in zip(actuated, qslices):
         fixed[name] = q_ind[k:k + n]
+        q0[start:start + n] = q_ind[k:k + n]
         k += n
+    # compiled (cysrc/closed_loop_id.pxi); anything but a clean, finite result (no
+    # convergence, overflow, a non-unit quaternion in the guess) takes the NumPy
+    # route below, which raises the detailed error
+    code, q, v, a, _, x, D, residual = model._closed_loop_inverse_dynamics(
+        q0, idx, v_ind, a_ind, gravity, rcond=rcond)
+    if code == 0 and np.isfinite(x).all() and np.isfinite(D).all() and np.isfinite(residual):
+        tau_act, lam = x[:len(idx)], x[len(idx):]
+        wrenches, k = [], 0
+        for c in cs.closures:
+            wrenches.append(D[k:k + c["n"]].T @ lam[k:k + c["n"]])
+            k += c["n"]
+        return dict(tau=tau_act, q=q, v=v, a=a, lam=lam, wrenches=wrenches, residual=residual)
+    return _closed_loop_inverse_dynamics_numpy(model, cs, idx, q_guess, fixed, v_ind, a_ind,
+                                               gravity, rcond, inputs)
+
+
+def _actuation(model, actuated, where):
+    """Velocity indices (int32) and per joint (q offset, nq) of the actuated joints,
+    checked (moving tree joints with numeric coordinates, each once)."""
+    idx, qslices = [], []
+    for name in actuated:
+        _name(name, "actuated", where, choices=model.idx_v, what="moving tree joint")
+        if actuated.count(name) > 1:
+            raise InputError(f"{where}: actuated: joint {name!r} is listed more than once")
+        i = model.joint_names.index(name)
+        if model.joint_types[i] in ("spherical", "free"):
+            raise InputError(f"{where}: actuated: joint {name!r} is a {model.joint_types[i]} "
+                             f"joint; only joints whose coordinates are numbers can be "
+                             f"actuated here")
+        idx += list(range(model.voff[i], model.voff[i] + model.nvj[i]))
+        qslices.append((int(model.qoff[i]), int(model.nqj[i])))
+    return np.array(idx, dtype=np.int32), qslices
+
+
+def _closed_loop_inverse_dynamics_numpy(model, cs, idx, q_guess, fixed, v_ind, a_ind,
+                                        gravity, rcond, inputs):
+    """closed_loop_inverse_dynamics in NumPy (LM assembly, SVD solves, NumPy wrench
+    maps): the test oracle of the compiled version, and its error reporting."""
+    where = "closed_loop_inverse_dynamics"
     with _named(where, inputs):
         q = assemble(model, cs, q_guess, fixed)
         dep = np.setdiff1d(np.arange(model.nv), idx)

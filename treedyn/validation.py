@@ -68,7 +68,8 @@ def _real(x, argument, where, expected):
 
 
 def _finite(arr, argument, where, expected):
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
+        expected = expected() if callable(expected) else expected
         bad = np.argwhere(~np.isfinite(arr))[0]
         at = int(bad[0]) if bad.size == 1 else tuple(int(i) for i in bad)
         raise InputError(f"{_where(where, argument)}: expected finite numbers of {expected}, "
@@ -96,12 +97,15 @@ def vectors(x, width, argument, where="", batch=True, finite=True):
     -------
     ndarray, float64, C-contiguous.
     """
-    expected = (f"shape ({width},) or (N, {width})" if batch else f"shape ({width},)")
+    def expected():
+        return f"shape ({width},) or (N, {width})" if batch else f"shape ({width},)"
+
     arr = _real(x, argument, where, expected)
     if arr.ndim not in ((1, 2) if batch else (1,)) or arr.shape[-1] != width:
-        raise InputError(f"{_where(where, argument)}: expected {expected}, got "
+        raise InputError(f"{_where(where, argument)}: expected {expected()}, got "
                          f"{_shape_text(arr.shape)}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
     if finite:
         _finite(arr, argument, where, expected)
     return arr
@@ -171,11 +175,14 @@ def number(x, argument, where="", minimum=None, strict=False):
     """``x`` as a finite Python float, optionally ``>= minimum`` (``> minimum`` if
     ``strict``)."""
     bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
-    arr = _real(x, argument, where, "shape ()")
-    if arr.shape != ():
-        raise InputError(f"{_where(where, argument)}: expected a real number{bound} "
-                         f"(shape ()), got shape {_shape_text(arr.shape)}")
-    value = float(arr)
+    if type(x) is float or (type(x) is int and abs(x) < 2 ** 1000):  # the common case
+        value = float(x)
+    else:
+        arr = _real(x, argument, where, "shape ()")
+        if arr.shape != ():
+            raise InputError(f"{_where(where, argument)}: expected a real number{bound} "
+                             f"(shape ()), got shape {_shape_text(arr.shape)}")
+        value = float(arr)
     if not np.isfinite(value):
         raise InputError(f"{_where(where, argument)}: expected a finite real number{bound}, "
                          f"got {value}")
