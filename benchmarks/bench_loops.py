@@ -8,8 +8,9 @@ a. ``solo``: a free-flying Solo-12 whose front and hind lower legs are joined by
    compared first), and a batch of states in one threaded call against a Python
    loop of ``pin.constraintDynamics``;
 b. ``robots``: the shipped loop robots (four-bar, slider-crank, Delta):
-   constrained forward dynamics, the constraint rows alone, and the tree's
-   forward dynamics (ABA) for scale.
+   constrained forward dynamics, the constraint rows alone, the tree's forward
+   dynamics (ABA) for scale, and closed-loop inverse dynamics (Delta: the three
+   motors actuated; the others: the first joint) from an assembled guess.
 
 Usage: ``python benchmarks/bench_loops.py [--quick] [--processes K] [--wait-idle S]
 [--snapshot]`` (the command line of ``common.bench_main``).
@@ -129,7 +130,13 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots")):
                 q = m.assemble(guess + dq)
                 g.update({"q" + s: q, "v" + s: m.project_velocity(q, rng.normal(size=m.nv)),
                           "tau" + s: rng.normal(size=m.nv)})
+            act = ["motor1", "motor2", "motor3"] if name == "delta" else [m.joint_names[0]]
+            r = m.closed_loop_inverse_dynamics(act, g["q1"][:len(act)], np.ones(len(act)),
+                                               np.ones(len(act)), q_guess=g["q1"])
+            g.update(act=act, qa=r["q"][:len(act)] if name != "delta" else
+                     np.array([g["q1"][m.idx_q[n]] for n in act]), one=np.ones(len(act)))
             for k, us in time_calls({
+                    "clid": "m.closed_loop_inverse_dynamics(act, qa, one, one, q_guess=q1)",
                     "cfd": _pair("m.constrained_forward_dynamics(q{s}, v{s}, tau{s})"),
                     "rows": _pair("m.constraints.evaluate(q{s}, v{s})"),
                     "aba": _pair("m.forward_dynamics(q{s}, v{s}, tau{s})")}, g, **tkw).items():
@@ -157,11 +164,11 @@ def report(r, spread, info, quick, processes):
         print()
     if "four_bar_cfd" in r:
         t = Table(["robot", "nv", "rows m", "constrained_forward_dynamics", "constraint rows",
-                   "tree ABA", "cfd / ABA"])
+                   "tree ABA", "cfd / ABA", "closed_loop_inverse_dynamics"])
         for name in LOOP_ROBOTS:
             t.add(name, int(r[f"{name}_nv"]), int(r[f"{name}_m"]), fmt(r[f"{name}_cfd"]),
                   fmt(r[f"{name}_rows"]), fmt(r[f"{name}_aba"]),
-                  f"{r[f'{name}_cfd'] / r[f'{name}_aba']:.1f}")
+                  f"{r[f'{name}_cfd'] / r[f'{name}_aba']:.1f}", fmt(r[f"{name}_clid"]))
         print(t)
     print(f"\nmax spread across processes: {max(spread.values(), default=0) * 100:.0f} %")
 
