@@ -257,6 +257,36 @@ def test_christoffel_rejects_quasi_velocities(tree):
         dy.christoffel(g.compile(), np.array([1.0, 0, 0, 0]))
 
 
+def test_coriolis_matrix_derivatives(screw_tree, panda):
+    """Oracles: ∂C/∂v_k against the Christoffel symbols Γ[:, :, k] (an independent
+    closed form, eq. 86), ∂C/∂q_k against central differences of coriolis_matrix
+    along the curve with velocity e_k (every screw joint type, panda); a batch equals
+    its single states."""
+    rng = np.random.default_rng(12)
+    for model in (screw_tree, panda):
+        q, v = state(model, rng)
+        dq, dv = model.coriolis_matrix_derivatives(q, v)
+        assert dq.shape == dv.shape == (model.nv,) * 3
+        assert rel_err(dv, dy.christoffel(model, q)) < TOL
+        fdq = np.stack([fd(lambda qq, vv: dy.coriolis_matrix(model, qq, v), model, q, e)
+                        for e in np.eye(model.nv)], axis=-1)
+        assert rel_err(dq, fdq) < TOL_FD
+        # Ċ along a motion = Σ_k ∂C/∂q_k v_k + Σ_k ∂C/∂v_k v̇_k
+        a = rng.normal(size=model.nv)
+        Cdot = fd(lambda qq, vv: dy.coriolis_matrix(model, qq, vv), model, q, v, a)
+        assert rel_err(dq @ v + dv @ a, Cdot) < TOL_FD
+    q2, v2 = state(panda, rng)
+    B = panda.coriolis_matrix_derivatives(np.array([q, q2]), np.array([v, v2]))
+    for k, (qq, vv) in enumerate(((q, v), (q2, v2))):
+        single = panda.coriolis_matrix_derivatives(qq, vv)
+        assert all(np.allclose(b[k], s, rtol=1e-14, atol=1e-14) for b, s in zip(B, single))
+
+
+def test_coriolis_matrix_derivatives_reject_quasi_velocities(tree):
+    with pytest.raises(ModelError, match="coriolis_matrix_derivatives: .*quasi-velocities"):
+        tree.coriolis_matrix_derivatives(tree.neutral(), np.zeros(tree.nv))
+
+
 def test_christoffel_warns_on_large_models():
     model = random_tree(np.random.default_rng(0), n=dy.CHRISTOFFEL_MAX_NV + 1,
                         types=["revolute"])

@@ -78,6 +78,7 @@ def _entries(m):
         "mass_matrix_factors": (m.mass_matrix_factors, {"q": q}),
         "coriolis_matrix": (m.coriolis_matrix, {"q": q, "v": v}),
         "christoffel": (m.christoffel, {"q": q}),
+        "coriolis_matrix_derivatives": (m.coriolis_matrix_derivatives, {"q": q, "v": v}),
         "kinetic_energy": (m.kinetic_energy, {"q": q, "v": v}),
         "potential_energy": (m.potential_energy, {"q": q, "gravity": (GRAV, None)}),
         "momentum": (m.momentum, {"q": q, "v": v}),

@@ -269,6 +269,12 @@ class Model(ModelCore):
         Ṁ − 2C is skew-symmetric; equals Σ_k Γ_ijk v_k where Γ exists."""
         return _dyn.coriolis_matrix(self, q, v)
 
+    def coriolis_matrix_derivatives(self, q, v):
+        """(∂C/∂q, ∂C/∂v), each [i, j, k] = ∂C_ij/∂(q|v)_k (nv, nv, nv), from the
+        compiled inverse-dynamics derivatives; models without spherical or free
+        joints (see :func:`treedyn.dynamics.coriolis_matrix_derivatives`)."""
+        return _dyn.coriolis_matrix_derivatives(self, q, v)
+
     def christoffel(self, q):
         """Christoffel symbols of the first kind Γ[i, j, k] (nv, nv, nv) (eq. 86), for
         models whose velocities are coordinate rates (no spherical or free joints)."""
