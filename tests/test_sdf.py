@@ -641,7 +641,8 @@ def test_cassie_v2_simulation_conserves_energy():
     assert np.abs(m.constraint_jacobian(traj.q[-1]) @ traj.v[-1]).max() <= 1e-8
 
 
-def test_cassie_example_runs():
+def cassie_example():
+    """examples/cassie.py as a module (skip without example-robot-data's Cassie)."""
     cassie("cassie_v2.sdf")
     import importlib.util
     import os
@@ -649,7 +650,11 @@ def test_cassie_example_runs():
         "cassie_example", os.path.join(REPO, "examples", "cassie.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    out = mod.main(quick=True)
+    return mod
+
+
+def test_cassie_example_runs():
+    out = cassie_example().main(quick=True)
     assert out["model"].nv == 28
     assert 7e-8 < out["misalignment"] < 8e-8
     assert len(out["results"]) == 4
@@ -663,14 +668,7 @@ def test_cassie_v2_with_aligned_plantar_axes_holds_the_loops_at_round_off():
     removed (examples/cassie.py align_plantar_axes): 1 s of free motion without
     gravity, rkmk4, dt = 1e-4 (10 000 steps, ~1 s here): residual ≤ 1e-10 (measured
     2e-15), energy drift ≤ 1e-8 relative (measured 1e-14), spatial momentum kept."""
-    cassie("cassie_v2.sdf")
-    import importlib.util
-    import os
-    spec = importlib.util.spec_from_file_location(
-        "cassie_example", os.path.join(REPO, "examples", "cassie.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    m, _ = mod.load("cassie_v2.sdf", align=True)
+    m, _ = cassie_example().load("cassie_v2.sdf", align=True)
     q0 = m.assemble(m.neutral())
     rng = np.random.default_rng(1)
     v = np.zeros(m.nv)
