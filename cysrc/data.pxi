@@ -64,6 +64,8 @@ cdef struct DataC:
     double* cw        # (m,)
     double* cw2       # (nv,)
     int* cperm        # (m,)     pivot order of F
+    int* cnz          # (m,)     the rows of G that are not exactly zero
+    int cmz           #          how many
     int crank         #          rank of G M⁻¹ Gᵀ (columns of F)
     bint cfac         # cM, cY, cK hold the factors at q = cfq (and rcond = cfrcond)
     double cfrcond
@@ -196,7 +198,7 @@ cdef class Data:
             return
         self.cbuf = np.zeros((6 + 1 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
                              + 5 * mr + 2 * model.nq + 16)
-        self.cibuf = np.zeros(mr, dtype=np.int32)
+        self.cibuf = np.zeros(2 * mr, dtype=np.int32)
         p = &self.cbuf[8]
         self.c.oJ = p; p += 6 * n
         self.c.zero_v = p; p += n
@@ -215,6 +217,7 @@ cdef class Data:
         self.c.cfq = p; p += model.nq
         self.c.cfac = False
         self.c.cperm = &self.cibuf[0]
+        self.c.cnz = &self.cibuf[mr]
 
     cdef _derivative_scratch(self, ModelCore model):
         """Scratch of the derivative kernels (rnea_derivatives.pxi)."""

@@ -663,24 +663,34 @@ cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
 
 
 cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
-    """With G in d.cG and the tree factor M = Lᵀ L (_ltl) in d.cM: Y = L⁻ᵀ Gᵀ
-    (nv, m) in d.cY, K = G M⁻¹ Gᵀ = Yᵀ Y and its pivoted Cholesky factor in d.cK,
-    d.cperm, d.crank (pivots below rcond · max diag dropped: redundant rows)."""
-    cdef int nv = m.nv, mr = m.n_crows, i, j, k
+    """With G in d.cG and the tree factor M = Lᵀ L (_ltl) in d.cM: the rows of G that
+    are not exactly zero (d.cnz, d.cmz of them: a planar mechanism closed by a
+    spatial joint has rows that vanish identically, their multipliers are zero in
+    every solution), Y = L⁻ᵀ Gᵀ of those rows (nv, mz) in d.cY, K = Yᵀ Y and its
+    pivoted Cholesky factor in d.cK, d.cperm (positions in cnz), d.crank (pivots
+    below rcond · max diag dropped: redundant rows)."""
+    cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
+    for k in range(mr):
+        for j in range(nv):
+            if G[k * nv + j] != 0.0:
+                d.cnz[mz] = k
+                mz += 1
+                break
+    d.cmz = mz
     for j in range(nv):
-        for k in range(mr):
-            Y[j * mr + k] = G[k * nv + j]
-    _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mr)
-    for i in range(mr * mr):
+        for i in range(mz):
+            Y[j * mz + i] = G[d.cnz[i] * nv + j]
+    _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
+    for i in range(mz * mz):
         K[i] = 0.0
-    td_gram_upper(nv, mr, Y, K)                         # K = Yᵀ Y, upper triangle
-    for i in range(mr):
+    td_gram_upper(nv, mz, Y, K)                         # K = Yᵀ Y, upper triangle
+    for i in range(mz):
         for k in range(i):
-            K[i * mr + k] = K[k * mr + i]
-    d.crank = _pivoted_cholesky(K, mr, rcond, d.cperm)
+            K[i * mz + k] = K[k * mz + i]
+    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm)
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
@@ -691,7 +701,8 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
     projections do not depend on the choice); then d.cw2 = M⁻¹ Gᵀ c = L⁻¹ Y c —
     the least change of v̇ (or v, or q) in the kinetic-energy metric that moves
     the rows by the original c."""
-    cdef int nv = m.nv, mr = m.n_crows, r = d.crank, i, j, k
+    cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, j, k
+    cdef const int* nz = d.cnz
     cdef const double* F = d.cK
     cdef const int* perm = d.cperm
     cdef double* w = d.cw
@@ -699,34 +710,34 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
     cdef double* Y = d.cY
     cdef double* Yj
     cdef double s
-    for i in range(mr):
-        w[i] = c[perm[i]]
-    if not minimal or r == mr:                          # full rank: the one solution
+    for i in range(mz):
+        w[i] = c[nz[perm[i]]]
+    if not minimal or r == mz:                          # full rank: the one solution
         for i in range(r):                              # F₁ z = w₁, F₁ᵀ y = z
             s = w[i]
             for k in range(i):
-                s -= F[i * mr + k] * w[k]
-            w[i] = s / F[i * mr + i]
+                s -= F[i * mz + k] * w[k]
+            w[i] = s / F[i * mz + i]
         for i in range(r - 1, -1, -1):
             s = w[i]
             for k in range(i + 1, r):
-                s -= F[k * mr + i] * w[k]
-            w[i] = s / F[i * mr + i]
+                s -= F[k * mz + i] * w[k]
+            w[i] = s / F[i * mz + i]
         for i in range(mr):
             c[i] = 0.0
         for i in range(r):
-            c[perm[i]] = w[i]
+            c[nz[perm[i]]] = w[i]
     else:
         for k in range(r):                              # t = Fᵀ w (into c, pivoted order)
             s = 0.0
-            for i in range(k, mr):
-                s += F[i * mr + k] * w[i]
+            for i in range(k, mz):
+                s += F[i * mz + k] * w[i]
             c[k] = s
         for k in range(r):                              # S = FᵀF
             for j in range(k, r):
                 s = 0.0
-                for i in range(j, mr):
-                    s += F[i * mr + k] * F[i * mr + j]
+                for i in range(j, mz):
+                    s += F[i * mz + k] * F[i * mz + j]
                 S[k * r + j] = s
                 S[j * r + k] = s
         _cholesky(S, r)
@@ -734,18 +745,20 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
         _solve_Lt(S, r, c)
         _solve_L(S, r, c)
         _solve_Lt(S, r, c)
-        for i in range(mr):                             # λ (pivoted) = F t
+        for i in range(mz):                             # λ (pivoted) = F t
             s = 0.0
             for k in range(min(i + 1, r)):
-                s += F[i * mr + k] * c[k]
+                s += F[i * mz + k] * c[k]
             w[i] = s
         for i in range(mr):
-            c[perm[i]] = w[i]
+            c[i] = 0.0
+        for i in range(mz):
+            c[nz[perm[i]]] = w[i]
     for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻¹ Y c
-        Yj = &Y[j * mr]
+        Yj = &Y[j * mz]
         s = 0.0
-        for k in range(mr):
-            s += Yj[k] * c[k]
+        for k in range(mz):
+            s += Yj[k] * c[nz[k]]
         d.cw2[j] = s
     _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
