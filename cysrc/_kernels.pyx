@@ -340,6 +340,9 @@ cdef class ModelCore:
     cdef const double[:, ::1] X        # (nv, 6): body-fixed joint screws at q = 0
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
+    cdef readonly const int[::1] screw_rev   # FAST_SCREW revolute about a coordinate axis
+                                       # direction k: 1 + k, else 0 (joint_pose_offset)
+    cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
     cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
@@ -391,6 +394,7 @@ cdef class ModelCore:
         self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
+        self.screw_rev, self.screw_pt = _offset_axes(self.fast, self.voff, self.X)
         root = np.arange(nb, dtype=np.int32)
         for i in range(nb):                 # parents precede children
             if arr["parent"][i] >= 0:
@@ -1755,6 +1759,26 @@ def _fast_codes(kind, nvj, voff, X):
                 if abs(abs(x[k]) - 1.0) <= tol and np.all(np.abs(x[others]) <= tol):
                     codes[i] = FAST_REV_X + k
     return codes
+
+
+def _offset_axes(fast, voff, X):
+    """Per body: 1 + k for a FAST_SCREW revolute joint whose axis direction is the
+    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k exactly), else 0; and
+    r = e × v, the axis point nearest the body origin (v = r × e = −e × r)."""
+    nb = len(fast)
+    codes = np.zeros(nb, dtype=np.int32)
+    pts = np.zeros((max(nb, 1), 3))
+    X = np.asarray(X)
+    for i in range(nb):
+        if fast[i] != FAST_SCREW:
+            continue
+        x = X[voff[i]]
+        e, v = x[:3], x[3:]
+        k = int(np.argmax(np.abs(e)))
+        if abs(e[k]) == 1.0 and np.count_nonzero(e) == 1 and e @ v == 0.0:
+            codes[i] = 1 + k
+            pts[i] = np.cross(e, v)
+    return codes, pts
 
 
 # OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child

@@ -155,6 +155,30 @@ cdef inline void joint_pose_1dof(int fast, const double* X, const double* B, dou
     joint_pose_rev(fast, X, B, s, c, T)
 
 
+cdef inline void joint_pose_offset(int k, const double* X, const double* r,
+                                   const double* B, double q, double* T) noexcept nogil:
+    """T = B exp(X q) for a revolute screw X = (±e_k, r × X_ω) about the body's k axis
+    direction through the point r (screw_rev, screw_pt): exp(X q) = (R, (I − R) r)
+    with R the rotation about e_k, so T = (B.R R, B.p + B.R (I − R) r) — the
+    rotation part as for FAST_REV_*, without the general screw exponential."""
+    cdef double c, s, t
+    cdef double dl[3]
+    sincos(q, &s, &c)
+    joint_pose_rev(FAST_REV_X + k, X, B, s, c, T)
+    if X[k] < 0.0:
+        s = -s
+    t = 1.0 - c
+    if k == 2:
+        dl[0] = t * r[0] + s * r[1]; dl[1] = t * r[1] - s * r[0]; dl[2] = 0.0
+    elif k == 0:
+        dl[0] = 0.0; dl[1] = t * r[1] + s * r[2]; dl[2] = t * r[2] - s * r[1]
+    else:
+        dl[0] = t * r[0] - s * r[2]; dl[1] = 0.0; dl[2] = t * r[2] + s * r[0]
+    T[9] = B[9] + B[0] * dl[0] + B[1] * dl[1] + B[2] * dl[2]
+    T[10] = B[10] + B[3] * dl[0] + B[4] * dl[1] + B[5] * dl[2]
+    T[11] = B[11] + B[6] * dl[0] + B[7] * dl[1] + B[8] * dl[2]
+
+
 cdef inline void joint_pose_rev(int fast, const double* X, const double* B, double s,
                                 double c, double* T) noexcept nogil:
     """T = B Rot_k(q) for a revolute joint about body axis k (FAST_REV_*), given

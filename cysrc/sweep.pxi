@@ -30,7 +30,12 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
     Returns 1 if the joint's quaternion is not unit, else 0."""
     cdef int fast = m.fast[i]
     if fast == FAST_SCREW:
-        joint_pose_1dof(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+        if m.screw_rev[i]:
+            joint_pose_offset(m.screw_rev[i] - 1, &m.X[m.voff[i], 0], &m.screw_pt[i, 0],
+                              &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+        else:
+            joint_pose_1dof(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]],
+                            &d.liMi[12 * i])
         return 0
     if fast != FAST_NONE:
         joint_pose_rev(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], d.sc_q[2 * i],

@@ -158,6 +158,30 @@ def test_screw_joints_equal_spatial_product_of_exponentials(tmp_path):
         assert_close(model.forward_kinematics(q), spatial_poe(model, q), TOL_EXACT, "POE")
 
 
+def test_revolute_joints_about_offset_coordinate_axes(tmp_path):
+    """Revolute axes along ±x, ±y, ±z of the body frame but not through its origin
+    take the closed-form pose (joints.pxi joint_pose_offset, screw_rev): the poses
+    equal the spatial product of exponentials (scipy expm)."""
+    rng = np.random.default_rng(11)
+    lines, parent = [], "world"
+    axes = [(1, 0, 0), (0, -1, 0), (0, 0, 1), (-1, 0, 0), (0, 1, 0), (0, 0, -1)]
+    for k, axis in enumerate(axes):
+        lines += ["[[body]]", f'name = "b{k}"', "mass = 1.0",
+                  "inertia = { ixx = 0.1, iyy = 0.2, izz = 0.3 }",
+                  f"com = {[float(x) for x in np.round(rng.normal(scale=0.2, size=3), 3)]}",
+                  "[[joint]]", f'name = "j{k}"', 'type = "revolute"', f'parent = "{parent}"',
+                  f'child = "b{k}"', f"axis = {list(axis)}",
+                  f"point = {[float(x) for x in np.round(rng.normal(size=3), 3)]}"]
+        parent = f"b{k}"
+    p = tmp_path / "offset.toml"
+    p.write_text("\n".join(lines) + "\n")
+    model = td.load(p)
+    assert list(np.asarray(model.screw_rev)) == [1, 2, 3, 1, 2, 3]       # the closed form
+    for _ in range(20):
+        q = rng.uniform(-3, 3, model.nq)
+        assert_close(model.forward_kinematics(q), spatial_poe(model, q), TOL_EXACT, "POE")
+
+
 def test_neutral_configuration_gives_reference_poses(tmp_path):
     p = tmp_path / "screws.toml"
     p.write_text(ALL_SCREW_TYPES)
