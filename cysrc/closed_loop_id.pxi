@@ -30,8 +30,8 @@ cdef struct ClidWork:
     double* A        # least-squares matrix, column-major, or H + μ tr I:
                      # max(m nd, nv (na + m), nd²)
     double* b        # right-hand side / solution: max(m, nv, na + m)
-    double* s        # (3 cols + cols²) QR scratch: column norms, Householder scalars,
-                     # R₁₁⁻¹R₁₂ and NᵀN
+    double* s        # (2 cols + 2 cols²) QR scratch: column norms, the solution in
+                     # pivoted order, R₁₁⁻¹R₁₂ and NᵀN
     int* perm        # (cols,) column pivots
     double* H        # (nd, nd)
     double* grad     # (nd,)
@@ -47,11 +47,10 @@ cdef void _lstsq(double* A, int rows, int cols, double* b, double rcond,
     """Minimal-norm least-squares solution of A x = b (A column-major rows × cols,
     overwritten; b of length max(rows, cols), x in b[:cols])."""
     cdef int i, j, k, p, r, t, nf, kmax = min(rows, cols), tmp
-    cdef double nrm, alpha, beta, sv, big
+    cdef double nrm, alpha, beta, sv, big = 0.0
     cdef double* cn = w.s                   # column norms²
-    cdef double* hs = &w.s[cols]            # Householder scalars
-    cdef double* xp = &w.s[2 * cols]        # solution, pivoted order
-    cdef double* Wm = &w.s[3 * cols]        # R₁₁⁻¹R₁₂ (r × nf, column-major), then NᵀN
+    cdef double* xp = &w.s[cols]            # solution, pivoted order
+    cdef double* Wm = &w.s[2 * cols]        # R₁₁⁻¹R₁₂ (r × nf, column-major), then NᵀN
     cdef double* col
     for j in range(cols):
         w.perm[j] = j
@@ -82,7 +81,6 @@ cdef void _lstsq(double* A, int rows, int cols, double* b, double rcond,
         alpha = -nrm if col[k] >= 0.0 else nrm          # H = I − β u uᵀ, u = (col[k] − α, …)
         col[k] -= alpha
         beta = 1.0 / (-alpha * col[k])
-        hs[k] = beta
         for j in range(k + 1, cols):                    # apply H to the later columns
             sv = 0.0
             for i in range(k, rows):
