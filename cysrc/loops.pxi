@@ -189,12 +189,16 @@ cdef void _cross_mv(const MovVec* a, const MovVec* b, MovVec* out) noexcept nogi
 # ȧ = Σ ω_j × a, so b · ȧ = Σ (a × b, 0) · oJ_j.
 
 cdef inline double* _row(Rows* rows, double gval, double gamval) noexcept nogil:
-    """Start a row (value, Ġv term); returns its wrench pair, zeroed."""
-    cdef double* w = &rows.W[12 * (rows.k - rows.k0)]
+    """Start a row (value, Ġv term); returns its wrench pair, zeroed (NULL when no
+    wrenches are wanted: rows.W NULL)."""
+    cdef double* w
     cdef int n
     rows.g[rows.k] = gval
     rows.gam[rows.k] = gamval
     rows.k += 1
+    if rows.W == NULL:
+        return NULL
+    w = &rows.W[12 * (rows.k - 1 - rows.k0)]
     for n in range(12):
         w[n] = 0.0
     return w
@@ -213,6 +217,8 @@ cdef void _emit_point_difference(Rows* rows, const MovVec* xP, const MovVec* xC,
     cdef double* w
     for c in range(3):
         w = _row(rows, dl.x[c], dl.xdd[c])
+        if w == NULL:
+            continue
         # x × e_c: component a is ε_{a b c} x_b
         w[(c + 1) % 3] = -xP.x[(c + 2) % 3]
         w[(c + 2) % 3] = xP.x[(c + 1) % 3]
@@ -229,6 +235,8 @@ cdef void _emit_dir_dot_difference(Rows* rows, const MovVec* u, const MovVec* xP
     cdef double* w = _row(rows, dot3(u.x, dl.x), _dot_gam(u, dl))
     cdef double t[3]
     cdef int n
+    if w == NULL:
+        return
     cross(u.x, dl.x, w)
     cross(xP.x, u.x, t)
     cross(xC.x, u.x, &w[6])
@@ -244,6 +252,8 @@ cdef void _emit_dir_dot_dir(Rows* rows, const MovVec* a, const MovVec* b,
     w_C = (b × a, 0)."""
     cdef double* w = _row(rows, dot3(a.x, b.x) - shift, _dot_gam(a, b))
     cdef int n
+    if w == NULL:
+        return
     cross(a.x, b.x, w)
     for n in range(3):
         w[6 + n] = -w[n]
@@ -255,6 +265,8 @@ cdef void _emit_axis_alignment(Rows* rows, const MovVec* u, const MovVec* eP,
     w_P = (u × c + e_P × (e_C × u), 0), w_C = (e_C × (u × e_P), 0)."""
     cdef double* w = _row(rows, dot3(u.x, c.x), _dot_gam(u, c))
     cdef double t[3]
+    if w == NULL:
+        return
     cross(eC.x, u.x, t)
     cross(eP.x, t, w)
     _cross_add(u.x, c.x, 1.0, w)
@@ -356,6 +368,8 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept n
     cross(wPl, dwl, t)
     for c in range(3):
         w = _row(rows, phi[c], dal[c] - t[c])
+        if w == NULL:
+            continue
         for n in range(3):
             w[6 + n] = P.R[3 * n + c]
             w[n] = -P.R[3 * n + c]
@@ -383,7 +397,7 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
     rows.k = 0
     rows.g = g
     rows.gam = gam
-    rows.W = W
+    rows.W = W if (G != NULL or D != NULL) else NULL     # row wrenches only if wanted
     for c in range(m.cl_int.shape[0]):
         t = m.cl_int[c, 0]
         geo = &m.cl_geo[c, 0]
@@ -440,10 +454,11 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
                 th_acc += (mv[3].xd[j] * (C.w[j] - P.w[j])
                            + mv[3].x[j] * (C.al[j] - P.al[j]))
             gam[k] -= pitch * th_acc
-            w = &W[12 * (k - rows.k0)]
-            for j in range(3):
-                w[j] += pitch * mv[3].x[j]
-                w[6 + j] -= pitch * mv[3].x[j]
+            if rows.W != NULL:
+                w = &W[12 * (k - rows.k0)]
+                for j in range(3):
+                    w[j] += pitch * mv[3].x[j]
+                    w[6 + j] -= pitch * mv[3].x[j]
         if G != NULL:
             _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, G)
         if D != NULL:
