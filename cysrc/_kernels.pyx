@@ -316,6 +316,11 @@ cdef int _k_frame_acceleration_derivatives(ModelCore m, DataC* d, const Call* c)
     return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.a, c.body, c.frame, c.rep,
                                                  c.out, c.out2, c.out3)
 
+cdef int _k_frame_velocity_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out / out2 (6, nv): ∂V/∂q, ∂V/∂v = J of target c.body / c.frame."""
+    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.v, c.body, c.frame, c.rep,
+                                                 NULL, c.out, c.out2, True)
+
 cdef int _k_body_jerks(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """out (nb, 6) body jerks at (q, v, v̇ = c.a, v̈ = c.fext: the call's fourth input
     rides in the wrench slot, stride c.sf)."""
@@ -1191,26 +1196,28 @@ cdef class ModelCore:
         return self._frame_call(_k_jacobian_derivatives, q, frame, representation, data, out,
                                 3, "jacobian_derivatives: ∂J/∂q")
 
-    def _frame_acceleration_derivatives(self, q, v, a, frame, representation, data, out):
-        """Binding of Model.frame_acceleration_derivatives (see there)."""
+    def _frame_acceleration_derivatives(self, q, v, a, frame, representation, data, out,
+                                        bint velocity=False):
+        """Binding of Model.frame_acceleration_derivatives (see there); with
+        ``velocity``, of Model.frame_velocity_derivatives (a unused, two outputs)."""
+        cdef bint vel = velocity
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+        cdef cnp.ndarray aa = va if vel else self._like(qa, a, self.nv, "a")
         cdef tuple tgt = self._target(frame)
         cdef cnp.npy_intp dims[2]
         cdef Call c
         memset(&c, 0, sizeof(Call))
         rep = self._rep_code(representation)
         dims[0] = 6; dims[1] = self.nv
-        cdef cnp.ndarray r1, r2, r3
-        r1, r2, r3 = self._outputs(out, qa, 2, dims, ("dA_dq", "dA_dv", "dA_da"))
-        memset(cnp.PyArray_DATA(r1), 0, cnp.PyArray_NBYTES(r1))
-        memset(cnp.PyArray_DATA(r2), 0, cnp.PyArray_NBYTES(r2))
-        memset(cnp.PyArray_DATA(r3), 0, cnp.PyArray_NBYTES(r3))
+        res = self._outputs(out, qa, 2, dims, ("dV_dq", "dV_dv") if vel else
+                            ("dA_dq", "dA_dv", "dA_da"))
+        for r in res:
+            memset(cnp.PyArray_DATA(r), 0, cnp.PyArray_NBYTES(r))
         if tgt[0] < 0 or self.nv == 0:              # attached to the world
             if data is not None:
                 self._data(data)
-            return r1, r2, r3
+            return res
         c.q = <double*>cnp.PyArray_DATA(qa)
         c.v = <double*>cnp.PyArray_DATA(va)
         c.a = <double*>cnp.PyArray_DATA(aa)
@@ -1220,15 +1227,19 @@ cdef class ModelCore:
         c.body = tgt[0]
         c.frame = tgt[1]
         c.rep = rep
-        c.out = <double*>cnp.PyArray_DATA(r1)
-        c.out2 = <double*>cnp.PyArray_DATA(r2)
-        c.out3 = <double*>cnp.PyArray_DATA(r3)
+        c.out = <double*>cnp.PyArray_DATA(res[0])
+        c.out2 = <double*>cnp.PyArray_DATA(res[1])
+        c.out3 = NULL if vel else <double*>cnp.PyArray_DATA(res[2])
         c.so = 6 * self.nv
         c.so2 = c.so
         c.so3 = c.so
-        self._dispatch(_k_frame_acceleration_derivatives, &c, self._batch(qa), data,
-                       self.path_nv[c.body], "frame_acceleration_derivatives")
-        return r1, r2, r3
+        if vel:
+            self._dispatch(_k_frame_velocity_derivatives, &c, self._batch(qa), data,
+                           self.path_nv[c.body], "frame_velocity_derivatives")
+        else:
+            self._dispatch(_k_frame_acceleration_derivatives, &c, self._batch(qa), data,
+                           self.path_nv[c.body], "frame_acceleration_derivatives")
+        return res
 
     def body_jerks(self, q, v, a, j, representation="body", data=None, out=None):
         """Time derivatives of :meth:`body_accelerations`: the second time

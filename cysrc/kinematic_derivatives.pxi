@@ -167,10 +167,14 @@ cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int
 cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
                                                const double* qd, const double* qdd, int body,
                                                int frame, int rep, double* dq, double* dv,
-                                               double* da) noexcept nogil:
+                                               double* da, bint velocity=False) noexcept nogil:
     """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
     body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
     (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
+    ``velocity``: instead dv = ∂V/∂q and da = ∂V/∂v = J of the twist V (dq and
+    qdd unused): [x_m, Z_m] about r_t, and for the representations the terms of
+    the moving frame — spatial: moved to the world origin; body: R_tᵀ([x_m, Z_m] +
+    [V, x_m]); hybrid: ṙ gains ω × v_m; mixed: angular as body, linear as hybrid.
     Only the columns of the path's freedoms are written (the caller zeroes the
     outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
     per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
@@ -240,6 +244,12 @@ cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const doub
         for cj in range(oj, oj + m.nvj[bj]):          # cj plays m
             xm = &d.hJ[6 * cj]
             Y = &d.dYPX[18 * cj]
+            if velocity:
+                _velocity_column(xm, &Y[12], V, Rt, rt, rep, t6, G)
+                for a in range(6):
+                    dv[a * nv + cj] = t6[a]
+                    da[a * nv + cj] = G[a]
+                continue
             twist_bracket(xm, &Y[6], D)
             twist_bracket(xm, Y, E)
             for kk in range(n):
@@ -305,6 +315,40 @@ cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const doub
                 dv[a * nv + cj] = E[a]
                 da[a * nv + cj] = G[a]
     return 0
+
+
+cdef inline void _velocity_column(const double* xm, const double* Zm, const double* V,
+                                  const double* Rt, const double* rt, int rep, double* P,
+                                  double* G) noexcept nogil:
+    """Column m of ∂V/∂q (P) and of J (G) in representation rep, from the column x_m
+    and Z_m about r_t (world axes) and the frame's hybrid twist V = (ω, ṙ)."""
+    cdef double t6[6]
+    cdef double t[3]
+    cdef int a
+    twist_bracket(xm, Zm, P)                          # ∂/∂q_m about the fixed point r_t
+    for a in range(6):
+        G[a] = xm[a]
+    if rep == 1:                                      # about the world origin
+        cross(rt, P, t)
+        P[3] += t[0]; P[4] += t[1]; P[5] += t[2]
+        cross(rt, xm, t)
+        G[3] += t[0]; G[4] += t[1]; G[5] += t[2]
+    elif rep == 0:                                    # R_tᵀ (P + [V, x_m])
+        twist_bracket(V, xm, t6)
+        twist_add(t6, P)
+        rotT_vec(Rt, t6, P)
+        rotT_vec(Rt, &t6[3], &P[3])
+        rotT_vec(Rt, xm, G)
+        rotT_vec(Rt, &xm[3], &G[3])
+    else:                                             # ṙ of the moving origin: + ω × v_m
+        cross(V, &xm[3], t)
+        P[3] += t[0]; P[4] += t[1]; P[5] += t[2]
+        if rep == 3:                                  # angular rows: R_tᵀ (dω + ω × ω_m)
+            cross(V, xm, t)
+            for a in range(3):
+                t[a] += P[a]
+            rotT_vec(Rt, t, P)
+            rotT_vec(Rt, xm, G)
 
 
 cdef inline void _subspace_rates2(int kind, int nv, const double* S, const double* qd,

@@ -536,19 +536,19 @@ class Model(ModelCore):
         v = vectors(v, self.nv, "v", "jacobian_dot_v")
         return _kin.frame_motion(self, q, v, np.zeros_like(v), frame, representation)[2]
 
-    def frame_velocity_derivatives(self, q, v, frame, representation="body"):
+    def frame_velocity_derivatives(self, q, v, frame, representation="body", data=None,
+                                   out=None):
         """(∂V/∂q, ∂V/∂v), each (6, nv) (or (N, 6, nv)), of the twist V = J(q) v of a
         body or named frame in ``representation``; ∂/∂q along each joint's group
         (as in :meth:`jacobian_derivatives`): ∂V/∂q_k = Σ_j ∂J_j/∂q_k v_j, ∂V/∂v = J.
         Pinocchio's ``getFrameVelocityDerivatives`` (LOCAL, WORLD,
-        LOCAL_WORLD_ALIGNED = body, spatial, hybrid)."""
-        H = self.jacobian_derivatives(q, frame, representation)
-        v = vectors(v, self.nv, "v", "frame_velocity_derivatives")
-        if v.shape[:-1] != H.shape[:-3]:
-            raise InputError(f"frame_velocity_derivatives: v: expected shape "
-                             f"{H.shape[:-3] + (self.nv,)} (the batch shape of q), got {v.shape}")
-        return (np.einsum("...ajk,...j->...ak", H, v),
-                self.jacobian(q, frame, representation))
+        LOCAL_WORLD_ALIGNED = body, spatial, hybrid).  Compiled: ∂V/∂q_m =
+        [x_m, Σ_j T(m, j) v_j x_j] about the frame origin plus the terms of the
+        moving frame (cysrc/kinematic_derivatives.pxi), O(d²) in the freedoms d on
+        the path.  ``data``: a Data (single state); ``out``: (dV_dq, dV_dv) to write
+        into."""
+        return self._frame_acceleration_derivatives(q, v, None, frame, representation, data,
+                                                    out, velocity=True)
 
     def frame_acceleration_derivatives(self, q, v, a, frame, representation="body", data=None,
                                        out=None):
