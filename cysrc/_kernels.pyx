@@ -1354,38 +1354,78 @@ cdef class ModelCore:
 
     def _closed_loop_inverse_dynamics(self, q, act, v_act, a_act, gravity=None,
                                       double tol=1e-12, int max_iter=200,
-                                      double rcond=1e-10):
+                                      double rcond=1e-10, closure_rows=None):
         """Compiled closed-loop inverse dynamics (closed_loop_id.pxi) of one state.
         q (nq,): the guess with the actuated coordinates set; act: the actuated
-        velocity indices; v_act, a_act their rates.  Inputs are checked by the
-        caller.  Returns (code, q, v, a, τ, x = (τ_a, λ), D (m, 6), residual); code 0,
-        or a CLID_* / quaternion code (then the other entries are undefined)."""
-        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows
+        velocity indices; v_act, a_act their rates; closure_rows: the number of rows
+        of each closure (for the wrenches).  Inputs are checked by the caller.
+        Returns (code, q, v, a, τ, x = (τ_a, λ), D (m, 6), residual, wrenches
+        (n_closures, 6) = per closure Dᵀλ); code 0, or a CLID_* / quaternion code, or
+        CODE_OVERFLOW for a result that is not finite (then the other entries are
+        undefined)."""
+        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, j
         self._require_loops()
-        cdef int[::1] ia = np.ascontiguousarray(act, dtype=np.int32)
-        cdef int na = ia.shape[0]
-        mask = np.ones(nv, dtype=bool)
-        mask[np.asarray(ia)] = False
-        cdef int[::1] idp = np.ascontiguousarray(np.flatnonzero(mask), dtype=np.int32)
-        cdef int nd = idp.shape[0]
-        cdef double[::1] qv = np.array(q, dtype=np.float64)
-        cdef double[::1] va = np.ascontiguousarray(v_act, dtype=np.float64)
-        cdef double[::1] aa = np.ascontiguousarray(a_act, dtype=np.float64)
-        cdef double gbuf[3]
-        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
+        cdef const int[::1] act_in = np.asarray(act, dtype=np.int32)
+        cdef int na = act_in.shape[0]
+        cdef int nd = nv - na
         cdef int big = max(mr, nv, na + mr, 1)
         cdef int ns = 3 * big + 2 * big * big
         cdef int nA = max(mr * max(nd, 1), nv * (na + mr), nd * nd, 1)
-        buf = np.zeros(nA + 2 * big + ns
-                       + nd * nd + nd + nv + nq + mr + 2 * mr * nv + mr + 8)
-        cdef int[::1] perm = np.zeros(big, dtype=np.int32)
+        # one int and one double buffer: indices and pivots; the outputs (views),
+        # the inputs' copies and the kernel's scratch
+        cdef int[::1] ib = np.empty(na + nv + big + 1, dtype=np.int32)
+        cdef int* ia = &ib[0]
+        cdef int* idp = &ib[na]
+        for k in range(nv):
+            idp[k] = 1
+        for k in range(na):
+            ia[k] = act_in[k]
+            if not 0 <= ia[k] < nv or idp[ia[k]] == 0:
+                raise InputError(f"act: expected distinct velocity indices in [0, {nv}), "
+                                 f"got {list(np.asarray(act_in))}")
+            idp[ia[k]] = 0
+        j = 0
+        for k in range(nv):
+            if idp[k]:
+                idp[j] = k
+                j += 1
+        cdef int nout = nq + 3 * nv + na + mr + 6 * mr
+        buf = np.empty(nout + 2 * na + mr + mr * nv + nA + 2 * big + ns + nd * nd + nd + nv + nq
+                       + mr + mr * nv + mr + 8)
         cdef double[::1] bv = buf
+        cdef const double[::1] qin = np.asarray(q, dtype=np.float64)
+        cdef const double[::1] vin = np.asarray(v_act, dtype=np.float64)
+        cdef const double[::1] ain = np.asarray(a_act, dtype=np.float64)
+        qo = buf[:nq]
+        v = buf[nq:nq + nv]
+        a = buf[nq + nv:nq + 2 * nv]
+        tau = buf[nq + 2 * nv:nq + 3 * nv]
+        x = buf[nq + 3 * nv:nq + 3 * nv + na + mr]
+        D = buf[nq + 3 * nv + na + mr:nout].reshape(mr, 6)
         cdef double* p = &bv[0]
+        cdef double* qp = p
+        cdef double* vp = &p[nq]
+        cdef double* ap = &p[nq + nv]
+        cdef double* tp = &p[nq + 2 * nv]
+        cdef double* xp = &p[nq + 3 * nv]
+        cdef double* Dp = &p[nq + 3 * nv + na + mr]
+        cdef double* vap = &p[nout]
+        cdef double* aap = &p[nout + na]
+        cdef double* gp_ = &p[nout + 2 * na]
+        cdef double* Gp = &p[nout + 2 * na + mr]
+        p += nout + 2 * na + mr + mr * nv
+        for k in range(nq):
+            qp[k] = qin[k]
+        for k in range(na):
+            vap[k] = vin[k]
+            aap[k] = ain[k]
+        cdef double gbuf[3]
+        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
         cdef ClidWork w
         w.A = p; p += nA
         w.b = p; p += big
         w.s = p; p += ns
-        w.perm = &perm[0]
+        w.perm = &ib[na + nv]
         w.H = p; p += nd * nd
         w.grad = p; p += nd
         w.step = p; p += nv
@@ -1393,28 +1433,28 @@ cdef class ModelCore:
         w.gn = p; p += mr
         w.Gn = p; p += mr * nv
         w.gam = p; p += mr
-        g = np.empty(mr)
-        G = np.empty((mr, nv))
-        v = np.empty(nv)
-        a = np.empty(nv)
-        tau = np.empty(nv)
-        x = np.empty(na + mr)
-        D = np.empty((mr, 6))
-        cdef double[::1] gv = g, vv = v, av = a, tv = tau, xv = x
-        cdef double[:, ::1] Gv = G, Dv = D
         cdef double res = 0.0
         cdef int code
         cdef Data data = self._data(None)
+        cdef const int[::1] crows = np.asarray(closure_rows if closure_rows is not None
+                                               else [mr], dtype=np.int32)
+        cdef int ncl = crows.shape[0], c, r0
+        W = np.zeros((ncl, 6))
+        cdef double[:, ::1] Wv = W
         with nogil:
-            code = closed_loop_id_kernel(self, &data.c, &ia[0] if na else NULL, na,
-                                         &idp[0] if nd else NULL, nd, &qv[0],
-                                         &va[0] if na else NULL, &aa[0] if na else NULL,
-                                         gp, tol, max_iter, rcond,
-                                         &gv[0] if mr else NULL, &Gv[0, 0] if mr else NULL,
-                                         &vv[0], &av[0], &tv[0], &xv[0] if na + mr else NULL,
-                                         &Dv[0, 0] if mr else NULL, &res, &w)
+            code = closed_loop_id_kernel(self, &data.c, ia, na, idp, nd, qp, vap, aap, gp, tol,
+                                         max_iter, rcond, gp_, Gp, vp, ap, tp, xp, Dp, &res, &w)
+            if code == 0 and not (_finite_bits(&bv[0], nout) and isfinite(res)):
+                code = CODE_OVERFLOW
+            if code == 0:                               # closure c's wrench: D_cᵀ λ_c
+                r0 = 0
+                for c in range(ncl):
+                    for k in range(r0, r0 + crows[c]):
+                        for j in range(6):
+                            Wv[c, j] += Dp[6 * k + j] * xp[na + k]
+                    r0 += crows[c]
         self._done(data, None)
-        return code, np.asarray(qv), v, a, tau, x, D, res
+        return code, qo, v, a, tau, x, D, res, W
 
     def _constrained_forward_dynamics(self, q, v, tau, f_ext=None, gravity=None,
                                       f_ext_frame="world", double k1=0.0, double k2=0.0,

@@ -240,6 +240,7 @@ class ConstraintSet:
                        m["offset"]) for m in model.mimic]
         self.n_rows = sum(c["n"] for c in self.closures) + len(self.mimic)
         self._actuation = {}        # closed_loop_inverse_dynamics: checked actuated lists
+        self._rows_per_closure = np.array([c["n"] for c in self.closures], dtype=np.int32)
 
     _KIND = {"spherical": 0, "revolute": 1, "continuous": 1, "helical": 2, "prismatic": 3,
              "cylindrical": 4, "universal": 5, "planar": 6, "fixed": 7, "free": 8}
@@ -711,15 +712,11 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
     # compiled (cysrc/closed_loop_id.pxi); anything but a clean, finite result (no
     # convergence, overflow, a non-unit quaternion in the guess) takes the NumPy
     # route below, which raises the detailed error
-    code, q, v, a, _, x, D, residual = model._closed_loop_inverse_dynamics(
-        q0, idx, v_ind, a_ind, gravity, rcond=rcond)
-    if code == 0 and np.isfinite(x).all() and np.isfinite(D).all() and np.isfinite(residual):
-        tau_act, lam = x[:len(idx)], x[len(idx):]
-        wrenches, k = [], 0
-        for c in cs.closures:
-            wrenches.append(D[k:k + c["n"]].T @ lam[k:k + c["n"]])
-            k += c["n"]
-        return dict(tau=tau_act, q=q, v=v, a=a, lam=lam, wrenches=wrenches, residual=residual)
+    code, q, v, a, _, x, _, residual, W = model._closed_loop_inverse_dynamics(
+        q0, idx, v_ind, a_ind, gravity, rcond=rcond, closure_rows=cs._rows_per_closure)
+    if code == 0:
+        return dict(tau=x[:len(idx)], q=q, v=v, a=a, lam=x[len(idx):], wrenches=list(W),
+                    residual=residual)
     return _closed_loop_inverse_dynamics_numpy(model, cs, idx, q_guess, fixed, v_ind, a_ind,
                                                gravity, rcond, inputs)
 
