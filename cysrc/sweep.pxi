@@ -30,18 +30,26 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
     Returns 1 if the joint's quaternion is not unit, else 0."""
     cdef int fast = m.fast[i]
     if fast == FAST_SCREW:
-        if m.screw_rev[i]:
-            joint_pose_offset(m.screw_rev[i] - 1, &m.X[m.voff[i], 0], &m.screw_pt[i, 0],
-                              &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
-        else:
-            joint_pose_1dof(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]],
-                            &d.liMi[12 * i])
+        joint_step_screw(m, d, i, q)
         return 0
     if fast != FAST_NONE:
         joint_pose_rev(fast, &m.X[m.voff[i], 0], &m.Bref[i, 0], d.sc_q[2 * i],
                        d.sc_q[2 * i + 1], &d.liMi[12 * i])
         return 0
     return joint_step_general(m, d, i, q, qd, cJ, need_S)
+
+
+cdef void joint_step_screw(ModelCore m, DataC* d, int i, const double* q) noexcept nogil:
+    """liMi[i] of a one-freedom screw joint without the axis fast path: closed form
+    for a revolute joint about an offset body-axis direction (screw_rev), the screw
+    exponential otherwise.  Out of line, so that joint_step stays small enough to
+    be inlined in every kernel's loop."""
+    if m.screw_rev[i]:
+        joint_pose_offset(m.screw_rev[i] - 1, &m.X[m.voff[i], 0], &m.screw_pt[i, 0],
+                          &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+    else:
+        joint_pose_1dof(FAST_SCREW, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]],
+                        &d.liMi[12 * i])
 
 
 cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
