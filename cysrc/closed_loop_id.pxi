@@ -3,7 +3,7 @@
 # desired motion (q_a, v_a, v̇_a).
 #
 #   1. q: g(q) = 0 with the actuated coordinates held, by Levenberg–Marquardt on
-#      the other freedoms (the iteration of treedyn.constraints.assemble: step
+#      the other freedoms (assemble_kernel, also Model.assemble: step
 #      −(H + μ (tr H / n + 1e-12) I)⁻¹ Gᵀg, H = GᵀG, μ ÷ 3 on success, × 4 on
 #      failure), along the joints' groups;
 #   2. v_d = −G_d⁺ G_a v_a,   3. v̇_d = −G_d⁺ (G_a v̇_a + Ġv)   (d: the other freedoms);
@@ -155,13 +155,15 @@ cdef double _max_abs(const double* g, int n) noexcept nogil:
     return s
 
 
-cdef int _assemble_held(ModelCore m, DataC* d, const int* dep, int nd, double* q,
-                        double tol, int max_iter, double* g, double* G,
-                        ClidWork* w) noexcept nogil:
-    """Step 1 in place on q; on return g, G are the rows at q.  Returns 0, a
-    quaternion code (> 0) or CLID_*."""
+cdef int assemble_kernel(ModelCore m, DataC* d, const int* dep, int nd, double* q,
+                         double tol, int max_iter, double* g, double* G, ClidWork* w,
+                         int* iters) noexcept nogil:
+    """Step 1 in place on q (also Model.assemble): Levenberg–Marquardt on the freedoms
+    dep; on return g, G are the rows at q and iters the iterations done.  Returns 0,
+    a quaternion code (> 0) or CLID_*."""
     cdef int nv = m.nv, nq = m.nq, mr = m.n_crows, it, i, j, k, bad
     cdef double cost, cost_new, mu = 1e-3, tr, s
+    iters[0] = 0
     bad = loop_rows_kernel(m, d, q, NULL, g, G, w.gam)
     if bad:
         return bad
@@ -169,6 +171,7 @@ cdef int _assemble_held(ModelCore m, DataC* d, const int* dep, int nd, double* q
     if not isfinite(cost):
         return CLID_OVERFLOW
     for it in range(max_iter):
+        iters[0] = it
         if mr == 0 or _max_abs(g, mr) <= tol:
             return 0
         # H = G_dᵀ G_d, grad = G_dᵀ g
@@ -215,6 +218,7 @@ cdef int _assemble_held(ModelCore m, DataC* d, const int* dep, int nd, double* q
             mu *= 4.0
             if mu > 1e12:
                 return CLID_NO_PROGRESS
+    iters[0] = max_iter
     if mr == 0 or _max_abs(g, mr) <= tol:
         return 0
     return CLID_NOT_CONVERGED
@@ -230,9 +234,9 @@ cdef int closed_loop_id_kernel(ModelCore m, DataC* d, const int* act, int na,
     the assembled q.  Outputs g (m), G (m, nv) at q, v, a, τ (nv), x = (τ_a, λ)
     (na + m), D (m, 6) the wrench maps (loop_rows), residual max |[Sᵀ Gᵀ] x − τ|.
     Returns 0, a quaternion code (> 0) or CLID_*."""
-    cdef int nv = m.nv, mr = m.n_crows, i, j, k, code, nc = na + mr
+    cdef int nv = m.nv, mr = m.n_crows, i, j, k, code, nc = na + mr, iters
     cdef double s
-    code = _assemble_held(m, d, dep, nd, q, tol, max_iter, g, G, w)
+    code = assemble_kernel(m, d, dep, nd, q, tol, max_iter, g, G, w, &iters)
     if code:
         return code
     # 2. v_d = −G_d⁺ G_a v_a

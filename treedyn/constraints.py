@@ -621,44 +621,26 @@ def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
         q[model.qoff[i]:model.qoff[i] + model.nqj[i]] = vals
         free[model.voff[i]:model.voff[i] + model.nvj[i]] = False
     inputs = (("q_guess", q),)
+    if cs.n_rows == 0:
+        return q
     with _named(where, inputs):
-        g = cs._evaluate(q)[0]
-        cost = 0.5 * g @ g
-        if not np.isfinite(cost):
-            raise InputError(f"assemble: q_guess: the constraint residual overflows (max |g| "
-                             f"= {np.abs(g).max():.3g}) although q_guess is finite: the guess "
-                             f"(or a fixed value) is too large ({_sizes(inputs)})")
-        mu = 1e-3
-        for it in range(max_iter):
-            if not g.size or np.abs(g).max() <= tol:
-                return q
-            _, G, _ = cs._evaluate(q)
-            Gf = G[:, free]
-            H = Gf.T @ Gf
-            grad = Gf.T @ g
-            while True:
-                step = np.zeros(model.nv)
-                # isotropic damping (scaled by the mean curvature): diag(H) damping
-                # leaves nearly inert coordinates (a free base, Cassie's hip roll
-                # and yaw) almost undamped, and the iteration stalls on them
-                step[free] = -np.linalg.solve(
-                    H + mu * (np.trace(H) / len(H) + 1e-12) * np.eye(len(H)), grad)
-                q_new = model.integrate(q, step)
-                g_new = cs._evaluate(q_new)[0]
-                cost_new = 0.5 * g_new @ g_new
-                if cost_new < cost:
-                    q, g, cost = q_new, g_new, cost_new
-                    mu = max(mu / 3.0, 1e-12)
-                    break
-                mu *= 4.0
-                if mu > 1e12:
-                    raise ModelError(
-                        f"assemble: no progress at residual {np.abs(g).max():.3e} after {it} "
-                        f"iterations: the loops cannot be closed near this guess (singular or "
-                        f"unreachable configuration)")
-        if not g.size or np.abs(g).max() <= tol:
-            return q
-    raise ModelError(f"assemble: residual {np.abs(g).max():.3e} after {max_iter} iterations")
+        # compiled (cysrc/closed_loop_id.pxi assemble_kernel): isotropic damping scaled
+        # by the mean curvature — diag(H) damping leaves nearly inert coordinates (a
+        # free base, Cassie's hip roll and yaw) almost undamped, and the iteration
+        # stalls on them
+        status, q, res, it = model._assemble(q, np.flatnonzero(free), tol, max_iter)
+    if status == "ok":
+        return q
+    if status == "overflow":
+        raise InputError(f"assemble: q_guess: the constraint residual overflows (max |g| "
+                         f"= {res:.3g}) although q_guess is finite: the guess "
+                         f"(or a fixed value) is too large ({_sizes(inputs)})")
+    if status == "no progress":
+        raise ModelError(
+            f"assemble: no progress at residual {res:.3e} after {it} "
+            f"iterations: the loops cannot be closed near this guess (singular or "
+            f"unreachable configuration)")
+    raise ModelError(f"assemble: residual {res:.3e} after {max_iter} iterations")
 
 
 def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_guess=None,
@@ -741,8 +723,9 @@ def _actuation(model, actuated, where):
 
 def _closed_loop_inverse_dynamics_numpy(model, cs, idx, q_guess, fixed, v_ind, a_ind,
                                         gravity, rcond, inputs):
-    """closed_loop_inverse_dynamics in NumPy (LM assembly, SVD solves, NumPy wrench
-    maps): the test oracle of the compiled version, and its error reporting."""
+    """closed_loop_inverse_dynamics with SVD solves and the NumPy wrench maps (the
+    assembly is ``assemble``, the same compiled iteration): the test oracle of the
+    compiled version, and its error reporting."""
     where = "closed_loop_inverse_dynamics"
     with _named(where, inputs):
         q = assemble(model, cs, q_guess, fixed)
