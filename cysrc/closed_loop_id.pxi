@@ -138,23 +138,6 @@ cdef void _lstsq(double* A, int rows, int cols, double* b, double rcond,
         b[w.perm[j]] = xp[j]
 
 
-cdef double _half_norm2(const double* g, int n) noexcept nogil:
-    cdef double s = 0.0
-    cdef int k
-    for k in range(n):
-        s += g[k] * g[k]
-    return 0.5 * s
-
-
-cdef double _max_abs(const double* g, int n) noexcept nogil:
-    cdef double s = 0.0
-    cdef int k
-    for k in range(n):
-        if fabs(g[k]) > s:
-            s = fabs(g[k])
-    return s
-
-
 cdef int assemble_kernel(ModelCore m, DataC* d, const int* dep, int nd, double* q,
                          double tol, int max_iter, double* g, double* G, ClidWork* w,
                          int* iters) noexcept nogil:

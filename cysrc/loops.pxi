@@ -518,6 +518,23 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
 
 
 # ------------------------------------------------------------------ small dense algebra
+cdef double _half_norm2(const double* g, int n) noexcept nogil:
+    cdef double s = 0.0
+    cdef int k
+    for k in range(n):
+        s += g[k] * g[k]
+    return 0.5 * s
+
+
+cdef double _max_abs(const double* g, int n) noexcept nogil:
+    cdef double s = 0.0
+    cdef int k
+    for k in range(n):
+        if fabs(g[k]) > s:
+            s = fabs(g[k])
+    return s
+
+
 cdef bint _cholesky(double* A, int n) noexcept nogil:
     """A (n, n) row-major = L Lᵀ in place (lower triangle); False unless positive
     definite."""
@@ -664,10 +681,10 @@ cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
     """True if d.cM, d.cY, d.cK hold the factors at exactly this q (bit for bit) and
     rcond: the first stage of a time step starts where the previous step's
     projection factored, so it skips CRBA and both factorizations."""
-    return (d.cfac and d.cfrcond == rcond
-            and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
     # invariant: while d.cfac holds, d.cG is G at d.cfq (the two kernels that write
     # d.cG, constrained_fd_kernel and project_kernel, clear d.cfac before they do)
+    return (d.cfac and d.cfrcond == rcond
+            and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
 
 
 cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
@@ -793,10 +810,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         bad = loop_rows_kernel(m, d, q, NULL, d.cg, d.cG, d.cgam)
         if bad:
             return bad
-        err = 0.0
-        for k in range(mr):
-            if fabs(d.cg[k]) > err:
-                err = fabs(d.cg[k])
+        err = _max_abs(d.cg, mr)
         residual[0] = err
         if err <= tol or it == max_iter:
             break

@@ -28,15 +28,10 @@ cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
     return True
 
 
-cdef void _solve_Lt_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
-    """x = L⁻ᵀ x (L from _ltl)."""
-    cdef int k, i
-    for k in range(n - 1, -1, -1):
-        x[k] /= L[k * n + k]
-        i = lam[k]
-        while i >= 0:
-            x[i] -= L[k * n + i] * x[k]
-            i = lam[i]
+cdef inline void _solve_Lt_tree(const double* L, int n, const int* lam,
+                                double* x) noexcept nogil:
+    """x = L⁻ᵀ x (L from _ltl): one right-hand side of _solve_Lt_tree_cols."""
+    _solve_Lt_tree_cols(L, n, lam, x, 1)
 
 
 cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
