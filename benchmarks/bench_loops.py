@@ -10,7 +10,12 @@ a. ``solo``: a free-flying Solo-12 whose front and hind lower legs are joined by
 b. ``robots``: the shipped loop robots (four-bar, slider-crank, Delta):
    constrained forward dynamics, the constraint rows alone, the tree's forward
    dynamics (ABA) for scale, and closed-loop inverse dynamics (Delta: the three
-   motors actuated; the others: the first joint) from an assembled guess.
+   motors actuated; the others: the first joint) from an assembled guess;
+c. ``steps``: one constrained RKMK4 time step with its projection (``simulate``,
+   dt = 1e-4, per step over a run of 2 000 steps) against one tree forward-dynamics
+   call (the issue's yardstick: four ABA-sized stages plus a projection, ≤ 6×), on
+   the loop robots, and Cassie (``examples/cassie.py``: cassie_v2.sdf, free
+   pelvis, four ball-joint loops, plantar axes aligned) in steps per second.
 
 Usage: ``python benchmarks/bench_loops.py [--quick] [--processes K] [--wait-idle S]
 [--snapshot]`` (the command line of ``common.bench_main``).
@@ -23,7 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Table, bench_main, fmt, print_header, time_call, time_calls  # noqa: E402
+from common import Table, bench_main, fmt, mark, print_header, time_call, time_calls  # noqa: E402
 from oracles import (erd_path, pin_v_matrix, pinocchio_model, rel_err,  # noqa: E402
                      to_pinocchio_q, to_pinocchio_se3, to_pinocchio_v)
 
@@ -68,7 +73,57 @@ def pin_loop(pin, pm, pd, Qp, Vp, Tp, models, datas, prox, out):
         out[k] = pin.constraintDynamics(pm, pd, Qp[k], Vp[k], Tp[k], models, datas, prox)
 
 
-def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots")):
+def _cassie():
+    """(model, assembled q, projected v) of examples/cassie.py's aligned Cassie, or
+    None when example-robot-data has no Cassie."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", "cassie.py")
+    spec = importlib.util.spec_from_file_location("_cassie_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        m, _ = mod.load(align=True)
+    except FileNotFoundError:
+        return None
+    q = m.assemble(m.neutral())
+    v = m.project_velocity(q, 0.1 * np.random.default_rng(1).normal(size=m.nv))
+    return m, q, v
+
+
+def _steps(res, tkw, quick, rng):
+    """Constrained RKMK4 steps (per step of a simulate run) vs a tree ABA call."""
+    import treedyn as td
+    nsteps = 200 if quick else 2000
+    for name in LOOP_ROBOTS:
+        m = td.load(td.robots.path(name + ".toml"))
+        q = m.assemble(m.neutral())
+        v = m.project_velocity(q, rng.normal(size=m.nv))
+        g = dict(m=m, td=td, q1=q, v1=v, tau1=np.zeros(m.nv), T=nsteps * 1e-4)
+        q2 = m.assemble(m.integrate(q, 1e-3 * rng.normal(size=m.nv)))
+        g.update(q2=q2, v2=m.project_velocity(q2, v), tau2=np.zeros(m.nv))
+        tr = td.simulate(m, q, v, t_final=g["T"], dt=1e-4, method="rkmk4")
+        res[f"{name}_step_res"] = float(np.max(tr.extra["constraint_residual"]))
+        for k, us in time_calls({
+                "step": "td.simulate(m, q1, v1, t_final=T, dt=1e-4, method='rkmk4')",
+                "aba": _pair("m.forward_dynamics(q{s}, v{s}, tau{s})")}, g, **tkw).items():
+            res[f"{name}_step_{k}"] = us / (nsteps if k == "step" else 2)
+        res[f"{name}_nv"] = m.nv
+    c = _cassie()
+    if c is not None:
+        m, q, v = c
+        n = 100 if quick else 1000
+        g = dict(m=m, td=td, q=q, v=v, T=n * 1e-4, tau=np.zeros(m.nv))
+        tr = td.simulate(m, q, v, t_final=g["T"], dt=1e-4, method="rkmk4")
+        res["cassie_step_res"] = float(np.max(tr.extra["constraint_residual"]))
+        for k, us in time_calls({
+                "step": "td.simulate(m, q, v, t_final=T, dt=1e-4, method='rkmk4')",
+                "aba": "m.forward_dynamics(q, v, tau)"}, g, **tkw).items():
+            res[f"cassie_step_{k}"] = us / (n if k == "step" else 1)
+        res["cassie_nv"] = m.nv
+
+
+def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots", "steps")):
     import pinocchio as pin
     import treedyn as td
     tkw = dict(min_time=min_time, repeat=repeat)
@@ -143,6 +198,8 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots")):
                 res[f"{name}_{k}"] = us / 2
             res[f"{name}_nv"] = m.nv
             res[f"{name}_m"] = m.constraints.n_rows
+    if "steps" in sections:
+        _steps(res, tkw, quick, rng)
     return res
 
 
@@ -170,8 +227,37 @@ def report(r, spread, info, quick, processes):
                   fmt(r[f"{name}_rows"]), fmt(r[f"{name}_aba"]),
                   f"{r[f'{name}_cfd'] / r[f'{name}_aba']:.1f}", fmt(r[f"{name}_clid"]))
         print(t)
+        print()
+    checks = []
+    if "four_bar_step_step" in r:
+        t = Table(["robot", "nv", "RKMK4 step + projection", "tree ABA call", "step / ABA",
+                   "max |g| over the run", "steps/s"])
+        for name in LOOP_ROBOTS + (["cassie"] if "cassie_step_step" in r else []):
+            st, ab = r[f"{name}_step_step"], r[f"{name}_step_aba"]
+            t.add(name, int(r[f"{name}_nv"]), fmt(st), fmt(ab), f"{st / ab:.1f}×",
+                  f"{r[f'{name}_step_res']:.1e}", f"{1e6 / st:,.0f}")
+            if name in ("four_bar", "delta"):
+                checks.append((f"constrained RKMK4 step ≤ 6× the ABA call, {name}",
+                               f"{st / ab:.1f}× ({fmt(st)} vs {fmt(ab)} µs)", st / ab <= 6.0))
+        print(t)
+        print("\n(per step of a 2 000-step simulate run, --quick 200; the ABA call, "
+              "Python binding included, is the issue's yardstick)")
+    if "solo_td" in r:
+        checks.append(("constrained_forward_dynamics ≤ 1.0× pin.constraintDynamics, "
+                       "solo12 + FF", f"{r['solo_td'] / r['solo_pin']:.2f}×",
+                       r["solo_td"] <= r["solo_pin"]))
+        x = r["solo_batch_pin"] / r["solo_batch_td"]
+        checks.append(("batch ≥ 5× a Python loop of pin.constraintDynamics, solo12 + FF "
+                       "(Pinocchio has no universal-joint closure for the Delta)",
+                       f"{x:.1f}×", x >= 5.0))
+    if checks:
+        print("\n## Summary\n")
+        t = Table(["target", "measured", "result"])
+        for label, meas, ok in checks:
+            t.add(label, meas, mark(ok))
+        print(t)
     print(f"\nmax spread across processes: {max(spread.values(), default=0) * 100:.0f} %")
 
 
 if __name__ == "__main__":
-    bench_main(__file__, report, __doc__, sections=("solo", "robots"))
+    bench_main(__file__, report, __doc__, sections=("solo", "robots", "steps"))

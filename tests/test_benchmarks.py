@@ -52,3 +52,12 @@ def test_bench_threads_quick():
     out = _run("bench_threads.py")
     summary = out.split("## Summary", 1)[1]
     assert "GIL_RELEASE_NV" in summary and "two threads, inverse dynamics" in summary
+
+
+def test_bench_loops_quick():
+    erd_path("solo12")
+    out = _run("bench_loops.py")
+    summary = out.split("## Summary", 1)[1]
+    assert "RKMK4 step" in out and "steps/s" in out
+    assert "step ≤ 6× the ABA call, four_bar" in summary
+    assert "pin.constraintDynamics" in summary
