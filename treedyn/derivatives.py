@@ -60,19 +60,54 @@ def velocity_transport(model, v):
     return T
 
 
-def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
+def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+              reduced=False, rcond=1e-10):
     """Continuous-time linearization of ẋ = f(x, τ) at (q, v, τ).
+
+    For a model with loop closures or mimic couplings, f is the constrained
+    dynamics of :meth:`Model.constrained_forward_dynamics` (the index-1 equations
+    that :func:`treedyn.simulate` integrates), differentiated by
+    :func:`constrained_forward_dynamics_derivatives`; otherwise the tree's forward
+    dynamics.
+
+    Parameters
+    ----------
+    q, v, tau : array_like (nq,), (nv,), (nv,)
+        One state and the joint forces.
+    f_ext, gravity, f_ext_frame : as in :meth:`Model.forward_dynamics`.
+    reduced : bool
+        Also project onto the tangent space of the state manifold
+        {g(q) = 0, G(q) v = 0} (:func:`state_tangent_basis`): a closed-loop
+        mechanism of mobility k has 2k independent states, and the 2nv × 2nv
+        matrices carry 2(nv − k) directions that leave the manifold, along which
+        the index-1 equations only keep g̈ = 0 (zero eigenvalues, neither
+        controllable nor stabilizable: Riccati solvers fail on them).
+    rcond : float
+        Relative cut-off for redundant constraint rows (loops only).
 
     Returns
     -------
     A : ndarray (2nv, 2nv)
         ``[[T(v), I], [∂v̇/∂q, ∂v̇/∂v]]`` with T from :func:`velocity_transport`.
     B : ndarray (2nv, nv)
-        ``[[0], [M⁻¹]]``.
+        ``[[0], [∂v̇/∂τ]]`` (M⁻¹ for a tree; the constrained inverse inertia with
+        loops).
+    With ``reduced``: ``(Tᵀ A T, Tᵀ B, T)`` instead, T (2nv, 2k) the orthonormal
+    basis of :func:`state_tangent_basis` (T = I for a tree): δx = T z.  At an
+    equilibrium the manifold is invariant, A T = T (Tᵀ A T); elsewhere Tᵀ A T is
+    the projection of A.
     """
     q, v, tau = _one_state(model, q, v, tau, "linearize")
-    dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext=f_ext, gravity=gravity,
-                                                      f_ext_frame=f_ext_frame)
+    if not isinstance(reduced, (bool, np.bool_)):
+        raise InputError(f"linearize: reduced: expected True or False, got "
+                         f"{type(reduced).__name__} {reduced!r:.60}")
+    rcond = number(rcond, "rcond", "linearize", minimum=0.0, strict=True)
+    kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
+    dG = None
+    if model.n_crows:
+        dq, dv, Minv, G, dG = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
+    else:
+        dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, **kw)
     nv = model.nv
     A = np.zeros((2 * nv, 2 * nv))
     A[:nv, :nv] = velocity_transport(model, v)
@@ -81,7 +116,42 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
     A[nv:, nv:] = dv
     B = np.zeros((2 * nv, nv))
     B[nv:] = Minv
-    return A, B
+    if not reduced:
+        return A, B
+    T = np.eye(2 * nv) if dG is None else _tangent_basis(G, dG, v, rcond)
+    return T.T @ A @ T, T.T @ B, T
+
+
+def state_tangent_basis(model, q, v, rcond=1e-10, eps=1e-3):
+    """Orthonormal basis T (2nv, 2k) of the tangent space at (q, v) of the state
+    manifold of a closed-loop mechanism, {(q, v): g(q) = 0, G(q) v = 0}: the null
+    space of [[G, 0], [∂(G v)/∂q, G]] (tangent coordinates δx = (δq, δv), δq along
+    the joints' groups as everywhere).  k = nv − rank G is the mobility; redundant
+    rows (singular values below ``rcond`` times the largest) are dropped.
+    ∂(G v)/∂q comes from five-point central differences of the compiled rows (step
+    ``eps``, as in :func:`constrained_forward_dynamics_derivatives`).  A model
+    without loop closures gives the identity (2nv, 2nv).
+    """
+    where = "state_tangent_basis"
+    q = vectors(q, model.nq, "q", where, batch=False)
+    v = vectors(v, model.nv, "v", where, batch=False)
+    model.integrate(q, np.zeros(model.nv))        # refuses non-unit quaternions, naming q
+    rcond = number(rcond, "rcond", where, minimum=0.0, strict=True)
+    eps = number(eps, "eps", where, minimum=0.0, strict=True)
+    if model.n_crows == 0:
+        return np.eye(2 * model.nv)
+    _, G, _ = model._loop_rows(q, v)
+    dG, _ = _row_q_derivatives(model, q, v, eps)
+    return _tangent_basis(G, dG, v, rcond)
+
+
+def _tangent_basis(G, dG, v, rcond):
+    m, nv = G.shape
+    J = np.zeros((2 * m, 2 * nv))
+    J[:m, :nv] = G
+    J[m:, :nv] = np.einsum("kij,j->ik", dG, v)             # ∂(G v)/∂q
+    J[m:, nv:] = G
+    return scipy.linalg.null_space(J, rcond=rcond)
 
 
 # ---------------------------------------------------------------- local rates
@@ -396,22 +466,34 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
     q, v, tau = _one_state(model, q, v, tau, "constrained_forward_dynamics_derivatives")
     eps = number(eps, "eps", "constrained_forward_dynamics_derivatives", minimum=0.0,
                  strict=True)
+    rcond = number(rcond, "rcond", "constrained_forward_dynamics_derivatives", minimum=0.0,
+                   strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
-    nv = model.nv
     if model.n_crows == 0:
         return model.forward_dynamics_derivatives(q, v, tau, **kw)
+    return _constrained_derivatives(model, q, v, tau, kw, rcond, eps)[:3]
+
+
+def _row_q_derivatives(model, q, v, eps):
+    """dG (nv, m, nv) with dG[k] = ∂G/∂q_k and ∂(Ġv)/∂q (m, nv): five-point central
+    differences along the groups of the compiled rows, the 4 nv stencil states in
+    one batch call."""
+    nv = model.nv
+    Qs = _stencil_q(model, q, eps)
+    _, Gs, gams = model._loop_rows(Qs, np.broadcast_to(v, (Qs.shape[0], nv)))
+    Gs = Gs.reshape(4, nv, -1, nv)
+    gams = gams.reshape(4, nv, -1)
+    w = np.array([-1.0, 8.0, -8.0, 1.0]) / (12.0 * eps)
+    return np.einsum("s,skij->kij", w, Gs), np.einsum("s,ski->ik", w, gams)
+
+
+def _constrained_derivatives(model, q, v, tau, kw, rcond, eps):
+    """(∂v̇/∂q, ∂v̇/∂v, ∂v̇/∂τ, G, dG) of the constrained dynamics at a checked state."""
+    nv = model.nv
     a, lam = model.constrained_forward_dynamics(q, v, tau, **kw)
     tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
     _, G, _ = model._loop_rows(q, v)
-    # q: five-point central differences of G (for Gᵀλ) and of G a + Ġv, the 4 nv
-    # stencil states in one batch call
-    Qs = _stencil_q(model, q, eps)
-    _, Gs, gams = model._loop_rows(Qs, np.broadcast_to(v, (Qs.shape[0], nv)))
-    Gs = Gs.reshape(4, nv, *G.shape)
-    gams = gams.reshape(4, nv, -1)
-    w = np.array([-1.0, 8.0, -8.0, 1.0]) / (12.0 * eps)
-    dG = np.einsum("s,skij->kij", w, Gs)                  # dG[k] = ∂G/∂q_k
-    dgam_q = np.einsum("s,ski->ik", w, gams)              # ∂(Ġv)/∂q
+    dG, dgam_q = _row_q_derivatives(model, q, v, eps)
     dGa_q = np.einsum("kij,j->ik", dG, a)                 # ∂(G a)/∂q
     dGtl_q = np.einsum("kij,i->jk", dG, lam)              # ∂(Gᵀλ)/∂q at fixed λ
     # v: Ġv is quadratic in v, so a central difference is exact for any step
@@ -427,4 +509,4 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
     MinvGt = scipy.linalg.cho_solve(c, G.T)
     D = Y + MinvGt @ _pinv_solve(G @ MinvGt, R2 - G @ Y, rcond)
     finite_result(D, "constrained_forward_dynamics_derivatives: result", "q, v, tau")
-    return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:]
+    return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:], G, dG

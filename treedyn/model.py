@@ -253,11 +253,15 @@ class Model(ModelCore):
             vdot = np.linalg.solve(np.swapaxes(L, -1, -2), y)[..., 0]
         return finite_result(vdot, "forward dynamics: v̇", "q, v, τ", "forward_dynamics")
 
-    def linearize(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world"):
-        """(A, B) of the linearized equations of motion in tangent coordinates
+    def linearize(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+                  reduced=False, rcond=1e-10):
+        """(A, B) of the linearized equations of motion in tangent coordinates; with
+        loop closures, of the constrained dynamics; ``reduced``: (Tᵀ A T, Tᵀ B, T)
+        on the tangent space of the loops' state manifold
         (:func:`treedyn.derivatives.linearize`)."""
         from .derivatives import linearize
-        return linearize(self, q, v, tau, f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
+        return linearize(self, q, v, tau, f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame,
+                         reduced=reduced, rcond=rcond)
 
     def mass_matrix_factors(self, q):
         """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) ([Park & Kim 2000]): S block-diagonal
