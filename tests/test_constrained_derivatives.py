@@ -210,3 +210,63 @@ def test_linearize_loops_bad_arguments(call, fragment):
     q, v, _ = _state(model, 0)
     with pytest.raises(td.TreedynError, match=fragment):
         call(model, q, v)
+
+
+# ------------------------------------------------------------ steps with loops
+def _fd_step(model, q, v, tau, h, method, eps=1e-6):
+    """Central differences of the compiled step along group curves (outputs measured
+    at q' by difference)."""
+    nv = model.nv
+    one = lambda q_, v_, t_: td.derivatives.step(model, q_, v_, t_, h, method)
+    q1, _ = one(q, v, tau)
+
+    def delta(a, b):
+        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
+                               a[1] - b[1]]) / (2 * eps)
+    Fx, Fu = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nv))
+    for k in range(nv):
+        e = eps * np.eye(nv)[k]
+        Fx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
+        Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
+        Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
+    return Fx, Fu
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+@pytest.mark.parametrize("method", ["euler", "rkmk4", "cg4"])
+def test_step_derivatives_with_loops(name, method):
+    """The step of a closed-loop model (projection of the input, constrained stages,
+    projection of the result, as simulate) and its derivatives against central
+    differences of the compiled step, in every direction (also those leaving the
+    constraints, which the input projection removes).  Rel. error ≤ 1e-6 (the
+    differences; measured 1e-10 to 1e-8)."""
+    model = td.load(td.robots.path(name))
+    q, v, tau = _state(model, 5)
+    h = 0.01
+    q1, v1, Fx, Fu = td.derivatives.step_derivatives(model, q, v, tau, h, method)
+    r1 = td.derivatives.step(model, q, v, tau, h, method)
+    assert np.allclose(q1, r1[0], rtol=0, atol=1e-13) and np.allclose(v1, r1[1], rtol=0, atol=1e-12)
+    assert np.abs(model.constraint_residual(q1)).max() < 1e-11
+    Gx, Gu = _fd_step(model, q, v, tau, h, method)
+    assert _rel(Fx, Gx) < 1e-6, _rel(Fx, Gx)
+    assert _rel(Fu, Gu) < 1e-6, _rel(Fu, Gu)
+    # the result's changes stay on the constraints' tangent space
+    T1 = td.derivatives.state_tangent_basis(model, q1, v1)
+    resid = Fx - T1 @ (T1.T @ Fx)
+    assert np.abs(resid).max() < 1e-8 * np.abs(Fx).max()
+
+
+def test_step_derivatives_with_loops_match_the_linearization():
+    """(F_x − I)/h → A on the tangent space as h → 0 (first order): the discrete and
+    the continuous linearizations of a closed-loop mechanism agree."""
+    model = td.load(td.robots.path("delta"))
+    q, v, tau = _state(model, 2)
+    A, B, T = model.linearize(q, v, tau, reduced=True)
+    errs = []
+    for h in (1e-3, 1e-4):
+        q1, v1, Fx, Fu = td.derivatives.step_derivatives(model, q, v, tau, h, "rkmk4")
+        T1 = td.derivatives.state_tangent_basis(model, q1, v1)
+        # reduced step matrix in the bases at x and x', compared with I + h A
+        Fr = T1.T @ Fx @ T
+        errs.append(np.abs((Fr - T1.T @ T) / h - A).max())
+    assert errs[1] < 0.2 * errs[0] and errs[1] < 1e-2 * np.abs(A).max()

@@ -246,15 +246,21 @@ def _cayley_rates(model, psi, w):
 def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
          f_ext_frame="world", local_map="exp"):
     """One step of a fixed-step integrator with the torque τ held over the step:
-    (q', v').  The same compiled step as :func:`treedyn.simulate` (tree models;
-    ``local_map`` "exp" or "cayley" as there)."""
+    (q', v').  The same compiled step as :func:`treedyn.simulate` (``local_map``
+    "exp" or "cayley" as there); with loop closures or mimic couplings, like
+    simulate's default: (q, v) projected onto the constraints, the constrained
+    dynamics in every stage, the result projected."""
     tab, h = _step_setup(model, method, dt, "step", local_map)
     local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
+    loops = model.n_crows > 0
     with np.errstate(all="ignore"):
         try:
-            Q, V, _ = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None,
-                                 local, None, tau, f_ext, f_ext_frame, gravity)
+            # with loops, as in simulate: the state projected onto the constraints, the
+            # constrained stages, the result projected (docs/constraints.md)
+            Q, V = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None,
+                              local, None, tau, f_ext, f_ext_frame, gravity,
+                              constrained=loops, project=loops)[:2]
         except InputError as exc:
             if "diverged" not in str(exc):
                 raise
@@ -274,9 +280,6 @@ def _step_setup(model, method, dt, where, local_map="exp"):
         raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
                          f"Lie-group method ('euler', 'rkmk2', 'rkmk4', 'cg4' or a Tableau "
                          f"with scheme 'rkmk' or 'cg')")
-    if model.n_crows > 0:
-        raise InputError("step derivatives: models with loop closures or mimic couplings "
-                         "are not supported yet")
     h = number(dt, "dt", where, minimum=0.0)
     if not h > 0.0:
         raise InputError(f"dt: expected a positive time step, got {h:g}")
@@ -295,6 +298,14 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     complex steps through the matrix exponential on SE(3)); for the Cayley map,
     whose rates are quadratic in Ψ, by central differences, which are exact for a
     quadratic.
+
+    With loop closures or mimic couplings the step is :func:`step`'s (input and
+    result projected onto the constraints, constrained stages) and the derivatives
+    go through the constrained dynamics' derivatives and the projections'
+    (docs/derivatives.md, "Closed-loop mechanisms": the closure rows' second
+    derivatives are five-point differences, the position projection is
+    differentiated to O(|g|²)); F_x then maps every δx into the tangent space of
+    the constraints at the result (:func:`state_tangent_basis`).
 
     Parameters
     ----------
@@ -338,6 +349,9 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
     """step_derivatives on checked inputs (overflow checked by the caller)."""
     nv = model.nv
     s = len(tab.b)
+    loops = model.n_crows > 0
+    if loops:
+        q, v, Pin = _projection(model, q, v)
     A, b = tab.A, tab.b
     I = np.eye(nv)
     Dq0 = np.hstack([I, np.zeros((nv, 2 * nv))])
@@ -354,8 +368,12 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
                 Dvs += h * A[j, l] * DKv[l]
         qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp,
                                       local_map)
-        aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
-        Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
+        if loops:
+            aq, av, Minv = _constrained_derivatives(model, qs, vs, tau, kw, 1e-10, 1e-3)[:3]
+            Kv.append(model.constrained_forward_dynamics(qs, vs, tau, **kw)[0])
+        else:
+            aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
+            Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
         DKv.append(aq @ Dqs + av @ Dvs + Minv @ Dt)
         if tab.scheme == "rkmk":
             k, K, Dk = (_local_rates(model, psi, vs) if local_map == "exp"
@@ -370,7 +388,67 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
     q1, Dq1, _, _ = _advance(model, tab.scheme, q, Dq0, h * b, Kp, DKp, local_map)
     Fx = np.vstack([Dq1[:, :2 * nv], Dv1[:, :2 * nv]])
     Fu = np.vstack([Dq1[:, 2 * nv:], Dv1[:, 2 * nv:]])
+    if loops:
+        q1, v1, Pout = _projection(model, q1, v1)
+        Fx, Fu = Pout @ Fx @ Pin, Pout @ Fu
     return q1, v1, Fx, Fu
+
+
+def _projection(model, q, v, rcond=1e-10, eps=1e-3):
+    """The compiled projection of a state onto the loop constraints (as in the time
+    steps: Gauss–Newton in q with M at q, then v onto G v = 0 in the kinetic-energy
+    metric at the new q) and its derivative P (2nv, 2nv).
+
+    Both parts subtract a correction d = M⁻¹Gᵀ K⁺ r (K = G M⁻¹ Gᵀ), the least change
+    in the metric with G d = r, whose derivative is _correction's:
+
+    * q: r = g(q), the first Gauss–Newton correction, at q, followed by the
+      Jacobians of integrate(q, −d); the further iterations change q by O(|g|²), and
+      the derivative by that much.  When |g| is already below the tolerance the
+      step leaves q as is; the derivative returned is still the projection's, which
+      agrees with that along the constraints.
+    * v: r = G v at the projected q: exact.
+    """
+    nv = model.nv
+    qp, vp, _ = model._project(q, v)
+    g, G, _ = model._loop_rows(q)
+    d, D = _correction(model, q, G, g, G, None, rcond, eps)
+    Jq, Jv = model.integrate_jacobians(q, -d)
+    Pq = Jq - Jv @ D
+    _, G1, _ = model._loop_rows(qp)
+    _, D1 = _correction(model, qp, G1, G1 @ v, None, v, rcond, eps)
+    P = np.zeros((2 * nv, 2 * nv))
+    P[:nv, :nv] = Pq
+    P[nv:, :nv] = -D1[:, :nv] @ Pq
+    P[nv:, nv:] = np.eye(nv) - D1[:, nv:]
+    return qp, vp, P
+
+
+def _correction(model, q, G, r, dr_q, v, rcond, eps):
+    """d = M⁻¹Gᵀ μ, μ = K⁺ r (the minimal-norm solution of G d = r in the metric M)
+    and its derivative from M d − Gᵀ μ = 0, G d = r differentiated:
+
+        M δd − Gᵀ δμ = (−∂(M d)/∂q + ∂(Gᵀμ)/∂q) δq,   G δd = δr − ∂(G d)/∂q δq,
+
+    ∂(M d)/∂q from the inverse-dynamics derivatives (v = 0, no gravity), ∂G/∂q from
+    _row_q_derivatives.  Either r = r(q) with ∂r/∂q = ``dr_q`` (D: nv × nv), or
+    r = G(q) v (``v`` given, dr_q None; D: nv × 2nv over (δq, δv))."""
+    nv = model.nv
+    c = scipy.linalg.cho_factor(model.mass_matrix(q))
+    MinvGt = scipy.linalg.cho_solve(c, G.T)
+    K = G @ MinvGt
+    mu = _pinv_solve(K, r, rcond)
+    d = MinvGt @ mu
+    dG, _ = _row_q_derivatives(model, q, np.zeros(nv), eps)
+    dMd = model.inverse_dynamics_derivatives(q, np.zeros(nv), d, gravity=np.zeros(3))[0]
+    R1 = -dMd + np.einsum("kij,i->jk", dG, mu)
+    if v is None:
+        R2 = dr_q - np.einsum("kij,j->ik", dG, d)
+    else:
+        R1 = np.hstack([R1, np.zeros((nv, nv))])
+        R2 = np.hstack([np.einsum("kij,j->ik", dG, v - d), G])
+    Y = scipy.linalg.cho_solve(c, R1)
+    return d, Y + MinvGt @ _pinv_solve(K, R2 - G @ Y, rcond)
 
 
 def _advance(model, scheme, q, Dq, w, Kp, DKp, local_map):
