@@ -1781,7 +1781,7 @@ cdef class ModelCore:
         if code == STEP_CONTROLLER_ERROR:
             raise pyc.error
         if code == STEP_DIVERGED:
-            raise InputError(f"the simulation diverged (non-finite velocity) in the step "
+            raise InputError(f"the simulation diverged (non-finite state) in the step "
                              f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
                              f"higher-order method")
         if code == CODE_MASS_NOT_PD:

@@ -270,3 +270,28 @@ def test_step_derivatives_with_loops_match_the_linearization():
         Fr = T1.T @ Fx @ T
         errs.append(np.abs((Fr - T1.T @ T) / h - A).max())
     assert errs[1] < 0.2 * errs[0] and errs[1] < 1e-2 * np.abs(A).max()
+
+
+@pytest.mark.parametrize("fn", ["step", "step_derivatives"])
+@pytest.mark.parametrize("big", [1e30, 1e100, 1e150, 1e300])
+@pytest.mark.parametrize("arg", ["v", "tau"])
+def test_steps_with_loops_and_huge_inputs_are_finite_or_refused(fn, big, arg):
+    """Huge finite rates or torques on a closed-loop model: a finite step or an
+    InputError about overflow/divergence, never NaN or a mass-matrix error (an
+    overflowed stage used to be reported as 'mass matrix not positive definite')."""
+    model = td.load(td.robots.path("four_bar"))
+    q, v, tau = _state(model, 1)
+    kw = dict(v=v, tau=tau)
+    kw[arg] = np.full(model.nv, big)
+    try:
+        out = getattr(td.derivatives, fn)(model, q, kw["v"], kw["tau"], 0.01, "rkmk4")
+    except td.InputError as exc:
+        assert "overflow" in str(exc) or "diverged" in str(exc) or "too large" in str(exc), exc
+    else:
+        assert all(np.isfinite(x).all() for x in out)
+    try:
+        tr = td.simulate(model, q, kw["v"], t_final=0.01, dt=0.01, tau=kw["tau"])
+    except td.InputError as exc:
+        assert "diverged" in str(exc) or "too large" in str(exc), exc
+    else:
+        assert np.isfinite(tr.q).all() and np.isfinite(tr.v).all()
