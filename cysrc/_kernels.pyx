@@ -1735,6 +1735,7 @@ cdef class ModelCore:
         cdef Py_ssize_t k, k0 = 0, kend
         cdef int code = 0
         cdef int piter = max_iter if project else 0
+        cdef bint stop = False          # a non-finite q (overflow): reported by the caller
         # with loops, project_kernel runs on every step's q before the step (with
         # piter = 0 it only evaluates the rows): its joint steps and factors serve
         # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
@@ -1746,7 +1747,7 @@ cdef class ModelCore:
                                   tol, piter, 1e-10, &Rv[0])
         if chunk <= 0:
             chunk = nsteps if nsteps > 0 else 1
-        while k0 < nsteps and code == 0:
+        while k0 < nsteps and code == 0 and not stop:
             kend = min(nsteps, k0 + chunk)
             if controller is None:
                 with nogil:
@@ -1757,6 +1758,9 @@ cdef class ModelCore:
                                        &Vv[k + 1, 0] if nv else NULL,
                                        &ev[0] if nv else NULL, constrained, k1, k2, constrained)
                         if code == 0 and constrained:
+                            if not _finite_n(&Qv[k + 1, 0], nq):
+                                stop = True     # the rows (and the rest) left for the
+                                break           # caller's check of the run
                             code = project_kernel(self, &data.c, &Qv[k + 1, 0],
                                                   &Vv[k + 1, 0] if (nv and project) else NULL,
                                                   tol, piter, 1e-10, &Rv[k + 1])
@@ -1770,6 +1774,9 @@ cdef class ModelCore:
                                    &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
                                    constrained, k1, k2, constrained)
                     if code == 0 and constrained:
+                        if not _finite_n(&Qv[k + 1, 0], nq):
+                            stop = True
+                            break
                         code = project_kernel(self, &data.c, &Qv[k + 1, 0],
                                               &Vv[k + 1, 0] if (nv and project) else NULL,
                                               tol, piter, 1e-10, &Rv[k + 1])
@@ -1778,6 +1785,9 @@ cdef class ModelCore:
             if progress is not None and code == 0:
                 progress(kend - k0)
             k0 = kend
+        if stop:                        # never hand back uninitialized rows
+            Q[k + 2:] = np.nan
+            V[k + 2:] = np.nan
         if code == STEP_CONTROLLER_ERROR:
             raise pyc.error
         if code == STEP_DIVERGED:

@@ -154,7 +154,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
             for n in range(nq):
                 q_out[n] += h * b[j] * Kq[nq * j + n]
         normalize_quaternions(m, q_out)
-    if not (_finite_n(v_out, nv) and _finite_n(q_out, nq)):
+    if not _finite_n(v_out, nv):
         return STEP_DIVERGED
     if bhat != NULL and err != NULL:
         # embedded error estimate: (Ψ − Ψ̂, v − v̂)
