@@ -1758,7 +1758,7 @@ cdef class ModelCore:
                                        &Vv[k + 1, 0] if nv else NULL,
                                        &ev[0] if nv else NULL, constrained, k1, k2, constrained)
                         if code == 0 and constrained:
-                            if not _finite_n(&Qv[k + 1, 0], nq):
+                            if not _finite_bits(&Qv[k + 1, 0], nq):
                                 stop = True     # the rows (and the rest) left for the
                                 break           # caller's check of the run
                             code = project_kernel(self, &data.c, &Qv[k + 1, 0],
@@ -1774,7 +1774,7 @@ cdef class ModelCore:
                                    &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
                                    constrained, k1, k2, constrained)
                     if code == 0 and constrained:
-                        if not _finite_n(&Qv[k + 1, 0], nq):
+                        if not _finite_bits(&Qv[k + 1, 0], nq):
                             stop = True
                             break
                         code = project_kernel(self, &data.c, &Qv[k + 1, 0],

@@ -29,14 +29,6 @@ cdef inline Py_ssize_t step_ws_size(int nb, int nq, int nv, int s) noexcept nogi
     return 2 * <Py_ssize_t>s * nv + <Py_ssize_t>s * nq + 3 * nq + 4 * nv + 8
 
 
-cdef inline bint _finite_n(const double* x, int n) noexcept nogil:
-    cdef int k
-    for k in range(n):
-        if not isfinite(x[k]):
-            return False
-    return True
-
-
 cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, const double* b,
                  const double* c, const double* bhat, int local, double t, double h,
                  const double* q, const double* v, stage_torque_fn torque, void* tctx,
@@ -110,7 +102,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
                                          joints_ready and j == 0 and scheme != SCHEME_VECTOR)
         else:
             code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
-        if code == CODE_MASS_NOT_PD and not (_finite_n(qs, nq) and _finite_n(vs, nv)):
+        if code == CODE_MASS_NOT_PD and not (_finite_bits(qs, nq) and _finite_bits(vs, nv)):
             return STEP_DIVERGED              # an earlier stage overflowed: not the model
         if code:
             return code
@@ -154,7 +146,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
             for n in range(nq):
                 q_out[n] += h * b[j] * Kq[nq * j + n]
         normalize_quaternions(m, q_out)
-    if not _finite_n(v_out, nv):
+    if not _finite_bits(v_out, nv):
         return STEP_DIVERGED
     if bhat != NULL and err != NULL:
         # embedded error estimate: (Ψ − Ψ̂, v − v̂)
