@@ -27,11 +27,13 @@ from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat6, hat3
 from .validation import finite_result, number, vectors
 
 
-def _one_state(model, q, v, tau, where):
-    """q (nq,), v (nv,), tau (nv,) checked (real, finite, one state, unit quaternions)."""
+def _one_state(model, q, v, tau, where, with_tau=True):
+    """q (nq,), v (nv,), tau (nv,) checked (real, finite, one state, unit quaternions);
+    ``with_tau`` False: tau is not an argument (returned as given)."""
     q = vectors(q, model.nq, "q", where, batch=False)
     v = vectors(v, model.nv, "v", where, batch=False)
-    tau = vectors(tau, model.nv, "tau", where, batch=False)
+    if with_tau:
+        tau = vectors(tau, model.nv, "tau", where, batch=False)
     model.integrate(q, np.zeros(model.nv))        # refuses non-unit quaternions, naming q
     return q, v, tau
 
@@ -105,7 +107,7 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
     dG = None
     if model.n_crows:
-        dq, dv, Minv, G, dG = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
+        dq, dv, Minv, G, dG, _ = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
     else:
         dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, **kw)
     nv = model.nv
@@ -133,9 +135,7 @@ def state_tangent_basis(model, q, v, rcond=1e-10, eps=1e-3):
     without loop closures gives the identity (2nv, 2nv).
     """
     where = "state_tangent_basis"
-    q = vectors(q, model.nq, "q", where, batch=False)
-    v = vectors(v, model.nv, "v", where, batch=False)
-    model.integrate(q, np.zeros(model.nv))        # refuses non-unit quaternions, naming q
+    q, v, _ = _one_state(model, q, v, None, where, with_tau=False)
     rcond = number(rcond, "rcond", where, minimum=0.0, strict=True)
     eps = number(eps, "eps", where, minimum=0.0, strict=True)
     if model.n_crows == 0:
@@ -369,8 +369,9 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
         qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp,
                                       local_map)
         if loops:
-            aq, av, Minv = _constrained_derivatives(model, qs, vs, tau, kw, 1e-10, 1e-3)[:3]
-            Kv.append(model.constrained_forward_dynamics(qs, vs, tau, **kw)[0])
+            aq, av, Minv, _, _, acc = _constrained_derivatives(model, qs, vs, tau, kw,
+                                                               1e-10, 1e-3)
+            Kv.append(acc)
         else:
             aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
             Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
@@ -447,8 +448,15 @@ def _correction(model, q, G, r, dr_q, v, rcond, eps):
     else:
         R1 = np.hstack([R1, np.zeros((nv, nv))])
         R2 = np.hstack([np.einsum("kij,j->ik", dG, v - d), G])
+    return d, _kkt_columns(c, MinvGt, K, G, R1, R2, rcond)
+
+
+def _kkt_columns(c, MinvGt, K, G, R1, R2, rcond):
+    """Columns δx of M δx − Gᵀ δμ = R1, G δx = R2 (M's Cholesky factor c, M⁻¹Gᵀ,
+    K = G M⁻¹ Gᵀ): δx = M⁻¹R1 + M⁻¹Gᵀ K⁺ (R2 − G M⁻¹R1), minimal-norm δμ for
+    redundant rows."""
     Y = scipy.linalg.cho_solve(c, R1)
-    return d, Y + MinvGt @ _pinv_solve(K, R2 - G @ Y, rcond)
+    return Y + MinvGt @ _pinv_solve(K, R2 - G @ Y, rcond)
 
 
 def _advance(model, scheme, q, Dq, w, Kp, DKp, local_map):
@@ -566,7 +574,8 @@ def _row_q_derivatives(model, q, v, eps):
 
 
 def _constrained_derivatives(model, q, v, tau, kw, rcond, eps):
-    """(∂v̇/∂q, ∂v̇/∂v, ∂v̇/∂τ, G, dG) of the constrained dynamics at a checked state."""
+    """(∂v̇/∂q, ∂v̇/∂v, ∂v̇/∂τ, G, dG, v̇) of the constrained dynamics at a checked
+    state."""
     nv = model.nv
     a, lam = model.constrained_forward_dynamics(q, v, tau, **kw)
     tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
@@ -583,8 +592,7 @@ def _constrained_derivatives(model, q, v, tau, kw, rcond, eps):
     R1 = np.hstack([-(tq - dGtl_q), -tv, np.eye(nv)])
     R2 = np.hstack([-(dGa_q + dgam_q), -dgam_v, np.zeros((G.shape[0], nv))])
     c = scipy.linalg.cho_factor(M)
-    Y = scipy.linalg.cho_solve(c, R1)
     MinvGt = scipy.linalg.cho_solve(c, G.T)
-    D = Y + MinvGt @ _pinv_solve(G @ MinvGt, R2 - G @ Y, rcond)
+    D = _kkt_columns(c, MinvGt, G @ MinvGt, G, R1, R2, rcond)
     finite_result(D, "constrained_forward_dynamics_derivatives: result", "q, v, tau")
-    return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:], G, dG
+    return D[:, :nv], D[:, nv:2 * nv], D[:, 2 * nv:], G, dG, a
