@@ -354,3 +354,26 @@ def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, 
         g.add_joint(f"j{i}", t, parent, name, armature=rng.uniform(0, 0.1), **kw)
         names.append(name)
     return g.compile()
+
+
+def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
+    """The step and central differences of it along group curves; changes of q'
+    measured at q' (difference(q1, ·))."""
+    from treedyn.derivatives import step
+    nv = model.nv
+
+    def one(q_, v_, t_):
+        return step(model, q_, v_, t_, h, method, local_map=local_map)
+    q1, v1 = one(q, v, tau)
+
+    def delta(a, b):
+        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
+                               a[1] - b[1]]) / (2 * eps)
+    Fx = np.zeros((2 * nv, 2 * nv))
+    Fu = np.zeros((2 * nv, nv))
+    for k in range(nv):
+        e = eps * np.eye(nv)[k]
+        Fx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
+        Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
+        Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
+    return q1, v1, Fx, Fu

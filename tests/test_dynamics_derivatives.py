@@ -13,7 +13,7 @@ import pytest
 
 from treedyn import derivatives as tdd
 from treedyn.errors import InputError
-from oracles import (group_differences, load_pair, pin_v_matrix, random_tree, rel_err,
+from oracles import (fd_step, group_differences, load_pair, pin_v_matrix, random_tree, rel_err,
                      to_pinocchio_q)
 
 TOL_FD = 1e-6            # central differences (ε = 1e-6), relative to max(1, max |D|)
@@ -92,28 +92,6 @@ def test_linearization_is_the_limit_of_the_euler_step(kinds):
     # first order in h (exact, up to round-off, when every joint is a vector space)
     assert errs[1] < 1e-3
     assert errs[1] < max(1e-10, errs[0] / 5)
-
-
-def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
-    """The step and central differences of it along group curves; changes of q'
-    measured at q' (difference(q1, ·))."""
-    nv = model.nv
-
-    def one(q_, v_, t_):
-        return tdd.step(model, q_, v_, t_, h, method, local_map=local_map)
-    q1, v1 = one(q, v, tau)
-
-    def delta(a, b):
-        return np.concatenate([model.difference(q1, a[0]) - model.difference(q1, b[0]),
-                               a[1] - b[1]]) / (2 * eps)
-    Fx = np.zeros((2 * nv, 2 * nv))
-    Fu = np.zeros((2 * nv, nv))
-    for k in range(nv):
-        e = eps * np.eye(nv)[k]
-        Fx[:, k] = delta(one(model.integrate(q, e), v, tau), one(model.integrate(q, -e), v, tau))
-        Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
-        Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
-    return q1, v1, Fx, Fu
 
 
 @pytest.mark.parametrize("method", ["euler", "rkmk2", "rkmk4", "cg4"])
