@@ -361,6 +361,7 @@ cdef class ModelCore:
     cdef readonly int n_crows          # constraint rows m
     cdef const int[:, ::1] cl_int      # (closures, 3): row kind, parent-side, child-side body
     cdef const double[:, ::1] cl_geo   # (closures, G_WIDTH): attachment frames and geometry
+    cdef const double[:, ::1] cl_body  # (closures, B_WIDTH): the geometry in body coordinates
     cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
@@ -440,6 +441,7 @@ cdef class ModelCore:
         self.n_crows = 0
         self.cl_int = np.zeros((0, 3), dtype=np.int32)
         self.cl_geo = np.zeros((0, G_WIDTH))
+        self.cl_body = np.zeros((0, B_WIDTH))
         self.mm_int = np.zeros((0, 4), dtype=np.int32)
         self.mm_dbl = np.zeros((0, 2))
 
@@ -450,6 +452,7 @@ cdef class ModelCore:
             raise RuntimeError("_init_loops after Data were created")
         self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
         self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
+        self.cl_body = _closure_body_geometry(np.asarray(self.cl_geo))
         self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
         self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
         self.n_crows = n_rows
@@ -1805,6 +1808,35 @@ cdef class ModelCore:
             return Q, V, err, R
         return Q, V, err
 
+
+
+def _closure_body_geometry(geo):
+    """cl_body (loops.pxi B_* columns) from cl_geo: the joint point, the frames'
+    origins and the axes expressed in the two bodies' coordinates, x_body =
+    R_off x_frame + p_off (directions: R_off e), with (R_off, p_off) the pose of
+    the attachment frame in its body."""
+    n = geo.shape[0]
+    out = np.zeros((n, B_WIDTH))
+    RP = geo[:, G_OFFP:G_OFFP + 9].reshape(n, 3, 3)
+    RC = geo[:, G_OFFC:G_OFFC + 9].reshape(n, 3, 3)
+    pP = geo[:, G_OFFP + 9:G_OFFP + 12]
+    pC = geo[:, G_OFFC + 9:G_OFFC + 12]
+
+    def put(col, R, x, p=None):
+        out[:, col:col + 3] = np.einsum("nij,nj->ni", R, x) + (0.0 if p is None else p)
+
+    point = geo[:, G_POINT:G_POINT + 3]
+    put(B_PNT_P, RP, point, pP)
+    put(B_PNT_C, RC, point, pC)
+    out[:, B_ORG_P:B_ORG_P + 3] = pP
+    out[:, B_ORG_C:B_ORG_C + 3] = pC
+    put(B_AX_P, RP, geo[:, G_AXIS:G_AXIS + 3])
+    put(B_AX_C, RC, geo[:, G_AXIS:G_AXIS + 3])
+    put(B_U1_P, RP, geo[:, G_U1:G_U1 + 3])
+    put(B_U2_P, RP, geo[:, G_U2:G_U2 + 3])
+    put(B_A1_P, RP, geo[:, G_A1:G_A1 + 3])
+    put(B_A2_C, RC, geo[:, G_A2:G_A2 + 3])
+    return out
 
 
 cdef cnp.ndarray _as_states(object x, int width, str name):

@@ -63,6 +63,7 @@ cdef struct DataC:
     double* cb        # (m,)     right-hand side, then λ
     double* cw        # (m,)
     double* cw2       # (nv,)
+    double* cKd       # (m,)     1 / F_ii of the pivots
     int* cperm        # (m,)     pivot order of F
     int* cnz          # (m,)     the rows of G that are not exactly zero
     int cmz           #          how many
@@ -197,7 +198,7 @@ cdef class Data:
         if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
             return
         self.cbuf = np.zeros((6 + 1 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
-                             + 5 * mr + 2 * model.nq + 16)
+                             + 6 * mr + 2 * model.nq + 16)
         self.cibuf = np.zeros(2 * mr, dtype=np.int32)
         p = &self.cbuf[8]
         self.c.oJ = p; p += 6 * n
@@ -213,6 +214,7 @@ cdef class Data:
         self.c.cw = p; p += mr
         self.c.cg = p; p += mr
         self.c.clam = p; p += mr
+        self.c.cKd = p; p += mr
         self.c.cq = p; p += model.nq
         self.c.cfq = p; p += model.nq
         self.c.cfac = False

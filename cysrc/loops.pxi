@@ -43,6 +43,19 @@ cdef enum:
     G_C12 = 42
     G_PITCH = 43
     G_WIDTH = 44
+    # cl_body columns (ModelCore._init_loops): the same geometry in the bodies'
+    # own coordinates, so that a row needs only the bodies' poses and motions
+    B_PNT_P = 0      # joint point in body P, body C (3 + 3)
+    B_PNT_C = 3
+    B_ORG_P = 6      # origin of frame P in body P, of frame C in body C (3 + 3)
+    B_ORG_C = 9
+    B_AX_P = 12      # joint axis in body P, body C (3 + 3)
+    B_AX_C = 15
+    B_U1_P = 18      # u1, u2 in body P (3 + 3)
+    B_U2_P = 21
+    B_A1_P = 24      # universal axes: a1 in body P, a2 in body C (3 + 3)
+    B_A2_C = 27
+    B_WIDTH = 30
     CODE_MASS_NOT_PD = (1 << 30) + 1
 
 
@@ -75,12 +88,12 @@ cdef struct MovVec:
 
 cdef struct Side:
     int body
-    double R[9]
+    double R[9]        # the body's world pose (identity for the world)
     double r[3]
     double w[3]        # angular velocity (world)
-    double rd[3]       # velocity of the frame origin
+    double rd[3]       # velocity of the body origin
     double al[3]       # angular acceleration at v̇ = 0
-    double rdd[3]      # acceleration of the frame origin at v̇ = 0
+    double rdd[3]      # acceleration of the body origin at v̇ = 0
 
 
 cdef struct Rows:
@@ -98,52 +111,46 @@ cdef inline void _cross_add(const double* a, const double* b, double s, double* 
     c[2] += s * (a[0] * b[1] - a[1] * b[0])
 
 
-cdef void _side(ModelCore m, DataC* d, int body, const double* off, Side* s) noexcept nogil:
-    """Pose and motion of the frame (body's pose) · off, from d.oMi, d.v, d.a (body
-    motion at v̇ = 0)."""
+cdef void _side(ModelCore m, DataC* d, int body, Side* s) noexcept nogil:
+    """World pose and motion of the body (world: identity, at rest), from d.oMi, d.v,
+    d.a (body motion at v̇ = 0)."""
     cdef int k
-    cdef double Rb[9]
-    cdef double rb[3]
     cdef double t[3]
-    cdef double dd[3]
     cdef const double* V
     cdef const double* A
     s.body = body
     if body < 0:
         for k in range(9):
-            s.R[k] = off[k]
+            s.R[k] = 1.0 if k % 4 == 0 else 0.0
         for k in range(3):
-            s.r[k] = off[9 + k]
+            s.r[k] = 0.0
             s.w[k] = 0.0; s.rd[k] = 0.0; s.al[k] = 0.0; s.rdd[k] = 0.0
         return
     for k in range(9):
-        Rb[k] = d.oMi[12 * body + k]
+        s.R[k] = d.oMi[12 * body + k]
     for k in range(3):
-        rb[k] = d.oMi[12 * body + 9 + k]
+        s.r[k] = d.oMi[12 * body + 9 + k]
     V = &d.v[6 * body]
     A = &d.a[6 * body]
-    rot_vec(Rb, V, s.w)
-    rot_vec(Rb, &V[3], s.rd)
-    rot_vec(Rb, A, s.al)
-    cross(V, &V[3], t)
+    rot_vec(s.R, V, s.w)
+    rot_vec(s.R, &V[3], s.rd)
+    rot_vec(s.R, A, s.al)
+    cross(V, &V[3], t)                  # origin acceleration: R (a_v + ω × v), body frame
     t[0] += A[3]; t[1] += A[4]; t[2] += A[5]
-    rot_vec(Rb, t, s.rdd)
-    # the frame: R = Rb Ro, r = Rb po + rb, d = r − rb
-    pose_mul(Rb, rb, off, &off[9], s.R, s.r)
-    for k in range(3):
-        dd[k] = s.r[k] - rb[k]
-    _cross_add(s.w, dd, 1.0, s.rd)
-    _cross_add(s.al, dd, 1.0, s.rdd)
-    cross(s.w, dd, t)
-    _cross_add(s.w, t, 1.0, s.rdd)
+    rot_vec(s.R, t, s.rdd)
 
 
-cdef void _point(const Side* s, const double* xl, MovVec* p) noexcept nogil:
-    """The point with frame coordinates xl."""
+cdef void _frame_rotation(const Side* s, const double* off, double* R) noexcept nogil:
+    """World rotation of the attachment frame (pose off in the body)."""
+    rot_mul(s.R, off, R)
+
+
+cdef void _point(const Side* s, const double* xb, MovVec* p) noexcept nogil:
+    """The point with body coordinates xb."""
     cdef double dd[3]
     cdef double t[3]
     cdef int k
-    rot_vec(s.R, xl, dd)
+    rot_vec(s.R, xb, dd)
     for k in range(3):
         p.x[k] = dd[k] + s.r[k]
         p.xd[k] = s.rd[k]
@@ -154,9 +161,9 @@ cdef void _point(const Side* s, const double* xl, MovVec* p) noexcept nogil:
     _cross_add(s.w, t, 1.0, p.xdd)
 
 
-cdef void _direction(const Side* s, const double* el, MovVec* e) noexcept nogil:
-    """The direction with frame coordinates el."""
-    rot_vec(s.R, el, e.x)
+cdef void _direction(const Side* s, const double* eb, MovVec* e) noexcept nogil:
+    """The direction with body coordinates eb."""
+    rot_vec(s.R, eb, e.x)
     cross(s.w, e.x, e.xd)
     cross(s.al, e.x, e.xdd)
     _cross_add(s.w, e.xd, 1.0, e.xdd)
@@ -334,22 +341,23 @@ cdef void rot_log(const double* R, double* phi) noexcept nogil:
     quat_to_rotvec(Q, phi)
 
 
-cdef void _relative_rotation(const Side* P, const Side* C, double* phi) noexcept nogil:
-    """log(R_Pᵀ R_C)."""
+cdef void _relative_rotation(const double* RP, const double* RC, double* phi) noexcept nogil:
+    """log(R_Pᵀ R_C) of the two frames' world rotations."""
     cdef double Rrel[9]
     cdef int a, b, k
     for a in range(3):
         for b in range(3):
             Rrel[3 * a + b] = 0.0
             for k in range(3):
-                Rrel[3 * a + b] += P.R[3 * k + a] * C.R[3 * k + b]
+                Rrel[3 * a + b] += RP[3 * k + a] * RC[3 * k + b]
     rot_log(Rrel, phi)
 
 
-cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept nogil:
-    """log(R_Pᵀ R_C) (3 rows); rate R_Pᵀ(ω_C − ω_P), so row c has w_C = (R_P e_c, 0)
-    = −w_P; Ġv term R_Pᵀ(α_C − α_P) − (R_Pᵀ ω_P) × R_Pᵀ(ω_C − ω_P) (exact on the
-    manifold)."""
+cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C, const double* RP,
+                            const double* RC) noexcept nogil:
+    """log(R_Pᵀ R_C) (3 rows), R_P, R_C the frames' world rotations; rate
+    R_Pᵀ(ω_C − ω_P), so row c has w_C = (R_P e_c, 0) = −w_P; Ġv term
+    R_Pᵀ(α_C − α_P) − (R_Pᵀ ω_P) × R_Pᵀ(ω_C − ω_P) (exact on the manifold)."""
     cdef int c, n
     cdef double phi[3]
     cdef double dw[3]
@@ -358,21 +366,21 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C) noexcept n
     cdef double dal[3]
     cdef double t[3]
     cdef double* w
-    _relative_rotation(P, C, phi)
+    _relative_rotation(RP, RC, phi)
     for c in range(3):
         dw[c] = C.w[c] - P.w[c]
         t[c] = C.al[c] - P.al[c]
-    rotT_vec(P.R, dw, dwl)
-    rotT_vec(P.R, P.w, wPl)
-    rotT_vec(P.R, t, dal)
+    rotT_vec(RP, dw, dwl)
+    rotT_vec(RP, P.w, wPl)
+    rotT_vec(RP, t, dal)
     cross(wPl, dwl, t)
     for c in range(3):
         w = _row(rows, phi[c], dal[c] - t[c])
         if w == NULL:
             continue
         for n in range(3):
-            w[6 + n] = P.R[3 * n + c]
-            w[n] = -P.R[3 * n + c]
+            w[6 + n] = RP[3 * n + c]
+            w[n] = -RP[3 * n + c]
 
 
 cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
@@ -388,12 +396,13 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
     cdef Side P, C
     cdef MovVec mv[8]
     cdef const double* geo
+    cdef const double* bgeo
     cdef double W[72]
-    cdef double zero[3]
+    cdef double RP[9]
+    cdef double RC[9]
     cdef double th_acc, pitch
     cdef double phi[3]
     cdef double* w
-    zero[0] = 0.0; zero[1] = 0.0; zero[2] = 0.0
     rows.k = 0
     rows.g = g
     rows.gam = gam
@@ -401,53 +410,57 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
     for c in range(m.cl_int.shape[0]):
         t = m.cl_int[c, 0]
         geo = &m.cl_geo[c, 0]
+        bgeo = &m.cl_body[c, 0]
         rows.k0 = rows.k
         if t == LOOP_FREE:
             continue
-        _side(m, d, m.cl_int[c, 1], &geo[G_OFFP], &P)
-        _side(m, d, m.cl_int[c, 2], &geo[G_OFFC], &C)
+        _side(m, d, m.cl_int[c, 1], &P)
+        _side(m, d, m.cl_int[c, 2], &C)
+        if t == LOOP_PRISMATIC or t == LOOP_FIXED or t == LOOP_HELICAL:
+            _frame_rotation(&P, &geo[G_OFFP], RP)
+            _frame_rotation(&C, &geo[G_OFFC], RC)
         # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
-        _point(&P, &geo[G_POINT], &mv[0])
-        _point(&C, &geo[G_POINT], &mv[1])
+        _point(&P, &bgeo[B_PNT_P], &mv[0])
+        _point(&C, &bgeo[B_PNT_C], &mv[1])
         _difference(&mv[0], &mv[1], &mv[2])
         if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
                 or t == LOOP_PLANAR):
             # axis alignment u_k · (e_P × e_C), u_k ⟂ e carried by P
-            _direction(&P, &geo[G_AXIS], &mv[3])
-            _direction(&C, &geo[G_AXIS], &mv[4])
+            _direction(&P, &bgeo[B_AX_P], &mv[3])
+            _direction(&C, &bgeo[B_AX_C], &mv[4])
             _cross_mv(&mv[3], &mv[4], &mv[5])
-            _direction(&P, &geo[G_U1], &mv[6])
-            _direction(&P, &geo[G_U2], &mv[7])
+            _direction(&P, &bgeo[B_U1_P], &mv[6])
+            _direction(&P, &bgeo[B_U2_P], &mv[7])
             _emit_axis_alignment(&rows, &mv[6], &mv[3], &mv[4], &mv[5])
             _emit_axis_alignment(&rows, &mv[7], &mv[3], &mv[4], &mv[5])
         if t == LOOP_HELICAL or t == LOOP_CYLINDRICAL or t == LOOP_PRISMATIC:
-            _direction(&P, &geo[G_U1], &mv[6])
-            _direction(&P, &geo[G_U2], &mv[7])
+            _direction(&P, &bgeo[B_U1_P], &mv[6])
+            _direction(&P, &bgeo[B_U2_P], &mv[7])
             _emit_dir_dot_difference(&rows, &mv[6], &mv[0], &mv[1], &mv[2])
             _emit_dir_dot_difference(&rows, &mv[7], &mv[0], &mv[1], &mv[2])
         if t == LOOP_PLANAR:
-            _direction(&P, &geo[G_AXIS], &mv[3])
+            _direction(&P, &bgeo[B_AX_P], &mv[3])
             _emit_dir_dot_difference(&rows, &mv[3], &mv[0], &mv[1], &mv[2])
         if t == LOOP_UNIVERSAL:
-            _direction(&P, &geo[G_A1], &mv[3])
-            _direction(&C, &geo[G_A2], &mv[4])
+            _direction(&P, &bgeo[B_A1_P], &mv[3])
+            _direction(&C, &bgeo[B_A2_C], &mv[4])
             _emit_dir_dot_dir(&rows, &mv[3], &mv[4], geo[G_C12])
         if t == LOOP_PRISMATIC or t == LOOP_FIXED:
-            _orientation_rows(&rows, &P, &C)
+            _orientation_rows(&rows, &P, &C, RP, RC)
         if t == LOOP_FIXED:
-            _point(&P, zero, &mv[0])
-            _point(&C, zero, &mv[1])
+            _point(&P, &bgeo[B_ORG_P], &mv[0])
+            _point(&C, &bgeo[B_ORG_C], &mv[1])
             _difference(&mv[0], &mv[1], &mv[2])
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if t == LOOP_HELICAL:
             # e_P·(x_C − x_P) − h θ, θ = e·log(R_Pᵀ R_C); θ̇ = e_P·(ω_C − ω_P)
             pitch = geo[G_PITCH]
-            _direction(&P, &geo[G_AXIS], &mv[3])
+            _direction(&P, &bgeo[B_AX_P], &mv[3])
             _emit_dir_dot_difference(&rows, &mv[3], &mv[0], &mv[1], &mv[2])
             k = rows.k - 1
-            _relative_rotation(&P, &C, phi)
+            _relative_rotation(RP, RC, phi)
             g[k] -= pitch * dot3(phi, &geo[G_AXIS])
             th_acc = 0.0
             for j in range(3):
@@ -578,12 +591,14 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
         x[i] = s / L[i * n + i]
 
 
-cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm) noexcept nogil:
+cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm,
+                           double* dinv) noexcept nogil:
     """A (n, n) symmetric positive semidefinite, row-major, in place: P A Pᵀ = F Fᵀ
     by Cholesky with diagonal pivoting (rows and columns swapped as LAPACK's
     dpstrf does), stopped at the first pivot below rcond · max diag.  Returns the
     rank r; F (n, r) is the lower trapezoid of A's first r columns (entries
-    above the diagonal are not part of it), perm[i] the row of A moved to i."""
+    above the diagonal are not part of it), perm[i] the row of A moved to i,
+    dinv[i] = 1 / F_ii for i < r."""
     cdef int i, j, k, r, p, tmp
     cdef double dmax = 0.0, best, s, f, tol
     cdef double* Ai
@@ -610,6 +625,7 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm) noexcept n
         s = sqrt(A[r * n + r])
         A[r * n + r] = s
         s = 1.0 / s
+        dinv[r] = s
         for i in range(r + 1, n):
             A[i * n + r] *= s
         for i in range(r + 1, n):                       # trailing block, both triangles
@@ -722,7 +738,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     for i in range(mz):
         for k in range(i):
             K[i * mz + k] = K[k * mz + i]
-    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm)
+    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
@@ -749,12 +765,12 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
             s = w[i]
             for k in range(i):
                 s -= F[i * mz + k] * w[k]
-            w[i] = s / F[i * mz + i]
+            w[i] = s * d.cKd[i]
         for i in range(r - 1, -1, -1):
             s = w[i]
             for k in range(i + 1, r):
                 s -= F[k * mz + i] * w[k]
-            w[i] = s / F[i * mz + i]
+            w[i] = s * d.cKd[i]
         for i in range(mr):
             c[i] = 0.0
         for i in range(r):

@@ -2,21 +2,25 @@
 # (Featherstone, Rigid Body Dynamics Algorithms, 2008, §6.5): with the freedoms in
 # topological order, L_kj ≠ 0 only for j = k or j an ancestor freedom of k (the
 # dof_parent chain), so factoring costs Σ depth² instead of nv³/6 and a solve
-# Σ depth (used by the constrained dynamics, loops.pxi).
+# Σ depth (used by the constrained dynamics, loops.pxi).  The factor keeps the
+# reciprocals 1/L_kk on its diagonal, so that the solves multiply where they
+# would divide (a division in a triangular solve's dependency chain costs a
+# dozen cycles or more).
 
 cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
-    """M (n, n) row-major = Lᵀ L in place (L in the lower triangle along the
-    ancestor chains); False unless positive definite."""
+    """M (n, n) row-major = Lᵀ L in place (L's off-diagonal entries in the lower
+    triangle along the ancestor chains, 1/L_kk on the diagonal); False unless
+    positive definite."""
     cdef int k, i, j
     cdef double a
     for k in range(n - 1, -1, -1):
         if not M[k * n + k] > 0.0:
             return False
-        a = sqrt(M[k * n + k])
+        a = 1.0 / sqrt(M[k * n + k])
         M[k * n + k] = a
         i = lam[k]
         while i >= 0:
-            M[k * n + i] /= a
+            M[k * n + i] *= a
             i = lam[i]
         i = lam[k]
         while i >= 0:
@@ -44,7 +48,7 @@ cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexc
         while i >= 0:
             s -= L[k * n + i] * x[i]
             i = lam[i]
-        x[k] = s / L[k * n + k]
+        x[k] = s * L[k * n + k]
 
 
 cdef void _solve_Lt_tree_cols(const double* L, int n, const int* lam, double* X,
@@ -57,7 +61,7 @@ cdef void _solve_Lt_tree_cols(const double* L, int n, const int* lam, double* X,
     cdef double* Xi
     for k in range(n - 1, -1, -1):
         Xk = &X[k * p]
-        a = 1.0 / L[k * n + k]
+        a = L[k * n + k]
         for c in range(p):
             Xk[c] *= a
         i = lam[k]
