@@ -348,6 +348,8 @@ cdef class ModelCore:
     cdef readonly const int[::1] screw_rev   # FAST_SCREW revolute about a coordinate axis
                                        # direction k: 1 + k, else 0 (joint_pose_offset)
     cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
+    cdef const int[::1] univ           # 1: two revolute screws whose axes meet (universal)
+    cdef const double[:, ::1] univ_pt  # (nb, 3) that point, body frame (universal_calc)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
     cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
@@ -401,6 +403,7 @@ cdef class ModelCore:
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
         self.screw_rev, self.screw_pt = _offset_axes(self.fast, self.voff, self.X)
+        self.univ, self.univ_pt = _universal_points(self.kind, self.nvj, self.voff, self.X)
         root = np.arange(nb, dtype=np.int32)
         for i in range(nb):                 # parents precede children
             if arr["parent"][i] >= 0:
@@ -1919,6 +1922,36 @@ def _offset_axes(fast, voff, X):
             codes[i] = 1 + k
             pts[i] = np.cross(e, v)
     return codes, pts
+
+
+def _universal_points(kind, nvj, voff, X):
+    """Per body: 1 for a universal joint (two unit revolute screws, zero pitch, whose
+    axes meet), else 0; and the meeting point c (body frame: X_k = (ω_k, c × ω_k)).
+    These take universal_calc's closed form instead of the general screw chain."""
+    nb = len(kind)
+    flags = np.zeros(nb, dtype=np.int32)
+    pts = np.zeros((max(nb, 1), 3))
+    X = np.asarray(X)
+
+    def hat(w):
+        return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+
+    for i in range(nb):
+        if kind[i] != KIND_SCREWS or nvj[i] != 2:
+            continue
+        w1, v1 = X[voff[i], :3], X[voff[i], 3:]
+        w2, v2 = X[voff[i] + 1, :3], X[voff[i] + 1, 3:]
+        if (abs(w1 @ w1 - 1.0) > 1e-12 or abs(w2 @ w2 - 1.0) > 1e-12
+                or abs(w1 @ v1) > 1e-12 or abs(w2 @ v2) > 1e-12
+                or np.linalg.norm(np.cross(w1, w2)) < 1e-6):
+            continue
+        A = np.vstack([-hat(w1), -hat(w2)])            # c × ω = −ω̂ c
+        b = np.concatenate([v1, v2])
+        c = np.linalg.lstsq(A, b, rcond=None)[0]
+        if np.abs(A @ c - b).max() <= 1e-12 * max(1.0, np.abs(b).max()):
+            flags[i] = 1
+            pts[i] = c
+    return flags, pts
 
 
 # OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child

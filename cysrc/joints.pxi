@@ -131,6 +131,60 @@ cdef inline int joint_calc(int kind, int nv, const double* X, const double* c,
     return bad
 
 
+cdef inline void _rodrigues_sc(const double* e, double s, double c, double* R) noexcept nogil:
+    """R = I + s ê + (1 − c) ê² for a unit axis e, given s = sin t, c = cos t."""
+    cdef double x = e[0], y = e[1], z = e[2]
+    c = 1.0 - c
+    R[0] = 1.0 - c * (y * y + z * z)
+    R[1] = -s * z + c * x * y
+    R[2] = s * y + c * x * z
+    R[3] = s * z + c * x * y
+    R[4] = 1.0 - c * (x * x + z * z)
+    R[5] = -s * x + c * y * z
+    R[6] = -s * y + c * x * z
+    R[7] = s * x + c * y * z
+    R[8] = 1.0 - c * (x * x + y * y)
+
+
+cdef inline void universal_calc(const double* X, const double* c, const double* q,
+                                const double* qd, double* R, double* p, double* S,
+                                double* cJ) noexcept nogil:
+    """joint_calc of a universal joint (ModelCore.univ): unit revolute screws
+    X_k = (ω_k, c × ω_k) whose axes meet at c (body frame).  J = exp(X₁q₁) exp(X₂q₂)
+    is the rotation R = Rot(ω₁, q₁) Rot(ω₂, q₂) about c, p = c − R c;
+    S₂ = X₂, S₁ = Ad_{exp(X₂q₂)⁻¹} X₁ = (b, c × b) with b = R₂ᵀ ω₁; and
+    Ṡq̇ = ad_{S₁q̇₁} S₂q̇₂ = q̇₁q̇₂ (n, c × n), n = b × ω₂ (both screws pass through
+    c).  S NULL: the transform only; qd NULL: cJ = 0."""
+    cdef double R1[9]
+    cdef double R2[9]
+    cdef double b[3]
+    cdef double n3[3]
+    cdef double s1, c1, s2, c2, w
+    cdef int k
+    sincos(q[0], &s1, &c1)
+    sincos(q[1], &s2, &c2)
+    _rodrigues_sc(X, s1, c1, R1)
+    _rodrigues_sc(&X[6], s2, c2, R2)
+    rot_mul(R1, R2, R)
+    rot_vec(R, c, b)
+    for k in range(3):
+        p[k] = c[k] - b[k]
+    if S == NULL:
+        return
+    for k in range(6):
+        S[6 + k] = X[6 + k]
+    rotT_vec(R2, X, S)
+    cross(c, S, &S[3])
+    for k in range(6):
+        cJ[k] = 0.0
+    if qd != NULL:
+        w = qd[0] * qd[1]
+        cross(S, &X[6], n3)
+        for k in range(3):
+            cJ[k] = w * n3[k]
+        cross(c, cJ, &cJ[3])
+
+
 # 1-dof fast paths (ModelCore.fast): the joint pose T = B exp(X q) without the
 # general machinery.  FAST_NONE: use joint_calc.
 cdef enum:

@@ -70,6 +70,8 @@ cdef extern from *:
             const double* Yj = Y + j * m;
             for (long i = 0; i < m; i++) {
                 const double y = Yj[i];
+                if (y == 0.0)       /* rows of a closure whose paths miss freedom j */
+                    continue;
                 double* Ki = K + i * m;
                 for (long k = i; k < m; k++)
                     Ki[k] += y * Yj[k];
@@ -715,12 +717,13 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     are not exactly zero (d.cnz, d.cmz of them: a planar mechanism closed by a
     spatial joint has rows that vanish identically, their multipliers are zero in
     every solution), Y = L⁻ᵀ Gᵀ of those rows (nv, mz) in d.cY, K = Yᵀ Y and its
-    pivoted Cholesky factor in d.cK, d.cperm (positions in cnz), d.crank (pivots
-    below rcond · max diag dropped: redundant rows)."""
+    Cholesky factor F in d.cK, d.cperm (pivot order, positions in cnz), d.crank
+    (pivots below rcond · max diag dropped: redundant rows)."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
+    cdef double tol
     for k in range(mr):
         for j in range(nv):
             if G[k * nv + j] != 0.0:
@@ -732,13 +735,60 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
         for i in range(mz):
             Y[j * mz + i] = G[d.cnz[i] * nv + j]
     _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
+    _gram(Y, nv, mz, K)
+    # full rank (the common case): Cholesky in the rows' order, no pivot search and
+    # no swaps; the first pivot at or below the threshold sends K to the pivoted
+    # factorization, which decides the rank
+    tol = 0.0
+    for i in range(mz):
+        if K[i * mz + i] > tol:
+            tol = K[i * mz + i]
+    if _cholesky_above(K, mz, rcond * tol, d.cKd):
+        for i in range(mz):
+            d.cperm[i] = i
+        d.crank = mz
+        return
+    _gram(Y, nv, mz, K)
+    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
+
+
+cdef inline void _gram(const double* Y, int nv, int mz, double* K) noexcept nogil:
+    """K = Yᵀ Y (mz, mz), both triangles, for Y (nv, mz) row-major."""
+    cdef int i, k
     for i in range(mz * mz):
         K[i] = 0.0
-    td_gram_upper(nv, mz, Y, K)                         # K = Yᵀ Y, upper triangle
+    td_gram_upper(nv, mz, Y, K)
     for i in range(mz):
         for k in range(i):
             K[i * mz + k] = K[k * mz + i]
-    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
+
+
+cdef bint _cholesky_above(double* A, int n, double tol, double* dinv) noexcept nogil:
+    """A (n, n) symmetric, row-major = F Fᵀ in place, F lower triangular in the given
+    order (left-looking: contiguous dot products over the rows), dinv[i] = 1/F_ii;
+    False at the first pivot F_ii² not above tol (A is then partly overwritten)."""
+    cdef int i, j, k
+    cdef double s, t, inv
+    cdef double* Aj
+    cdef double* Ai
+    for j in range(n):
+        Aj = &A[j * n]
+        s = Aj[j]
+        for k in range(j):
+            s -= Aj[k] * Aj[k]
+        if not s > tol:
+            return False
+        s = sqrt(s)
+        inv = 1.0 / s
+        Aj[j] = s
+        dinv[j] = inv
+        for i in range(j + 1, n):
+            Ai = &A[i * n]
+            t = Ai[j]
+            for k in range(j):
+                t -= Ai[k] * Aj[k]
+            Ai[j] = t * inv
+    return True
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:

@@ -60,6 +60,12 @@ cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
     cdef const double* B = &m.Bref[i, 0]
     cdef double RJ[9]
     cdef double pJ[3]
+    if m.univ[i]:
+        universal_calc(&m.X[o, 0], &m.univ_pt[i, 0], &q[m.qoff[i]],
+                       NULL if qd == NULL else &qd[o], RJ, pJ,
+                       &d.S[6 * o] if need_S else NULL, cJ)
+        pose_mul(B, &B[9], RJ, pJ, T, &T[9])
+        return 0
     if need_S:
         bad = joint_calc(m.kind[i], m.nvj[i], &m.X[o, 0], &m.center[i, 0], &q[m.qoff[i]],
                          NULL if qd == NULL else &qd[o], RJ, pJ, &d.S[6 * o], cJ)

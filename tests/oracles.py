@@ -143,6 +143,93 @@ def pinocchio_model(path, floating=False):
             else pin.buildModelFromUrdf(path))
 
 
+def pinocchio_from_graph(graph):
+    """Pinocchio model, with its closures, of a JointGraph built from revolute,
+    prismatic and universal tree joints and spherical loop joints
+    (:func:`with_ball_closures`), written independently of treedyn's compiler.
+
+    Every Pinocchio joint frame is world-aligned at the joint's point in the
+    construction configuration (q = 0), so a joint placement is a translation and a
+    revolute (prismatic) joint is ``JointModelRevoluteUnaligned``
+    (``JointModelPrismaticUnaligned``) along its world axis; a universal joint is
+    two revolute ones at the same point, the first (axis a1) with a massless body.  Body inertias are moved from the treedyn body frames into the
+    joint frames.  Each spherical loop joint becomes a ``CONTACT_3D``
+    ``RigidConstraintModel`` (reference frame LOCAL) joining the two bodies at its
+    point.  Returns (compiled treedyn model, Pinocchio model, constraint models,
+    index) with ``index[k]`` the treedyn q (= v) entry of Pinocchio's entry k."""
+    import pinocchio as pin
+    model = graph.compile()
+    if model.nq != model.nv:
+        raise NotImplementedError("pinocchio_from_graph: one-freedom joints only")
+    pm = pin.Model()
+    pm.gravity = pin.Motion(np.asarray(graph.gravity, dtype=float), np.zeros(3))
+    body_joint = {"world": 0}             # body -> Pinocchio joint carrying it
+    body_point = {"world": np.zeros(3)}   # ... and that joint frame's origin at q = 0
+    index = []
+    order, parent_joint = graph.spanning_tree()
+    for body in order:
+        if body == "world":
+            continue
+        j = parent_joint[body]
+        p = np.asarray(j["point"], dtype=float)
+        axes = {"revolute": [j["axis"]], "prismatic": [j["axis"]],
+                "universal": j["axes"]}.get(j["type"])
+        if axes is None:
+            raise NotImplementedError(f"pinocchio_from_graph: joint type {j['type']}")
+        kind = (pin.JointModelPrismaticUnaligned if j["type"] == "prismatic"
+                else pin.JointModelRevoluteUnaligned)
+        parent, place = body_joint[j["parent"]], pin.SE3(np.eye(3), p - body_point[j["parent"]])
+        for k, a in enumerate(axes):
+            a = np.asarray(a, dtype=float)
+            parent = pm.addJoint(parent, kind(a / np.linalg.norm(a)), place,
+                                 f"{j['name']}#{k}" if k else j["name"])
+            index.append(model.idx_q[j["name"]] + k)
+            place = pin.SE3.Identity()
+        node = graph.graph.nodes[body]
+        F = np.asarray(node["frame"], dtype=float)
+        R = F[:3, :3]
+        com = R @ np.asarray(node["com"], dtype=float) + F[:3, 3] - p
+        pm.appendBodyToJoint(parent, pin.Inertia(float(node["mass"]), com,
+                                                 R @ np.asarray(node["inertia"]) @ R.T),
+                             pin.SE3.Identity())
+        body_joint[body], body_point[body] = parent, p
+    cmodels = pin.StdVec_RigidConstraintModel()
+    for j in graph.joints(loop=True):
+        if j["type"] != "spherical":
+            raise NotImplementedError(f"pinocchio_from_graph: loop joint type {j['type']}")
+        p = np.asarray(j["point"], dtype=float)
+        a, b = j["parent"], j["child"]
+        cmodels.append(pin.RigidConstraintModel(
+            pin.ContactType.CONTACT_3D, pm,
+            body_joint[a], pin.SE3(np.eye(3), p - body_point[a]),
+            body_joint[b], pin.SE3(np.eye(3), p - body_point[b]),
+            pin.ReferenceFrame.LOCAL))
+    return model, pm, cmodels, np.array(index)
+
+
+def with_ball_closures(name):
+    """The JointGraph of a shipped loop robot (``robots/<name>.toml``) with every
+    loop joint replaced by a spherical joint at the same point: what Pinocchio's
+    3-D point constraints express.  The Delta's universal wrists become ball joints
+    (mobility 5 instead of 3); a planar mechanism keeps its motion (the rows a
+    revolute closure adds vanish identically in the plane)."""
+    import treedyn as td
+    src = td.load_graph(td.robots.path(name + ".toml"))
+    g = td.JointGraph(name=f"{name}_ball_closures", gravity=src.gravity)
+    for body in src.bodies:
+        n = src.graph.nodes[body]
+        g.add_body(body, mass=n["mass"], com=n["com"], inertia=n["inertia"], frame=n["frame"])
+    for j in src.joints():
+        if j["loop"]:
+            g.add_joint(j["name"], "spherical", j["parent"], j["child"], point=j["point"],
+                        loop=True)
+        else:
+            kw = dict(axes=j["axes"]) if j["type"] == "universal" else dict(axis=j["axis"])
+            g.add_joint(j["name"], j["type"], j["parent"], j["child"], point=j["point"],
+                        armature=j["armature"], **kw)
+    return g
+
+
 def load_pair(name, floating=False):
     """(treedyn model, Pinocchio model, Pinocchio data) of an example-robot-data robot."""
     model = load_erd(name, floating)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
+import oracles
 from treedyn.errors import ModelError
 from oracles import (curve, erd_path, pin_v_matrix, pinocchio_model, rel_err, robot_file,
                      to_pinocchio_q, to_pinocchio_se3, to_pinocchio_v)
@@ -96,6 +97,40 @@ def test_constrained_dynamics_with_redundant_rows():
     assert np.abs(G @ a + gam).max() < 1e-10                       # acceleration constraint
     resid = model.mass_matrix(q) @ a + model.bias_forces(q, v) - tau - G.T @ lam
     assert np.abs(resid).max() < 1e-10                             # equations of motion
+
+
+def test_rank_deficient_rows_that_do_not_vanish():
+    """A free body held by ball joints at two points: 6 rows, none identically zero,
+    of rank 5 (the spin about the line through the points stays free).  The
+    kernel's full-rank Cholesky meets a vanishing pivot and the pivoted
+    factorization takes over: λ is the minimal-norm solution of the NumPy SVD
+    reference (1e-9), the accelerations satisfy the rows and the equations of
+    motion, and a batch equals the single calls bit for bit."""
+    from treedyn.constraints import _constrained_forward_dynamics_numpy
+    g = td.JointGraph("two_balls")
+    g.add_body("bar", mass=2.0, com=[0.5, 0.1, -0.2], inertia=np.diag([0.02, 0.3, 0.31]))
+    g.add_joint("float", "free", "world", "bar")
+    g.add_joint("ball_a", "spherical", "world", "bar", point=[0.0, 0.0, 0.0], loop=True)
+    g.add_joint("ball_b", "spherical", "world", "bar", point=[1.0, 0.2, 0.1], loop=True)
+    model = g.compile()
+    rng = np.random.default_rng(11)
+    q = model.neutral()
+    v = model.project_velocity(q, rng.normal(size=model.nv))
+    G = model.constraint_jacobian(q)
+    assert np.linalg.matrix_rank(G, 1e-9) == 5 and np.abs(G).sum(axis=1).min() > 0.1
+    T = rng.normal(size=(4, model.nv))
+    A, L = model.constrained_forward_dynamics(np.tile(q, (4, 1)), np.tile(v, (4, 1)), T)
+    for k in range(4):
+        a, lam = model.constrained_forward_dynamics(q, v, T[k])
+        np.testing.assert_array_equal(A[k], a)
+        np.testing.assert_array_equal(L[k], lam)
+        a0, lam0, _ = _constrained_forward_dynamics_numpy(model, model.constraints, q, v,
+                                                          T[k])
+        assert rel_err(a, a0) < 1e-10 and rel_err(lam, lam0) < 1e-9
+        _, G, gam = model.constraints.evaluate(q, v)
+        assert np.abs(G @ a + gam).max() < 1e-10
+        resid = model.mass_matrix(q) @ a + model.bias_forces(q, v) - T[k] - G.T @ lam
+        assert np.abs(resid).max() < 1e-10
 
 
 def test_statics_of_a_hanging_body():
@@ -228,6 +263,42 @@ def test_equals_pinocchio_constraint_dynamics(kind):
     err = rel_err(P @ a, ap)
     print(f"constraint dynamics {kind}: relative error vs Pinocchio {err:.1e}")
     assert err < 1e-8
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "delta"])
+def test_shipped_loop_robots_equal_pinocchio(name):
+    """The shipped loop robots with their loop joints as ball joints
+    (oracles.with_ball_closures: Pinocchio has point and weld closures only),
+    rebuilt in Pinocchio joint by joint (oracles.pinocchio_from_graph; the Delta's
+    universal joints as two revolute joints): mass matrix and inverse dynamics
+    agree to round-off (which checks the rebuilt model, universal joints included),
+    and constrained forward dynamics equals pin.constraintDynamics at assembled and
+    off-manifold states, relative error ≤ 1e-10."""
+    pin = pytest.importorskip("pinocchio")
+    model, pm, cms, idx = oracles.pinocchio_from_graph(oracles.with_ball_closures(name))
+    pd = pm.createData()
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 1e-12, 20)
+    rng = np.random.default_rng(17)
+    q0 = model.assemble(model.neutral())
+    for k in range(4):
+        q = q0 if k == 0 else model.integrate(q0, 0.2 * rng.normal(size=model.nv))
+        v, a, tau = rng.normal(size=(3, model.nv))
+        if k < 2:
+            v = model.project_velocity(q, v) if k == 0 else v
+        M = pin.crba(pm, pd, q[idx])
+        M = np.triu(M) + np.triu(M, 1).T
+        assert rel_err(model.mass_matrix(q)[np.ix_(idx, idx)], M) < 1e-12
+        assert rel_err(model.inverse_dynamics(q, v, a)[idx],
+                       pin.rnea(pm, pd, q[idx], v[idx], a[idx])) < 1e-12
+        acc, _ = model.constrained_forward_dynamics(q, v, tau)
+        ap = pin.constraintDynamics(pm, pd, q[idx], v[idx], tau[idx], cms, cds, prox)
+        err = rel_err(acc[idx], ap)
+        print(f"{name}, state {k}: constrained dynamics vs Pinocchio {err:.1e}")
+        assert err < 1e-10
 
 
 # ------------------------------------------------------------- compiled rows and dynamics
