@@ -61,25 +61,26 @@ cdef enum:
 
 cdef extern from *:
     """
-    /* K (m, m) upper triangle += Yᵀ Y for Y (n, m) row-major: restrict-qualified so
-       that the compiler vectorizes the contiguous inner loop over K's row. */
-    static inline void td_gram_upper(long n, long m, const double* __restrict__ Y,
-                                     double* __restrict__ K)
+    /* K (m, m) = Yᵀ Y for Y (n, m) row-major, both triangles, as n rank-one updates
+       K += y yᵀ of Y's rows: fixed-length contiguous inner loops that the compiler
+       vectorizes (restrict: K and Y do not overlap). */
+    static inline void td_gram(long n, long m, const double* __restrict__ Y,
+                               double* __restrict__ K)
     {
+        for (long i = 0; i < m * m; i++)
+            K[i] = 0.0;
         for (long j = 0; j < n; j++) {
             const double* Yj = Y + j * m;
             for (long i = 0; i < m; i++) {
                 const double y = Yj[i];
-                if (y == 0.0)       /* rows of a closure whose paths miss freedom j */
-                    continue;
                 double* Ki = K + i * m;
-                for (long k = i; k < m; k++)
+                for (long k = 0; k < m; k++)
                     Ki[k] += y * Yj[k];
             }
         }
     }
     """
-    void td_gram_upper(long n, long m, const double* Y, double* K) noexcept nogil
+    void td_gram(long n, long m, const double* Y, double* K) noexcept nogil
 
 
 cdef struct MovVec:
@@ -735,7 +736,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
         for i in range(mz):
             Y[j * mz + i] = G[d.cnz[i] * nv + j]
     _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
-    _gram(Y, nv, mz, K)
+    td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
     # full rank (the common case): Cholesky in the rows' order, no pivot search and
     # no swaps; the first pivot at or below the threshold sends K to the pivoted
     # factorization, which decides the rank
@@ -748,19 +749,10 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
             d.cperm[i] = i
         d.crank = mz
         return
-    _gram(Y, nv, mz, K)
+    td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
     d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
 
 
-cdef inline void _gram(const double* Y, int nv, int mz, double* K) noexcept nogil:
-    """K = Yᵀ Y (mz, mz), both triangles, for Y (nv, mz) row-major."""
-    cdef int i, k
-    for i in range(mz * mz):
-        K[i] = 0.0
-    td_gram_upper(nv, mz, Y, K)
-    for i in range(mz):
-        for k in range(i):
-            K[i * mz + k] = K[k * mz + i]
 
 
 cdef bint _cholesky_above(double* A, int n, double tol, double* dinv) noexcept nogil:
