@@ -10,7 +10,15 @@ a. ``solo``: a free-flying Solo-12 whose front and hind lower legs are joined by
 b. ``robots``: the shipped loop robots (four-bar, slider-crank, Delta):
    constrained forward dynamics, the constraint rows alone, the tree's forward
    dynamics (ABA) for scale, and closed-loop inverse dynamics (Delta: the three
-   motors actuated; the others: the first joint) from an assembled guess;
+   motors actuated; the others: the first joint) from an assembled guess; and
+   against ``pin.constraintDynamics`` on the same robots with their loop joints
+   as ball joints (``oracles.with_ball_closures``: Pinocchio's closures are 3-D
+   points and 6-D welds; the planar four-bar and slider-crank keep their motion,
+   the Delta's wrists become ball joints), rebuilt in Pinocchio joint by joint
+   (``oracles.pinocchio_from_graph``, results compared first);
+d. ``delta_batch``: 10 000 Delta states (ball wrists) in one threaded call
+   against a Python loop of ``pin.constraintDynamics``, and the shipped Delta
+   (universal wrists, two more rows) in one threaded call;
 c. ``steps``: one constrained RKMK4 time step with its projection (``simulate``,
    dt = 1e-4, per step over a run of 2 000 steps) against one tree forward-dynamics
    call (the issue's yardstick: four ABA-sized stages plus a projection, ≤ 6×), on
@@ -29,8 +37,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Table, bench_main, fmt, mark, print_header, time_call, time_calls  # noqa: E402
-from oracles import (erd_path, pin_v_matrix, pinocchio_model, rel_err,  # noqa: E402
-                     to_pinocchio_q, to_pinocchio_se3, to_pinocchio_v)
+from oracles import (erd_path, pin_v_matrix, pinocchio_from_graph,  # noqa: E402
+                     pinocchio_model, rel_err, to_pinocchio_q, to_pinocchio_se3,
+                     to_pinocchio_v, with_ball_closures)
 
 PAIRS = [("FL_LOWER_LEG", "FR_LOWER_LEG"), ("HL_LOWER_LEG", "HR_LOWER_LEG")]
 LOOP_ROBOTS = ["four_bar", "slider_crank", "delta"]
@@ -61,6 +70,19 @@ def solo_pair():
     for cm in models:
         datas.append(cm.createData())
     return graph.compile(), pmodel, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10)
+
+
+def ball_pair(name):
+    """(treedyn model, Pinocchio model, data, constraint models and datas, settings,
+    index) of a shipped loop robot with ball-joint closures (see the docstring)."""
+    import pinocchio as pin
+    m, pm, models, idx = pinocchio_from_graph(with_ball_closures(name))
+    pd = pm.createData()
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, models, datas)
+    return m, pm, pd, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10), idx
 
 
 def _pair(stmt):
@@ -123,7 +145,8 @@ def _steps(res, tkw, quick, rng):
         res["cassie_nv"] = m.nv
 
 
-def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots", "steps")):
+def worker(quick=False, min_time=0.2, repeat=5,
+           sections=("solo", "robots", "delta_batch", "steps")):
     import pinocchio as pin
     import treedyn as td
     tkw = dict(min_time=min_time, repeat=repeat)
@@ -198,6 +221,43 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("solo", "robots", "ste
                 res[f"{name}_{k}"] = us / 2
             res[f"{name}_nv"] = m.nv
             res[f"{name}_m"] = m.constraints.n_rows
+            # the same states on the ball-closure variant, against Pinocchio
+            mb, pm, pd, models, datas, prox, idx = ball_pair(name)
+            g.update(mb=mb, pin=pin, pm=pm, pd=pd, models=models, datas=datas, prox=prox)
+            for s in "12":
+                g.update({f"{x}p{s}": np.ascontiguousarray(g[x + s][idx])
+                          for x in ("q", "v", "tau")})
+            a, _ = mb.constrained_forward_dynamics(g["q1"], g["v1"], g["tau1"])
+            ap = pin.constraintDynamics(pm, pd, g["qp1"], g["vp1"], g["taup1"], models,
+                                        datas, prox).copy()
+            res[f"{name}_pin_err"] = rel_err(a[idx], ap)
+            for k, us in time_calls({
+                    "td": _pair("mb.constrained_forward_dynamics(q{s}, v{s}, tau{s})"),
+                    "pin": _pair("pin.constraintDynamics(pm, pd, qp{s}, vp{s}, taup{s}, "
+                                 "models, datas, prox)")}, g, **tkw).items():
+                res[f"{name}_ball_{k}"] = us / 2
+    if "delta_batch" in sections:
+        mb, pm, pd, models, datas, prox, idx = ball_pair("delta")
+        mu = td.load(td.robots.path("delta.toml"))
+        N = 1000 if quick else 10_000
+        q0 = mu.assemble(mu.neutral())
+        Q = np.array([mu.integrate(q0, 0.3 * rng.normal(size=mu.nv)) for _ in range(N)])
+        V, T = rng.normal(size=(2, N, mu.nv))
+        Qp, Vp, Tp = (np.ascontiguousarray(x[:, idx]) for x in (Q, V, T))
+        out = np.empty((N, pm.nv))
+        g = dict(mb=mb, mu=mu, Q=Q, V=V, T=T, Qp=Qp, Vp=Vp, Tp=Tp, out=out, pin=pin, pm=pm,
+                 pd=pd, models=models, datas=datas, prox=prox, pin_loop=pin_loop)
+        A, _ = mb.constrained_forward_dynamics(Q[:50], V[:50], T[:50])
+        pin_loop(pin, pm, pd, Qp[:50], Vp[:50], Tp[:50], models, datas, prox, out[:50])
+        res["dbatch_err"] = rel_err(A[:, idx], out[:50])
+        bkw = dict(min_time=min_time, repeat=max(3, repeat // 2))
+        for k, us in time_calls({
+                "td": "mb.constrained_forward_dynamics(Q, V, T)",
+                "td_univ": "mu.constrained_forward_dynamics(Q, V, T)",
+                "pin": "pin_loop(pin, pm, pd, Qp, Vp, Tp, models, datas, prox, out)"},
+                g, **bkw).items():
+            res[f"dbatch_{k}"] = us / N
+        res["dbatch_N"] = N
     if "steps" in sections:
         _steps(res, tkw, quick, rng)
     return res
@@ -228,6 +288,23 @@ def report(r, spread, info, quick, processes):
                   f"{r[f'{name}_cfd'] / r[f'{name}_aba']:.1f}", fmt(r[f"{name}_clid"]))
         print(t)
         print()
+        t = Table(["robot (loop joints as ball joints)", "td constrained_forward_dynamics",
+                   "pin.constraintDynamics", "ratio", "rel. error vs pin"])
+        for name in LOOP_ROBOTS:
+            t.add(name, fmt(r[f"{name}_ball_td"]), fmt(r[f"{name}_ball_pin"]),
+                  f"{r[f'{name}_ball_td'] / r[f'{name}_ball_pin']:.2f}×",
+                  f"{r[f'{name}_pin_err']:.1e}")
+        print(t)
+        print()
+    if "dbatch_td" in r:
+        t = Table(["N Delta states", "td batch, ball wrists (µs/state)",
+                   "pin loop, ball wrists (µs/state)", "speed-up",
+                   "td batch, shipped Delta (universal wrists)", "speed-up", "rel. error"])
+        t.add(int(r["dbatch_N"]), fmt(r["dbatch_td"]), fmt(r["dbatch_pin"]),
+              f"{r['dbatch_pin'] / r['dbatch_td']:.1f}×", fmt(r["dbatch_td_univ"]),
+              f"{r['dbatch_pin'] / r['dbatch_td_univ']:.1f}×", f"{r['dbatch_err']:.1e}")
+        print(t)
+        print()
     checks = []
     if "four_bar_step_step" in r:
         t = Table(["robot", "nv", "RKMK4 step + projection", "tree ABA call", "step / ABA",
@@ -242,13 +319,25 @@ def report(r, spread, info, quick, processes):
         print(t)
         print("\n(per step of a 2 000-step simulate run, --quick 200; the ABA call, "
               "Python binding included, is the issue's yardstick)")
+    if "four_bar_ball_td" in r:
+        x = r["four_bar_ball_td"] / r["four_bar_ball_pin"]
+        checks.append(("constrained_forward_dynamics ≤ 1.0× pin.constraintDynamics, "
+                       "four_bar", f"{x:.2f}×", x <= 1.0))
     if "solo_td" in r:
         checks.append(("constrained_forward_dynamics ≤ 1.0× pin.constraintDynamics, "
                        "solo12 + FF", f"{r['solo_td'] / r['solo_pin']:.2f}×",
                        r["solo_td"] <= r["solo_pin"]))
+    if "dbatch_td" in r:
+        x = r["dbatch_pin"] / r["dbatch_td"]
+        checks.append(("batch of Delta states ≥ 5× a Python loop of pin.constraintDynamics "
+                       "(ball wrists: Pinocchio has no universal-joint closure)",
+                       f"{x:.1f}×", x >= 5.0))
+        x = r["dbatch_pin"] / r["dbatch_td_univ"]
+        checks.append(("the same, shipped Delta (universal wrists) against that loop",
+                       f"{x:.1f}×", x >= 5.0))
+    if "solo_td" in r:
         x = r["solo_batch_pin"] / r["solo_batch_td"]
-        checks.append(("batch ≥ 5× a Python loop of pin.constraintDynamics, solo12 + FF "
-                       "(Pinocchio has no universal-joint closure for the Delta)",
+        checks.append(("batch ≥ 5× a Python loop of pin.constraintDynamics, solo12 + FF",
                        f"{x:.1f}×", x >= 5.0))
     if checks:
         print("\n## Summary\n")
@@ -260,4 +349,4 @@ def report(r, spread, info, quick, processes):
 
 
 if __name__ == "__main__":
-    bench_main(__file__, report, __doc__, sections=("solo", "robots", "steps"))
+    bench_main(__file__, report, __doc__, sections=("solo", "robots", "delta_batch", "steps"))
