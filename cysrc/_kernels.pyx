@@ -364,6 +364,7 @@ cdef class ModelCore:
     cdef const int[:, ::1] cl_int      # (closures, 3): row kind, parent-side, child-side body
     cdef const double[:, ::1] cl_geo   # (closures, G_WIDTH): attachment frames and geometry
     cdef const double[:, ::1] cl_body  # (closures, B_WIDTH): the geometry in body coordinates
+    cdef readonly const int[::1] cl_parallel  # 1: the closure's axes stay parallel for every q
     cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
@@ -445,6 +446,7 @@ cdef class ModelCore:
         self.cl_int = np.zeros((0, 3), dtype=np.int32)
         self.cl_geo = np.zeros((0, G_WIDTH))
         self.cl_body = np.zeros((0, B_WIDTH))
+        self.cl_parallel = np.zeros(1, dtype=np.int32)
         self.mm_int = np.zeros((0, 4), dtype=np.int32)
         self.mm_dbl = np.zeros((0, 2))
 
@@ -456,6 +458,10 @@ cdef class ModelCore:
         self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
         self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
         self.cl_body = _closure_body_geometry(np.asarray(self.cl_geo))
+        self.cl_parallel = _parallel_axis_closures(
+            np.asarray(self.kind), np.asarray(self.nvj), np.asarray(self.voff),
+            np.asarray(self.X), np.asarray(self.parent), np.asarray(self.Bref),
+            np.asarray(self.cl_int), np.asarray(self.cl_body))
         self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
         self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
         self.n_crows = n_rows
@@ -1811,6 +1817,42 @@ cdef class ModelCore:
             return Q, V, err, R
         return Q, V, err
 
+
+
+def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
+    """Per closure: 1 if its joint axis e_P, e_C stay parallel for every q, else 0.
+    So it is when every rotation on the paths world → P and world → C turns about an
+    axis parallel to e at q = 0 (translations do not turn directions; rotations
+    about axes parallel to e keep them parallel to e): a planar loop.  Then the
+    rows u_k · (e_P × e_C) of revolute, helical, cylindrical and planar closures
+    vanish for every q and loop_rows writes them as zeros without evaluating them.
+    Spherical and free joints on a path, or an axis off by more than 1e-12, give 0."""
+    nc = cl_int.shape[0]
+    flags = np.zeros(max(nc, 1), dtype=np.int32)
+    nb = len(kind)
+    RA = np.zeros((max(nb, 1), 3, 3))        # world rotations of the bodies at q = 0
+    for i in range(nb):
+        B = Bref[i, :9].reshape(3, 3)
+        RA[i] = B if parent[i] < 0 else RA[parent[i]] @ B
+    for c in range(nc):
+        bp, bc = cl_int[c, 1], cl_int[c, 2]
+        e = cl_body[c, B_AX_P:B_AX_P + 3]
+        e = e if bp < 0 else RA[bp] @ e
+        if abs(np.linalg.norm(e) - 1.0) > 1e-12:
+            continue
+        ok = True
+        for b in (bp, bc):
+            i = b
+            while i >= 0 and ok:
+                if kind[i] != KIND_SCREWS:
+                    ok = False
+                for j in range(voff[i], voff[i] + nvj[i]):
+                    w = RA[i] @ X[j, :3]
+                    if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-12:
+                        ok = False
+                i = parent[i]
+        flags[c] = ok
+    return flags
 
 
 def _closure_body_geometry(geo):

@@ -428,7 +428,11 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         _difference(&mv[0], &mv[1], &mv[2])
         if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
-        if (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
+        if ((t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
+                or t == LOOP_PLANAR) and m.cl_parallel[c]):
+            _row(&rows, 0.0, 0.0)               # planar loop: e_P ∥ e_C for every q
+            _row(&rows, 0.0, 0.0)
+        elif (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
                 or t == LOOP_PLANAR):
             # axis alignment u_k · (e_P × e_C), u_k ⟂ e carried by P
             _direction(&P, &bgeo[B_AX_P], &mv[3])
