@@ -520,6 +520,33 @@ cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g,
         world_screws(m, d, d.oJ)
 
 
+cdef void _motion_from_crba(ModelCore m, DataC* d, const double* g) noexcept nogil:
+    """After rnea_body_kernel at v̇ = 0 and crba_kernel on the same q: what
+    _motion_from_rnea gives, from CRBA's poses d.sMi and screws d.sJ, which are in
+    world axes about the origin r0 of each subtree's root body (root_relative_pose;
+    r0 is the root's joint-step translation, its parent being the world): the world
+    pose is sMi shifted by r0 and the screw about the world origin is
+    (ω, v + r0 × ω), a cross product instead of a pose product and a screw
+    transform per freedom."""
+    cdef int i, j, n
+    cdef const double* r0
+    cdef double t[3]
+    for i in range(m.nb):
+        r0 = &d.liMi[12 * m.root[i] + 9]
+        for n in range(9):
+            d.oMi[12 * i + n] = d.sMi[12 * i + n]
+        for n in range(3):
+            d.oMi[12 * i + 9 + n] = d.sMi[12 * i + 9 + n] + r0[n]
+        rotT_vec(&d.oMi[12 * i], g, t)
+        for n in range(3):
+            d.a[6 * i + n] = d.a_gf[6 * i + n]
+            d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
+        for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
+            for n in range(6):
+                d.oJ[6 * j + n] = d.sJ[6 * j + n]
+            _cross_add(r0, &d.sJ[6 * j], 1.0, &d.oJ[6 * j + 3])
+
+
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           double* g, double* G, double* gam) noexcept nogil:
     """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
@@ -668,12 +695,15 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
                            joints_ready)
     if bad:
         return bad
-    _motion_from_rnea(m, d, grav, not cached)           # the rows reuse RNEA's sweep
+    if cached:
+        _motion_from_rnea(m, d, grav, False)            # the rows reuse RNEA's sweep
+    else:
+        d.cfac = False
+        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
+        _motion_from_crba(m, d, grav)                   # ... and CRBA's poses and screws
     d.q_loop = q
     loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
-        d.cfac = False
-        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
         if not _ltl(M, nv, &m.dof_parent[0]):
             return CODE_MASS_NOT_PD
     for j in range(nv):
