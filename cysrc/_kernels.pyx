@@ -348,7 +348,7 @@ cdef class ModelCore:
     cdef readonly const int[::1] screw_rev   # FAST_SCREW revolute about a coordinate axis
                                        # direction k: 1 + k, else 0 (joint_pose_offset)
     cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
-    cdef const int[::1] univ           # 1: two revolute screws whose axes meet (universal)
+    cdef readonly const int[::1] univ  # 1: two revolute screws whose axes meet (universal)
     cdef const double[:, ::1] univ_pt  # (nb, 3) that point, body frame (universal_calc)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)

@@ -182,6 +182,52 @@ def test_revolute_joints_about_offset_coordinate_axes(tmp_path):
         assert_close(model.forward_kinematics(q), spatial_poe(model, q), TOL_EXACT, "POE")
 
 
+def test_universal_joints_equal_two_revolute_joints():
+    """Universal joints take a closed form (joints.pxi universal_calc, ModelCore.univ):
+    a chain with three of them (random axes, offset points, one on a moving parent)
+    gives the same body poses, inverse dynamics (which use S and Ṡq̇) and
+    Jacobians as the same chain with each universal joint split into two revolute
+    joints through its point with a massless body between (the one-freedom paths),
+    to 1e-12."""
+    rng = np.random.default_rng(23)
+
+    def chain(split):
+        g = td.JointGraph("univ", gravity=(0.2, -0.4, -9.8))
+        parent = "world"
+        for k in range(3):
+            frame = np.eye(4)
+            frame[:3, 3] = rng_k[k]["origin"]
+            point, axes = rng_k[k]["point"], rng_k[k]["axes"]
+            if split:
+                g.add_body(f"m{k}")
+                g.add_joint(f"u{k}a", "revolute", parent, f"m{k}", axis=axes[0], point=point)
+                parent = f"m{k}"
+            g.add_body(f"b{k}", mass=1.0 + k, com=rng_k[k]["com"],
+                       inertia=np.diag([0.1, 0.2, 0.25]), frame=frame)
+            if split:
+                g.add_joint(f"u{k}b", "revolute", parent, f"b{k}", axis=axes[1], point=point)
+            else:
+                g.add_joint(f"u{k}", "universal", parent, f"b{k}", axes=axes, point=point)
+            parent = f"b{k}"
+        return g.compile()
+
+    rng_k = [dict(origin=rng.normal(size=3), point=rng.normal(size=3), com=rng.normal(size=3),
+                  axes=[a / np.linalg.norm(a) for a in rng.normal(size=(2, 3))])
+             for _ in range(3)]
+    uni, split = chain(False), chain(True)
+    assert list(np.asarray(uni.univ)) == [1, 1, 1]
+    bodies = [split.body_names.index(f"b{k}") for k in range(3)]
+    for _ in range(10):
+        q, v, a = rng.normal(size=(3, uni.nv))
+        assert_close(uni.forward_kinematics(q), split.forward_kinematics(q)[bodies],
+                     TOL_EXACT, "poses")
+        assert_close(uni.inverse_dynamics(q, v, a), split.inverse_dynamics(q, v, a),
+                     1e-12 * max(1.0, np.abs(uni.inverse_dynamics(q, v, a)).max()), "ID")
+        for rep in ("body", "spatial", "hybrid"):
+            assert_close(uni.jacobian(q, "b2", rep), split.jacobian(q, "b2", rep), TOL_EXACT,
+                         rep)
+
+
 def test_neutral_configuration_gives_reference_poses(tmp_path):
     p = tmp_path / "screws.toml"
     p.write_text(ALL_SCREW_TYPES)
