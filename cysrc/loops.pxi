@@ -776,6 +776,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     # factorization, which decides the rank
     tol = 0.0
     for i in range(mz):
+        d.cw[i] = K[i * mz + i]
         if K[i * mz + i] > tol:
             tol = K[i * mz + i]
     if _cholesky_above(K, mz, rcond * tol, d.cKd):
@@ -783,7 +784,10 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
             d.cperm[i] = i
         d.crank = mz
         return
-    td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
+    for i in range(mz):                 # K back: the factorization only wrote the
+        K[i * mz + i] = d.cw[i]         # diagonal and the lower triangle
+        for k in range(i):
+            K[i * mz + k] = K[k * mz + i]
     d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
 
 
@@ -792,7 +796,8 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
 cdef bint _cholesky_above(double* A, int n, double tol, double* dinv) noexcept nogil:
     """A (n, n) symmetric, row-major = F Fᵀ in place, F lower triangular in the given
     order (left-looking: contiguous dot products over the rows), dinv[i] = 1/F_ii;
-    False at the first pivot F_ii² not above tol (A is then partly overwritten)."""
+    False at the first pivot F_ii² not above tol.  Reads and writes only the
+    diagonal and the lower triangle (the upper one still holds A afterwards)."""
     cdef int i, j, k
     cdef double s, t, inv
     cdef double* Aj
