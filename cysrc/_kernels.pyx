@@ -1826,7 +1826,8 @@ def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
     about axes parallel to e keep them parallel to e): a planar loop.  Then the
     rows u_k · (e_P × e_C) of revolute, helical, cylindrical and planar closures
     vanish for every q and loop_rows writes them as zeros without evaluating them.
-    Spherical and free joints on a path, or an axis off by more than 1e-12, give 0."""
+    Spherical and free joints on a path, or an axis off by more than 1e-14 rad (the
+    rounding of a file's transforms; such tilts add up along the loop), give 0."""
     nc = cl_int.shape[0]
     flags = np.zeros(max(nc, 1), dtype=np.int32)
     nb = len(kind)
@@ -1838,7 +1839,7 @@ def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
         bp, bc = cl_int[c, 1], cl_int[c, 2]
         e = cl_body[c, B_AX_P:B_AX_P + 3]
         e = e if bp < 0 else RA[bp] @ e
-        if abs(np.linalg.norm(e) - 1.0) > 1e-12:
+        if abs(np.linalg.norm(e) - 1.0) > 1e-14:
             continue
         ok = True
         for b in (bp, bc):
@@ -1848,7 +1849,7 @@ def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
                     ok = False
                 for j in range(voff[i], voff[i] + nvj[i]):
                     w = RA[i] @ X[j, :3]
-                    if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-12:
+                    if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-14:
                         ok = False
                 i = parent[i]
         flags[c] = ok
@@ -1984,7 +1985,8 @@ def _universal_points(kind, nvj, voff, X):
         w1, v1 = X[voff[i], :3], X[voff[i], 3:]
         w2, v2 = X[voff[i] + 1, :3], X[voff[i] + 1, 3:]
         if (abs(w1 @ w1 - 1.0) > 1e-12 or abs(w2 @ w2 - 1.0) > 1e-12
-                or abs(w1 @ v1) > 1e-12 or abs(w2 @ v2) > 1e-12
+                or abs(w1 @ v1) > 1e-12 * max(1.0, np.abs(v1).max())
+                or abs(w2 @ v2) > 1e-12 * max(1.0, np.abs(v2).max())
                 or np.linalg.norm(np.cross(w1, w2)) < 1e-6):
             continue
         A = np.vstack([-hat(w1), -hat(w2)])            # c × ω = −ω̂ c

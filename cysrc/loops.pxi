@@ -753,12 +753,12 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     spatial joint has rows that vanish identically, their multipliers are zero in
     every solution), Y = L⁻ᵀ Gᵀ of those rows (nv, mz) in d.cY, K = Yᵀ Y and its
     Cholesky factor F in d.cK, d.cperm (pivot order, positions in cnz), d.crank
-    (pivots below rcond · max diag dropped: redundant rows)."""
+    (full rank when no row lies within rcond of the span of the rows before it;
+    else pivoted, pivots below rcond · max diag dropped: redundant rows)."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
     cdef double* Y = d.cY
     cdef double* K = d.cK
-    cdef double tol
     for k in range(mr):
         for j in range(nv):
             if G[k * nv + j] != 0.0:
@@ -772,14 +772,14 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
     td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
     # full rank (the common case): Cholesky in the rows' order, no pivot search and
-    # no swaps; the first pivot at or below the threshold sends K to the pivoted
-    # factorization, which decides the rank
-    tol = 0.0
+    # no swaps, accepted when every row keeps more than rcond of its own weight K_jj
+    # outside the span of the rows before it (pivot_j > rcond K_jj: the squared sine
+    # of its angle to that span in the M⁻¹ metric; independent of how the rows are
+    # scaled, so a gear ratio of 1000 between two rows is not taken for
+    # redundancy).  Otherwise the pivoted factorization decides the rank.
     for i in range(mz):
         d.cw[i] = K[i * mz + i]
-        if K[i * mz + i] > tol:
-            tol = K[i * mz + i]
-    if _cholesky_above(K, mz, rcond * tol, d.cKd):
+    if _cholesky_above(K, mz, rcond, d.cw, d.cKd):
         for i in range(mz):
             d.cperm[i] = i
         d.crank = mz
@@ -793,10 +793,11 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
 
 
 
-cdef bint _cholesky_above(double* A, int n, double tol, double* dinv) noexcept nogil:
+cdef bint _cholesky_above(double* A, int n, double rcond, const double* ref,
+                          double* dinv) noexcept nogil:
     """A (n, n) symmetric, row-major = F Fᵀ in place, F lower triangular in the given
     order (left-looking: contiguous dot products over the rows), dinv[i] = 1/F_ii;
-    False at the first pivot F_ii² not above tol.  Reads and writes only the
+    False at the first pivot F_ii² not above rcond · ref[i].  Reads and writes only the
     diagonal and the lower triangle (the upper one still holds A afterwards)."""
     cdef int i, j, k
     cdef double s, t, inv
@@ -807,7 +808,7 @@ cdef bint _cholesky_above(double* A, int n, double tol, double* dinv) noexcept n
         s = Aj[j]
         for k in range(j):
             s -= Aj[k] * Aj[k]
-        if not s > tol:
+        if not s > rcond * ref[j]:
             return False
         s = sqrt(s)
         inv = 1.0 / s

@@ -133,6 +133,38 @@ def test_rank_deficient_rows_that_do_not_vanish():
         assert np.abs(resid).max() < 1e-10
 
 
+@pytest.mark.parametrize("ratio", [1.0, 1e3, 1e4])
+def test_rank_decision_does_not_depend_on_the_rows_scale(ratio):
+    """A leadscrew: the screw turns `ratio` times the nut's travel (mimic coupling) and
+    a planar closure stops the nut, so the two rows lock the mechanism whatever the
+    ratio.  A large ratio makes K = G M⁻¹ Gᵀ badly scaled (condition ~ ratio⁴); in the
+    M⁻¹ metric the two rows meet at an angle of about 1/ratio, independent while
+    1/ratio² > rcond = 1e-10.  So the accelerations are the one solution of
+    G a = −Ġv (checked to 1e-9).  (A rank rule relative to K's largest entry drops
+    the nut's row already at ratio 1e3 and leaves the acceleration constraint
+    violated by 5e-4.)"""
+    g = td.JointGraph("leadscrew", gravity=(0, 0, -9.81))
+    g.add_body("screw", mass=1.0, inertia=np.diag([1.0, 1.0, 1.0]))
+    g.add_body("nut", mass=1.0, inertia=np.diag([0.1, 0.1, 0.1]))
+    g.add_joint("rot", "revolute", "world", "screw", axis=[0.3, 0.4, 1.0])
+    g.add_joint("lin", "prismatic", "world", "nut", axis=[1.0, 0.2, 0.1])
+    g.add_joint("stop", "planar", "nut", "world", axis=[1.0, 0.2, 0.1], loop=True)
+    g.add_mimic("rot", "lin", multiplier=ratio)
+    model = g.compile()
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q = 0.1 * rng.normal(size=model.nq)
+        v, tau = rng.normal(size=(2, model.nv))
+        a, lam = model.constrained_forward_dynamics(q, v, tau)
+        _, G, gam = model.constraints.evaluate(q, v)
+        rows = np.abs(G).sum(axis=1) > 0
+        assert rows.sum() == 2
+        a_rows = np.linalg.solve(G[rows], -gam[rows])
+        assert rel_err(a, a_rows) < 1e-9
+        resid = model.mass_matrix(q) @ a + model.bias_forces(q, v) - tau - G.T @ lam
+        assert np.abs(resid).max() < 1e-9 * max(1.0, np.abs(lam).max())
+
+
 def _rotated_graph(name, R, tilt=None):
     """A shipped loop robot turned by the rotation R as a whole (bodies, joints,
     gravity); with ``tilt`` = (joint name, axis), that tree joint's axis replaced."""
@@ -159,7 +191,8 @@ def test_planar_loops_write_their_vanishing_rows_as_zeros():
     rows of its revolute closure vanish for every q: the kernels write them as zeros
     (ModelCore.cl_parallel) instead of evaluating them.  Flags: four-bar and
     slider-crank yes, Delta no, the four-bar turned by a generic rotation yes, and
-    no once one tree axis is tilted by 0.05 rad (a spatial loop).  In every case the compiled rows
+    no once one tree axis is tilted by 0.05 rad (a spatial loop) or by 1e-13 rad
+    (above the 1e-14 allowed for rounding).  In every case the compiled rows
     equal the NumPy rows (which evaluate everything) to 1e-12 and the constrained
     dynamics the NumPy solve to 1e-10; the turned four-bar simulates with
     |g| ≤ 1e-12."""
@@ -174,6 +207,8 @@ def test_planar_loops_write_their_vanishing_rows_as_zeros():
                                             z + 0.05 * np.cross(z, R[:, 0]))).compile()
     assert list(np.asarray(turned.cl_parallel)) == [1]
     assert list(np.asarray(tilted.cl_parallel)) == [0]
+    barely = _rotated_graph("four_bar", R, ("crank_coupler", z + 1e-13 * np.cross(z, R[:, 0])))
+    assert list(np.asarray(barely.compile().cl_parallel)) == [0]     # tilts add up: 1e-14
     rng = np.random.default_rng(8)
     for model in (turned, tilted):
         q0 = model.assemble(model.neutral())
