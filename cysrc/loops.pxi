@@ -16,8 +16,10 @@
 #     M v̇ + h = τ + Gᵀλ,   G v̇ = −Ġv (− Baumgarte terms)
 # M by CRBA and h by RNEA, M = Lᵀ L along the tree (ltl.pxi), Y = L⁻ᵀ Gᵀ,
 # K = G M⁻¹ Gᵀ = Yᵀ Y.
-# Redundant rows make K singular: K = F Fᵀ by Cholesky with diagonal pivoting,
-# stopped at pivots below rcond · max diag (rank r), and λ = K⁺ c, the
+# A row is redundant when it lies within √rcond of the span of the others in the
+# M⁻¹ metric (its pivot below rcond · K_jj).  Redundant rows make K singular:
+# K = F Fᵀ by Cholesky with diagonal pivoting, redundant rows dropped (rank r), and
+# λ = K⁺ c, the
 # minimal-norm multipliers, as F (FᵀF)⁻² Fᵀ c.  Cost O(n + nv³ + m nv² + m³),
 # dominated for small robots by the two sweeps (CRBA, RNEA) and the row kinematics.
 
@@ -520,33 +522,6 @@ cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g,
         world_screws(m, d, d.oJ)
 
 
-cdef void _motion_from_crba(ModelCore m, DataC* d, const double* g) noexcept nogil:
-    """After rnea_body_kernel at v̇ = 0 and crba_kernel on the same q: what
-    _motion_from_rnea gives, from CRBA's poses d.sMi and screws d.sJ, which are in
-    world axes about the origin r0 of each subtree's root body (root_relative_pose;
-    r0 is the root's joint-step translation, its parent being the world): the world
-    pose is sMi shifted by r0 and the screw about the world origin is
-    (ω, v + r0 × ω), a cross product instead of a pose product and a screw
-    transform per freedom."""
-    cdef int i, j, n
-    cdef const double* r0
-    cdef double t[3]
-    for i in range(m.nb):
-        r0 = &d.liMi[12 * m.root[i] + 9]
-        for n in range(9):
-            d.oMi[12 * i + n] = d.sMi[12 * i + n]
-        for n in range(3):
-            d.oMi[12 * i + 9 + n] = d.sMi[12 * i + 9 + n] + r0[n]
-        rotT_vec(&d.oMi[12 * i], g, t)
-        for n in range(3):
-            d.a[6 * i + n] = d.a_gf[6 * i + n]
-            d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
-        for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
-            for n in range(6):
-                d.oJ[6 * j + n] = d.sJ[6 * j + n]
-            _cross_add(r0, &d.sJ[6 * j], 1.0, &d.oJ[6 * j + 3])
-
-
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           double* g, double* G, double* gam) noexcept nogil:
     """Constraint rows at (q, v) (v = 0 if qd is NULL): g (m), G (m, nv), Ġv (m).
@@ -625,28 +600,28 @@ cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
         x[i] = s / L[i * n + i]
 
 
-cdef int _pivoted_cholesky(double* A, int n, double rcond, int* perm,
+cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, int* perm,
                            double* dinv) noexcept nogil:
     """A (n, n) symmetric positive semidefinite, row-major, in place: P A Pᵀ = F Fᵀ
     by Cholesky with diagonal pivoting (rows and columns swapped as LAPACK's
-    dpstrf does), stopped at the first pivot below rcond · max diag.  Returns the
-    rank r; F (n, r) is the lower trapezoid of A's first r columns (entries
-    above the diagonal are not part of it), perm[i] the row of A moved to i,
-    dinv[i] = 1 / F_ii for i < r."""
+    dpstrf does).  Pivot: the row keeping the largest fraction of its own weight
+    ref[i] (A's diagonal before factoring) outside the span of the rows already
+    taken; stop when no row keeps more than rcond of it (the rule of
+    _cholesky_above, so that scaling a row changes nothing).  Returns the rank r;
+    F (n, r) is the lower trapezoid of A's first r columns (entries above the
+    diagonal are not part of it), perm[i] the row of A moved to i, dinv[i] =
+    1 / F_ii for i < r."""
     cdef int i, j, k, r, p, tmp
-    cdef double dmax = 0.0, best, s, f, tol
+    cdef double best, s, f
     cdef double* Ai
     for i in range(n):
         perm[i] = i
-        if A[i * n + i] > dmax:
-            dmax = A[i * n + i]
-    tol = rcond * dmax
     for r in range(n):
         p = -1
-        best = tol
+        best = rcond
         for i in range(r, n):
-            if A[i * n + i] > best:
-                best = A[i * n + i]
+            if A[i * n + i] > best * ref[perm[i]]:
+                best = A[i * n + i] / ref[perm[i]]
                 p = i
         if p < 0:
             return r
@@ -695,15 +670,15 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
                            joints_ready)
     if bad:
         return bad
-    if cached:
-        _motion_from_rnea(m, d, grav, False)            # the rows reuse RNEA's sweep
-    else:
-        d.cfac = False
-        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
-        _motion_from_crba(m, d, grav)                   # ... and CRBA's poses and screws
+    # the rows reuse RNEA's sweep; their poses and screws come from the same
+    # arithmetic whether the factors are cached or not (and as in project_kernel),
+    # so that a call's result never depends on what the Data held before
+    _motion_from_rnea(m, d, grav, not cached)
     d.q_loop = q
     loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
+        d.cfac = False
+        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
         if not _ltl(M, nv, &m.dof_parent[0]):
             return CODE_MASS_NOT_PD
     for j in range(nv):
@@ -753,8 +728,9 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     spatial joint has rows that vanish identically, their multipliers are zero in
     every solution), Y = L⁻ᵀ Gᵀ of those rows (nv, mz) in d.cY, K = Yᵀ Y and its
     Cholesky factor F in d.cK, d.cperm (pivot order, positions in cnz), d.crank
-    (full rank when no row lies within rcond of the span of the rows before it;
-    else pivoted, pivots below rcond · max diag dropped: redundant rows)."""
+    (full rank when no row lies within √rcond of the span of the rows before it in
+    the M⁻¹ metric; else pivoted, the rows within √rcond of the span of those
+    taken dropped: redundant rows)."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
     cdef double* Y = d.cY
@@ -788,7 +764,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
         K[i * mz + i] = d.cw[i]         # diagonal and the lower triangle
         for k in range(i):
             K[i * mz + k] = K[k * mz + i]
-    d.crank = _pivoted_cholesky(K, mz, rcond, d.cperm, d.cKd)
+    d.crank = _pivoted_cholesky(K, mz, rcond, d.cw, d.cperm, d.cKd)
 
 
 
@@ -824,73 +800,102 @@ cdef bint _cholesky_above(double* A, int n, double rcond, const double* ref,
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
-    """With the factors of _metric_factor: c = K⁺ c (minimal norm: F (FᵀF)⁻² Fᵀ in
-    the pivoted order) or, without ``minimal``, a basic solution of K λ = c (the r
+    """With the factors of _metric_factor: c ← λ and d.cw2 = M⁻¹ Gᵀ λ = L⁻¹ Y λ — the
+    least change of v̇ (or v, or q) in the kinetic-energy metric that moves the rows
+    by the original c.  Without ``minimal``: λ a basic solution of K λ = c (the r
     pivot rows solved exactly, the others zero: two triangular solves; for
-    K = G M⁻¹ Gᵀ every solution gives the same Gᵀ λ, so accelerations and
-    projections do not depend on the choice); then d.cw2 = M⁻¹ Gᵀ c = L⁻¹ Y c —
-    the least change of v̇ (or v, or q) in the kinetic-energy metric that moves
-    the rows by the original c."""
+    K = G M⁻¹ Gᵀ and c in its range every solution gives the same Gᵀ λ).  With
+    ``minimal`` and redundant rows: λ = K⁺ c, the minimal-norm least-squares
+    solution — c and the basic solution are both cleared of their parts in the null
+    space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
+    pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
+    condition."""
     cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, j, k
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
     cdef const int* perm = d.cperm
     cdef double* w = d.cw
-    cdef double* S = d.cS
     cdef double* Y = d.cY
     cdef double* Yj
     cdef double s
+    cdef bint lsq = minimal and r < mz
     for i in range(mz):
         w[i] = c[nz[perm[i]]]
-    if not minimal or r == mz:                          # full rank: the one solution
-        for i in range(r):                              # F₁ z = w₁, F₁ᵀ y = z
-            s = w[i]
-            for k in range(i):
-                s -= F[i * mz + k] * w[k]
-            w[i] = s * d.cKd[i]
-        for i in range(r - 1, -1, -1):
-            s = w[i]
-            for k in range(i + 1, r):
-                s -= F[k * mz + i] * w[k]
-            w[i] = s * d.cKd[i]
-        for i in range(mr):
-            c[i] = 0.0
-        for i in range(r):
-            c[nz[perm[i]]] = w[i]
-    else:
-        for k in range(r):                              # t = Fᵀ w (into c, pivoted order)
-            s = 0.0
-            for i in range(k, mz):
-                s += F[i * mz + k] * w[i]
-            c[k] = s
-        for k in range(r):                              # S = FᵀF
-            for j in range(k, r):
-                s = 0.0
-                for i in range(j, mz):
-                    s += F[i * mz + k] * F[i * mz + j]
-                S[k * r + j] = s
-                S[j * r + k] = s
-        _cholesky(S, r)
-        _solve_L(S, r, c)
-        _solve_Lt(S, r, c)
-        _solve_L(S, r, c)
-        _solve_Lt(S, r, c)
-        for i in range(mz):                             # λ (pivoted) = F t
-            s = 0.0
-            for k in range(min(i + 1, r)):
-                s += F[i * mz + k] * c[k]
-            w[i] = s
-        for i in range(mr):
-            c[i] = 0.0
-        for i in range(mz):
-            c[nz[perm[i]]] = w[i]
-    for j in range(nv):                                 # M⁻¹ Gᵀ c = L⁻¹ Y c
+    if lsq:
+        _metric_null_space(d, mz, r)
+        _remove_null_part(d.cS, mz, mz - r, w)
+    for i in range(r):                                  # F₁ z = w₁, F₁ᵀ y = z
+        s = w[i]
+        for k in range(i):
+            s -= F[i * mz + k] * w[k]
+        w[i] = s * d.cKd[i]
+    for i in range(r - 1, -1, -1):
+        s = w[i]
+        for k in range(i + 1, r):
+            s -= F[k * mz + i] * w[k]
+        w[i] = s * d.cKd[i]
+    for i in range(r, mz):
+        w[i] = 0.0
+    if lsq:
+        _remove_null_part(d.cS, mz, mz - r, w)
+    for i in range(mr):
+        c[i] = 0.0
+    for i in range(mz):
+        c[nz[perm[i]]] = w[i]
+    for j in range(nv):                                 # M⁻¹ Gᵀ λ = L⁻¹ Y λ
         Yj = &Y[j * mz]
         s = 0.0
         for k in range(mz):
             s += Yj[k] * c[nz[k]]
         d.cw2[j] = s
     _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
+
+
+cdef void _metric_null_space(DataC* d, int mz, int r) noexcept nogil:
+    """An orthonormal basis of the null space of K = F Fᵀ (pivoted order) into d.cS,
+    column t at d.cS[t mz]: (−F₁⁻ᵀ F₂ᵀ e_t, e_t) by Gram–Schmidt."""
+    cdef const double* F = d.cK
+    cdef double* N = d.cS
+    cdef double* n
+    cdef double s
+    cdef int t, u, i, k
+    for t in range(mz - r):
+        n = &N[t * mz]
+        for k in range(r):                              # F₁ᵀ x = F₂ᵀ e_t
+            n[k] = F[(r + t) * mz + k]
+        for i in range(r - 1, -1, -1):
+            s = n[i]
+            for k in range(i + 1, r):
+                s -= F[k * mz + i] * n[k]
+            n[i] = s * d.cKd[i]
+        for i in range(r):
+            n[i] = -n[i]
+        for i in range(r, mz):
+            n[i] = 1.0 if i == r + t else 0.0
+        for u in range(t):
+            s = 0.0
+            for i in range(mz):
+                s += N[u * mz + i] * n[i]
+            for i in range(mz):
+                n[i] -= s * N[u * mz + i]
+        s = 0.0
+        for i in range(mz):
+            s += n[i] * n[i]
+        s = 1.0 / sqrt(s)
+        for i in range(mz):
+            n[i] *= s
+
+
+cdef inline void _remove_null_part(const double* N, int mz, int q, double* w) noexcept nogil:
+    """w ← w − N Nᵀ w for the q orthonormal columns of N (mz each)."""
+    cdef int t, i
+    cdef double s
+    for t in range(q):
+        s = 0.0
+        for i in range(mz):
+            s += N[t * mz + i] * w[i]
+        for i in range(mz):
+            w[i] -= s * N[t * mz + i]
 
 
 cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
