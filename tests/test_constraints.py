@@ -99,6 +99,25 @@ def test_constrained_dynamics_with_redundant_rows():
     assert np.abs(resid).max() < 1e-10                             # equations of motion
 
 
+def _add_two_balls(g):
+    """A free bar held by ball joints at two points: 6 rows of rank 5."""
+    g.add_body("bar", mass=2.0, com=[0.5, 0.1, -0.2], inertia=np.diag([0.02, 0.3, 0.31]))
+    g.add_joint("float", "free", "world", "bar")
+    g.add_joint("ball_a", "spherical", "world", "bar", point=[0.0, 0.0, 0.0], loop=True)
+    g.add_joint("ball_b", "spherical", "world", "bar", point=[1.0, 0.2, 0.1], loop=True)
+
+
+def _add_leadscrew(g, ratio):
+    """A screw turning `ratio` times its nut's travel (mimic coupling), the nut
+    stopped by a planar closure: 2 independent rows that lock both."""
+    g.add_body("screw", mass=1.0, inertia=np.diag([1.0, 1.0, 1.0]))
+    g.add_body("nut", mass=1.0, inertia=np.diag([0.1, 0.1, 0.1]))
+    g.add_joint("rot", "revolute", "world", "screw", axis=[0.3, 0.4, 1.0])
+    g.add_joint("lin", "prismatic", "world", "nut", axis=[1.0, 0.2, 0.1])
+    g.add_joint("stop", "planar", "nut", "world", axis=[1.0, 0.2, 0.1], loop=True)
+    g.add_mimic("rot", "lin", multiplier=ratio)
+
+
 def test_rank_deficient_rows_that_do_not_vanish():
     """A free body held by ball joints at two points: 6 rows, none identically zero,
     of rank 5 (the spin about the line through the points stays free).  The
@@ -108,10 +127,7 @@ def test_rank_deficient_rows_that_do_not_vanish():
     motion, and a batch equals the single calls bit for bit."""
     from treedyn.constraints import _constrained_forward_dynamics_numpy
     g = td.JointGraph("two_balls")
-    g.add_body("bar", mass=2.0, com=[0.5, 0.1, -0.2], inertia=np.diag([0.02, 0.3, 0.31]))
-    g.add_joint("float", "free", "world", "bar")
-    g.add_joint("ball_a", "spherical", "world", "bar", point=[0.0, 0.0, 0.0], loop=True)
-    g.add_joint("ball_b", "spherical", "world", "bar", point=[1.0, 0.2, 0.1], loop=True)
+    _add_two_balls(g)
     model = g.compile()
     rng = np.random.default_rng(11)
     q = model.neutral()
@@ -144,12 +160,7 @@ def test_rank_decision_does_not_depend_on_the_rows_scale(ratio):
     the nut's row already at ratio 1e3 and leaves the acceleration constraint
     violated by 5e-4.)"""
     g = td.JointGraph("leadscrew", gravity=(0, 0, -9.81))
-    g.add_body("screw", mass=1.0, inertia=np.diag([1.0, 1.0, 1.0]))
-    g.add_body("nut", mass=1.0, inertia=np.diag([0.1, 0.1, 0.1]))
-    g.add_joint("rot", "revolute", "world", "screw", axis=[0.3, 0.4, 1.0])
-    g.add_joint("lin", "prismatic", "world", "nut", axis=[1.0, 0.2, 0.1])
-    g.add_joint("stop", "planar", "nut", "world", axis=[1.0, 0.2, 0.1], loop=True)
-    g.add_mimic("rot", "lin", multiplier=ratio)
+    _add_leadscrew(g, ratio)
     model = g.compile()
     rng = np.random.default_rng(4)
     for _ in range(3):
@@ -173,16 +184,8 @@ def test_redundant_rows_beside_badly_scaled_ones():
     nut's row stays: at an assembled state every row holds, |G v̇ + Ġv| ≤ 1e-9, and
     the equations of motion hold with the returned λ."""
     g = td.JointGraph("leadscrew_and_bar", gravity=(0, 0, -9.81))
-    g.add_body("screw", mass=1.0, inertia=np.diag([1.0, 1.0, 1.0]))
-    g.add_body("nut", mass=1.0, inertia=np.diag([0.1, 0.1, 0.1]))
-    g.add_joint("rot", "revolute", "world", "screw", axis=[0.3, 0.4, 1.0])
-    g.add_joint("lin", "prismatic", "world", "nut", axis=[1.0, 0.2, 0.1])
-    g.add_joint("stop", "planar", "nut", "world", axis=[1.0, 0.2, 0.1], loop=True)
-    g.add_mimic("rot", "lin", multiplier=1e3)
-    g.add_body("bar", mass=2.0, com=[0.5, 0.1, -0.2], inertia=np.diag([0.02, 0.3, 0.31]))
-    g.add_joint("float", "free", "world", "bar")
-    g.add_joint("ball_a", "spherical", "world", "bar", point=[0.0, 0.0, 0.0], loop=True)
-    g.add_joint("ball_b", "spherical", "world", "bar", point=[1.0, 0.2, 0.1], loop=True)
+    _add_leadscrew(g, 1e3)
+    _add_two_balls(g)
     model = g.compile()
     rng = np.random.default_rng(6)
     q = model.neutral()
