@@ -450,9 +450,10 @@ cdef class ModelCore:
         self.mm_int = np.zeros((0, 4), dtype=np.int32)
         self.mm_dbl = np.zeros((0, 2))
 
-    def _init_loops(self, cl_int, cl_geo, mm_int, mm_dbl, int n_rows):
+    def _init_loops(self, cl_int, cl_geo, mm_int, mm_dbl, int n_rows, A, Y):
         """Set the compiled loop closures (treedyn.constraints.ConstraintSet.packed);
-        called once, while the model is built, before any Data exists."""
+        A (nb, 4, 4) and Y (nv, 6) are the compiler's body poses and world screws at
+        q = 0.  Called once, while the model is built, before any Data exists."""
         if self._idle is not None or self._pool:
             raise RuntimeError("_init_loops after Data were created")
         self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
@@ -460,7 +461,7 @@ cdef class ModelCore:
         self.cl_body = _closure_body_geometry(np.asarray(self.cl_geo))
         self.cl_parallel = _parallel_axis_closures(
             np.asarray(self.kind), np.asarray(self.nvj), np.asarray(self.voff),
-            np.asarray(self.X), np.asarray(self.parent), np.asarray(self.Bref),
+            np.asarray(self.parent), np.asarray(A), np.asarray(Y),
             np.asarray(self.cl_int), np.asarray(self.cl_body))
         self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
         self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
@@ -1819,7 +1820,7 @@ cdef class ModelCore:
 
 
 
-def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
+def _parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
     """Per closure: 1 if its joint axis e_P, e_C stay parallel for every q, else 0.
     So it is when every rotation on the paths world → P and world → C turns about an
     axis parallel to e at q = 0 (translations do not turn directions; rotations
@@ -1830,15 +1831,10 @@ def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
     rounding of a file's transforms; such tilts add up along the loop), give 0."""
     nc = cl_int.shape[0]
     flags = np.zeros(max(nc, 1), dtype=np.int32)
-    nb = len(kind)
-    RA = np.zeros((max(nb, 1), 3, 3))        # world rotations of the bodies at q = 0
-    for i in range(nb):
-        B = Bref[i, :9].reshape(3, 3)
-        RA[i] = B if parent[i] < 0 else RA[parent[i]] @ B
     for c in range(nc):
         bp, bc = cl_int[c, 1], cl_int[c, 2]
         e = cl_body[c, B_AX_P:B_AX_P + 3]
-        e = e if bp < 0 else RA[bp] @ e
+        e = e if bp < 0 else A[bp, :3, :3] @ e
         if abs(np.linalg.norm(e) - 1.0) > 1e-14:
             continue
         ok = True
@@ -1848,7 +1844,7 @@ def _parallel_axis_closures(kind, nvj, voff, X, parent, Bref, cl_int, cl_body):
                 if kind[i] != KIND_SCREWS:
                     ok = False
                 for j in range(voff[i], voff[i] + nvj[i]):
-                    w = RA[i] @ X[j, :3]
+                    w = Y[j, :3]                     # rotation axis at q = 0, world
                     if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-14:
                         ok = False
                 i = parent[i]
@@ -1971,14 +1967,11 @@ def _universal_points(kind, nvj, voff, X):
     """Per body: 1 for a universal joint (two unit revolute screws, zero pitch, whose
     axes meet), else 0; and the meeting point c (body frame: X_k = (ω_k, c × ω_k)).
     These take universal_calc's closed form instead of the general screw chain."""
+    from treedyn.lie import hat3
     nb = len(kind)
     flags = np.zeros(nb, dtype=np.int32)
     pts = np.zeros((max(nb, 1), 3))
     X = np.asarray(X)
-
-    def hat(w):
-        return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
     for i in range(nb):
         if kind[i] != KIND_SCREWS or nvj[i] != 2:
             continue
@@ -1989,7 +1982,7 @@ def _universal_points(kind, nvj, voff, X):
                 or abs(w2 @ v2) > 1e-12 * max(1.0, np.abs(v2).max())
                 or np.linalg.norm(np.cross(w1, w2)) < 1e-6):
             continue
-        A = np.vstack([-hat(w1), -hat(w2)])            # c × ω = −ω̂ c
+        A = np.vstack([-hat3(w1), -hat3(w2)])          # c × ω = −ω̂ c
         b = np.concatenate([v1, v2])
         c = np.linalg.lstsq(A, b, rcond=None)[0]
         if np.abs(A @ c - b).max() <= 1e-12 * max(1.0, np.abs(b).max()):

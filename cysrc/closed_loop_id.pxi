@@ -126,9 +126,9 @@ cdef void _lstsq(double* A, int rows, int cols, double* b, double rcond,
                 for i in range(r):
                     sv += Wm[i + t * r] * Wm[i + j * r]
                 col[t * nf + j] = sv
-        _cholesky(col, nf)
-        _solve_L(col, nf, &xp[r])
-        _solve_Lt(col, nf, &xp[r])
+        _cholesky(col, nf, 0.0, NULL, NULL)
+        _solve_L(col, nf, nf, NULL, &xp[r])
+        _solve_Lt(col, nf, nf, NULL, &xp[r])
         for i in range(r):
             sv = 0.0
             for t in range(nf):
@@ -179,11 +179,11 @@ cdef int assemble_kernel(ModelCore m, DataC* d, const int* dep, int nd, double* 
                 w.A[i * nd + i] += mu * tr
             for j in range(nv):
                 w.step[j] = 0.0
-            if _cholesky(w.A, nd):
+            if _cholesky(w.A, nd, 0.0, NULL, NULL):
                 for i in range(nd):
                     w.b[i] = -w.grad[i]
-                _solve_L(w.A, nd, w.b)
-                _solve_Lt(w.A, nd, w.b)
+                _solve_L(w.A, nd, nd, NULL, w.b)
+                _solve_Lt(w.A, nd, nd, NULL, w.b)
                 for i in range(nd):
                     w.step[dep[i]] = w.b[i]
                 config_retract(m, q, w.step, LOCAL_EXP, w.qn)

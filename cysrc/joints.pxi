@@ -131,21 +131,6 @@ cdef inline int joint_calc(int kind, int nv, const double* X, const double* c,
     return bad
 
 
-cdef inline void _rodrigues_sc(const double* e, double s, double c, double* R) noexcept nogil:
-    """R = I + s ê + (1 − c) ê² for a unit axis e, given s = sin t, c = cos t."""
-    cdef double x = e[0], y = e[1], z = e[2]
-    c = 1.0 - c
-    R[0] = 1.0 - c * (y * y + z * z)
-    R[1] = -s * z + c * x * y
-    R[2] = s * y + c * x * z
-    R[3] = s * z + c * x * y
-    R[4] = 1.0 - c * (x * x + z * z)
-    R[5] = -s * x + c * y * z
-    R[6] = -s * y + c * x * z
-    R[7] = s * x + c * y * z
-    R[8] = 1.0 - c * (x * x + y * y)
-
-
 cdef inline void universal_calc(const double* X, const double* c, const double* q,
                                 const double* qd, double* R, double* p, double* S,
                                 double* cJ) noexcept nogil:
@@ -163,8 +148,8 @@ cdef inline void universal_calc(const double* X, const double* c, const double* 
     cdef int k
     sincos(q[0], &s1, &c1)
     sincos(q[1], &s2, &c2)
-    _rodrigues_sc(X, s1, c1, R1)
-    _rodrigues_sc(&X[6], s2, c2, R2)
+    rot_axis_sc(X, s1, c1, R1)
+    rot_axis_sc(&X[6], s2, c2, R2)
     rot_mul(R1, R2, R)
     rot_vec(R, c, b)
     for k in range(3):

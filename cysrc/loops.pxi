@@ -145,11 +145,6 @@ cdef void _side(ModelCore m, DataC* d, int body, Side* s) noexcept nogil:
     rot_vec(s.R, t, s.rdd)
 
 
-cdef void _frame_rotation(const Side* s, const double* off, double* R) noexcept nogil:
-    """World rotation of the attachment frame (pose off in the body)."""
-    rot_mul(s.R, off, R)
-
-
 cdef void _point(const Side* s, const double* xb, MovVec* p) noexcept nogil:
     """The point with body coordinates xb."""
     cdef double dd[3]
@@ -422,8 +417,8 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         _side(m, d, m.cl_int[c, 1], &P)
         _side(m, d, m.cl_int[c, 2], &C)
         if t == LOOP_PRISMATIC or t == LOOP_FIXED or t == LOOP_HELICAL:
-            _frame_rotation(&P, &geo[G_OFFP], RP)
-            _frame_rotation(&C, &geo[G_OFFC], RC)
+            rot_mul(P.R, &geo[G_OFFP], RP)             # the frames' world rotations
+            rot_mul(C.R, &geo[G_OFFC], RC)
         # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
         _point(&P, &bgeo[B_PNT_P], &mv[0])
         _point(&C, &bgeo[B_PNT_C], &mv[1])
@@ -557,47 +552,61 @@ cdef double _max_abs(const double* g, int n) noexcept nogil:
     return s
 
 
-cdef bint _cholesky(double* A, int n) noexcept nogil:
-    """A (n, n) row-major = L Lᵀ in place (lower triangle); False unless positive
-    definite."""
+cdef bint _cholesky(double* A, int n, double rcond, const double* ref,
+                    double* dinv) noexcept nogil:
+    """A (n, n) symmetric, row-major = F Fᵀ in place, F lower triangular in the
+    given order (left-looking: contiguous dot products over the rows), 1/F_ii into
+    dinv if not NULL.  False at the first pivot F_ii² not above rcond · ref[i]
+    (ref NULL: not above 0, i.e. A not positive definite).  Reads and writes only
+    the diagonal and the lower triangle (the upper one still holds A afterwards)."""
     cdef int i, j, k
-    cdef double s, t
+    cdef double s, t, inv
+    cdef double* Aj
+    cdef double* Ai
     for j in range(n):
-        s = A[j * n + j]
+        Aj = &A[j * n]
+        s = Aj[j]
         for k in range(j):
-            s -= A[j * n + k] * A[j * n + k]
-        if not s > 0.0:
+            s -= Aj[k] * Aj[k]
+        if not s > (rcond * ref[j] if ref != NULL else 0.0):
             return False
         s = sqrt(s)
-        A[j * n + j] = s
+        inv = 1.0 / s
+        Aj[j] = s
+        if dinv != NULL:
+            dinv[j] = inv
         for i in range(j + 1, n):
-            t = A[i * n + j]
+            Ai = &A[i * n]
+            t = Ai[j]
             for k in range(j):
-                t -= A[i * n + k] * A[j * n + k]
-            A[i * n + j] = t / s
+                t -= Ai[k] * Aj[k]
+            Ai[j] = t * inv
     return True
 
 
-cdef void _solve_L(const double* L, int n, double* x) noexcept nogil:
-    """x = L⁻¹ x."""
+cdef inline void _solve_L(const double* L, int n, int ld, const double* dinv,
+                          double* x) noexcept nogil:
+    """x = L⁻¹ x, L (n, n) lower triangular with row stride ld; with dinv (1/L_ii)
+    the solve multiplies instead of dividing (dinv NULL: divides)."""
     cdef int i, k
     cdef double s
     for i in range(n):
         s = x[i]
         for k in range(i):
-            s -= L[i * n + k] * x[k]
-        x[i] = s / L[i * n + i]
+            s -= L[i * ld + k] * x[k]
+        x[i] = s * dinv[i] if dinv != NULL else s / L[i * ld + i]
 
 
-cdef void _solve_Lt(const double* L, int n, double* x) noexcept nogil:
-    """x = L⁻ᵀ x."""
+cdef inline void _solve_Lt(const double* L, int n, int ld, const double* dinv,
+                           double* x) noexcept nogil:
+    """x = L⁻ᵀ x (L and dinv as for _solve_L)."""
     cdef int i, k
     cdef double s
     for i in range(n - 1, -1, -1):
         s = x[i]
         for k in range(i + 1, n):
-            s -= L[k * n + i] * x[k]
-        x[i] = s / L[i * n + i]
+            s -= L[k * ld + i] * x[k]
+        x[i] = s * dinv[i] if dinv != NULL else s / L[i * ld + i]
 
 
 cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, int* perm,
@@ -606,8 +615,8 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
     by Cholesky with diagonal pivoting (rows and columns swapped as LAPACK's
     dpstrf does).  Pivot: the row keeping the largest fraction of its own weight
     ref[i] (A's diagonal before factoring) outside the span of the rows already
-    taken; stop when no row keeps more than rcond of it (the rule of
-    _cholesky_above, so that scaling a row changes nothing).  Returns the rank r;
+    taken; stop when no row keeps more than rcond of it (the rule _metric_factor
+    gives _cholesky, so that scaling a row changes nothing).  Returns the rank r;
     F (n, r) is the lower trapezoid of A's first r columns (entries above the
     diagonal are not part of it), perm[i] the row of A moved to i, dinv[i] =
     1 / F_ii for i < r."""
@@ -755,7 +764,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     # redundancy).  Otherwise the pivoted factorization decides the rank.
     for i in range(mz):
         d.cw[i] = K[i * mz + i]
-    if _cholesky_above(K, mz, rcond, d.cw, d.cKd):
+    if _cholesky(K, mz, rcond, d.cw, d.cKd):
         for i in range(mz):
             d.cperm[i] = i
         d.crank = mz
@@ -765,38 +774,6 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
         for k in range(i):
             K[i * mz + k] = K[k * mz + i]
     d.crank = _pivoted_cholesky(K, mz, rcond, d.cw, d.cperm, d.cKd)
-
-
-
-
-cdef bint _cholesky_above(double* A, int n, double rcond, const double* ref,
-                          double* dinv) noexcept nogil:
-    """A (n, n) symmetric, row-major = F Fᵀ in place, F lower triangular in the given
-    order (left-looking: contiguous dot products over the rows), dinv[i] = 1/F_ii;
-    False at the first pivot F_ii² not above rcond · ref[i].  Reads and writes only the
-    diagonal and the lower triangle (the upper one still holds A afterwards)."""
-    cdef int i, j, k
-    cdef double s, t, inv
-    cdef double* Aj
-    cdef double* Ai
-    for j in range(n):
-        Aj = &A[j * n]
-        s = Aj[j]
-        for k in range(j):
-            s -= Aj[k] * Aj[k]
-        if not s > rcond * ref[j]:
-            return False
-        s = sqrt(s)
-        inv = 1.0 / s
-        Aj[j] = s
-        dinv[j] = inv
-        for i in range(j + 1, n):
-            Ai = &A[i * n]
-            t = Ai[j]
-            for k in range(j):
-                t -= Ai[k] * Aj[k]
-            Ai[j] = t * inv
-    return True
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
@@ -824,16 +801,8 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
     if lsq:
         _metric_null_space(d, mz, r)
         _remove_null_part(d.cS, mz, mz - r, w)
-    for i in range(r):                                  # F₁ z = w₁, F₁ᵀ y = z
-        s = w[i]
-        for k in range(i):
-            s -= F[i * mz + k] * w[k]
-        w[i] = s * d.cKd[i]
-    for i in range(r - 1, -1, -1):
-        s = w[i]
-        for k in range(i + 1, r):
-            s -= F[k * mz + i] * w[k]
-        w[i] = s * d.cKd[i]
+    _solve_L(F, r, mz, d.cKd, w)                       # F₁ z = w₁, F₁ᵀ y = z
+    _solve_Lt(F, r, mz, d.cKd, w)
     for i in range(r, mz):
         w[i] = 0.0
     if lsq:
@@ -863,11 +832,7 @@ cdef void _metric_null_space(DataC* d, int mz, int r) noexcept nogil:
         n = &N[t * mz]
         for k in range(r):                              # F₁ᵀ x = F₂ᵀ e_t
             n[k] = F[(r + t) * mz + k]
-        for i in range(r - 1, -1, -1):
-            s = n[i]
-            for k in range(i + 1, r):
-                s -= F[k * mz + i] * n[k]
-            n[i] = s * d.cKd[i]
+        _solve_Lt(F, r, mz, d.cKd, n)
         for i in range(r):
             n[i] = -n[i]
         for i in range(r, mz):

@@ -65,11 +65,10 @@ cdef inline void pose_mul(const double* R1, const double* p1,
     rot_vec(R1, p2, p)
     p[0] += p1[0]; p[1] += p1[1]; p[2] += p1[2]
 
-cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept nogil:
-    """Rodrigues' formula for a unit axis e: R = I + sin t ê + (1 - cos t) ê²."""
-    cdef double s, c
+cdef inline void rot_axis_sc(const double* e, double s, double c, double* R) noexcept nogil:
+    """Rodrigues' formula for a unit axis e, given s = sin t and c = cos t:
+    R = I + s ê + (1 - c) ê²."""
     cdef double x = e[0], y = e[1], z = e[2]
-    sincos(t, &s, &c)
     c = 1.0 - c
     R[0] = 1.0 - c * (y * y + z * z)
     R[1] = -s * z + c * x * y
@@ -80,6 +79,12 @@ cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept n
     R[6] = -s * y + c * x * z
     R[7] = s * x + c * y * z
     R[8] = 1.0 - c * (x * x + y * y)
+
+cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept nogil:
+    """Rodrigues' formula for a unit axis e: R = I + sin t ê + (1 - cos t) ê²."""
+    cdef double s, c
+    sincos(t, &s, &c)
+    rot_axis_sc(e, s, c, R)
 
 cdef inline void screw_exp(const double* X, double t, double* R, double* p) noexcept nogil:
     """exp(X t) for a unit screw X = (e, v): |e| = 1 (revolute, helical) or e = 0

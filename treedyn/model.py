@@ -125,7 +125,7 @@ class Model(ModelCore):
             from .constraints import ConstraintSet
             cs = ConstraintSet(self)
             d["_constraints"] = cs
-            self._init_loops(*cs.packed())
+            self._init_loops(*cs.packed(), arrays["A"], arrays["Y"])
 
     # immutability and pickling ----------------------------------------------------
     def __setattr__(self, key, value):
