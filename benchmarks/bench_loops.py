@@ -37,17 +37,18 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Table, bench_main, fmt, mark, print_header, time_call, time_calls  # noqa: E402
-from oracles import (erd_path, pin_v_matrix, pinocchio_from_graph,  # noqa: E402
-                     pinocchio_model, rel_err, to_pinocchio_q, to_pinocchio_se3,
-                     to_pinocchio_v, with_ball_closures)
+from oracles import (erd_path, pin_v_matrix, pinocchio_constraint_data,  # noqa: E402
+                     pinocchio_from_graph, pinocchio_model, rel_err, to_pinocchio_q,
+                     to_pinocchio_se3, to_pinocchio_v, with_ball_closures)
 
 PAIRS = [("FL_LOWER_LEG", "FR_LOWER_LEG"), ("HL_LOWER_LEG", "HR_LOWER_LEG")]
 LOOP_ROBOTS = ["four_bar", "slider_crank", "delta"]
 
 
 def solo_pair():
-    """(treedyn model, Pinocchio model, constraint models, datas, settings) of Solo-12
-    + free flyer with two spherical closures at the second legs' link origins."""
+    """(treedyn model, Pinocchio model, data, constraint models and datas, settings)
+    of Solo-12 + free flyer with two spherical closures at the second legs' link
+    origins."""
     import pinocchio as pin
     import treedyn as td
     path = erd_path("solo12")
@@ -66,10 +67,8 @@ def solo_pair():
         models.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pmodel, ja,
                                                pd0.oMi[ja].actInv(F), jb, pd0.oMi[jb].actInv(F),
                                                pin.ReferenceFrame.LOCAL))
-    datas = pin.StdVec_RigidConstraintData()
-    for cm in models:
-        datas.append(cm.createData())
-    return graph.compile(), pmodel, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10)
+    pd, datas = pinocchio_constraint_data(pmodel, models)
+    return graph.compile(), pmodel, pd, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10)
 
 
 def ball_pair(name):
@@ -77,11 +76,7 @@ def ball_pair(name):
     index) of a shipped loop robot with ball-joint closures (see the docstring)."""
     import pinocchio as pin
     m, pm, models, idx = pinocchio_from_graph(with_ball_closures(name))
-    pd = pm.createData()
-    datas = pin.StdVec_RigidConstraintData()
-    for cm in models:
-        datas.append(cm.createData())
-    pin.initConstraintDynamics(pm, pd, models, datas)
+    pd, datas = pinocchio_constraint_data(pm, models)
     return m, pm, pd, models, datas, pin.ProximalSettings(1e-12, 1e-12, 10), idx
 
 
@@ -153,9 +148,7 @@ def worker(quick=False, min_time=0.2, repeat=5,
     res = {}
     rng = np.random.default_rng(0)
     if "solo" in sections:
-        m, pm, models, datas, prox = solo_pair()
-        pd = pm.createData()
-        pin.initConstraintDynamics(pm, pd, models, datas)
+        m, pm, pd, models, datas, prox = solo_pair()
         P = pin_v_matrix(m, pm)
         # two states, called alternately: a call never starts from the previous
         # call's configuration (the kernels reuse factors at an unchanged q)

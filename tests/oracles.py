@@ -207,6 +207,18 @@ def pinocchio_from_graph(graph):
     return model, pm, cmodels, np.array(index)
 
 
+def pinocchio_constraint_data(pmodel, models):
+    """(Data, StdVec_RigidConstraintData) for ``pin.constraintDynamics`` with the
+    constraint models ``models``, initialized (``initConstraintDynamics``)."""
+    import pinocchio as pin
+    pdata = pmodel.createData()
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
+    pin.initConstraintDynamics(pmodel, pdata, models, datas)
+    return pdata, datas
+
+
 def with_ball_closures(name):
     """The JointGraph of a shipped loop robot (``robots/<name>.toml``) with every
     loop joint replaced by a spherical joint at the same point: what Pinocchio's

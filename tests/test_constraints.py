@@ -373,13 +373,9 @@ def test_equals_pinocchio_constraint_dynamics(kind):
     pb = pd0.oMi[jb].actInv(F)
     ctype = pin.ContactType.CONTACT_3D if kind == "3D" else pin.ContactType.CONTACT_6D
     cm = pin.RigidConstraintModel(ctype, pmodel, ja, pa, jb, pb, pin.ReferenceFrame.LOCAL)
-    cd = cm.createData()
-    pdata = pmodel.createData()
     models = pin.StdVec_RigidConstraintModel()
     models.append(cm)
-    datas = pin.StdVec_RigidConstraintData()
-    datas.append(cd)
-    pin.initConstraintDynamics(pmodel, pdata, models, datas)
+    pdata, datas = oracles.pinocchio_constraint_data(pmodel, models)
     prox = pin.ProximalSettings(1e-14, 1e-12, 20)
     rng = np.random.default_rng(3)
     q = model.assemble(model.integrate(model.neutral(), 0.05 * rng.normal(size=model.nv)))
@@ -406,11 +402,7 @@ def test_shipped_loop_robots_equal_pinocchio(name):
     off-manifold states, relative error ≤ 1e-10."""
     pin = pytest.importorskip("pinocchio")
     model, pm, cms, idx = oracles.pinocchio_from_graph(oracles.with_ball_closures(name))
-    pd = pm.createData()
-    cds = pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        cds.append(cm.createData())
-    pin.initConstraintDynamics(pm, pd, cms, cds)
+    pd, cds = oracles.pinocchio_constraint_data(pm, cms)
     prox = pin.ProximalSettings(1e-14, 1e-12, 20)
     rng = np.random.default_rng(17)
     q0 = model.assemble(model.neutral())
