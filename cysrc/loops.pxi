@@ -63,23 +63,34 @@ cdef enum:
 
 cdef extern from *:
     """
-    /* K (m, m) = Yᵀ Y for Y (n, m) row-major, both triangles, as n rank-one updates
-       K += y yᵀ of Y's rows: fixed-length contiguous inner loops that the compiler
-       vectorizes (restrict: K and Y do not overlap). */
+    /* K (m, m) = Yᵀ Y for Y (n, m) row-major: n rank-one updates K += y yᵀ of
+       Y's rows on the lower triangle, then mirrored to the upper one.  The row
+       length m is a compile-time constant for m ≤ 12 (one case each), so that the
+       triangle's short loops unroll into straight-line code. */
+    #define TD_GRAM_ROWS(M) \
+        for (long j = 0; j < n; j++) { \
+            const double* y = Y + j * (M); \
+            for (long i = 0; i < (M); i++) \
+                for (long k = 0; k <= i; k++) \
+                    K[i * (M) + k] += y[i] * y[k]; \
+        }
     static inline void td_gram(long n, long m, const double* __restrict__ Y,
                                double* __restrict__ K)
     {
         for (long i = 0; i < m * m; i++)
             K[i] = 0.0;
-        for (long j = 0; j < n; j++) {
-            const double* Yj = Y + j * m;
-            for (long i = 0; i < m; i++) {
-                const double y = Yj[i];
-                double* Ki = K + i * m;
-                for (long k = 0; k < m; k++)
-                    Ki[k] += y * Yj[k];
-            }
+        switch (m) {
+            case 1: TD_GRAM_ROWS(1) break;    case 2: TD_GRAM_ROWS(2) break;
+            case 3: TD_GRAM_ROWS(3) break;    case 4: TD_GRAM_ROWS(4) break;
+            case 5: TD_GRAM_ROWS(5) break;    case 6: TD_GRAM_ROWS(6) break;
+            case 7: TD_GRAM_ROWS(7) break;    case 8: TD_GRAM_ROWS(8) break;
+            case 9: TD_GRAM_ROWS(9) break;    case 10: TD_GRAM_ROWS(10) break;
+            case 11: TD_GRAM_ROWS(11) break;  case 12: TD_GRAM_ROWS(12) break;
+            default: TD_GRAM_ROWS(m)
         }
+        for (long i = 0; i < m; i++)
+            for (long k = 0; k < i; k++)
+                K[k * m + i] = K[i * m + k];
     }
     """
     void td_gram(long n, long m, const double* Y, double* K) noexcept nogil
@@ -742,6 +753,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     taken dropped: redundant rows)."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
+    cdef double* Gi
     cdef double* Y = d.cY
     cdef double* K = d.cK
     for k in range(mr):
@@ -751,9 +763,10 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
                 mz += 1
                 break
     d.cmz = mz
-    for j in range(nv):
-        for i in range(mz):
-            Y[j * mz + i] = G[d.cnz[i] * nv + j]
+    for i in range(mz):
+        Gi = &G[d.cnz[i] * nv]
+        for j in range(nv):
+            Y[j * mz + i] = Gi[j]
     _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
     td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
     # full rank (the common case): Cholesky in the rows' order, no pivot search and
@@ -811,11 +824,13 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
         c[i] = 0.0
     for i in range(mz):
         c[nz[perm[i]]] = w[i]
+    for k in range(mz):
+        w[k] = c[nz[k]]
     for j in range(nv):                                 # M⁻¹ Gᵀ λ = L⁻¹ Y λ
         Yj = &Y[j * mz]
         s = 0.0
         for k in range(mz):
-            s += Yj[k] * c[nz[k]]
+            s += Yj[k] * w[k]
         d.cw2[j] = s
     _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
