@@ -8,13 +8,52 @@
 # as rigid-body inertias (mass m, first moment h = m c, rotational inertia Io
 # about that point, packed symmetric).
 
+cdef extern from *:
+    """
+    /* a[n] += b[n], n < 10: a composite inertia onto its parent's (distinct bodies) */
+    static inline void td_add10(double* __restrict__ a, const double* __restrict__ b)
+    {
+        for (int n = 0; n < 10; n++)
+            a[n] += b[n];
+    }
+    """
+    void td_add10(double* a, const double* b) noexcept nogil
+
+
+cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
+    """spatial_pose_and_screws with the rotation of sMi[i] copied from d.oMi (the
+    same product of the same factors), which leaves only the position
+    p = R_p p_T + p_p to form."""
+    cdef int o = m.voff[i], par = m.parent[i], k, n
+    cdef double* C = &d.sMi[12 * i]
+    cdef const double* Cp
+    cdef const double* T = &d.liMi[12 * i]
+    memcpy(C, &d.oMi[12 * i], 9 * sizeof(double))
+    if par < 0:
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
+    else:
+        Cp = &d.sMi[12 * par]
+        rot_vec(Cp, &T[9], &C[9])
+        C[9] += Cp[9]; C[10] += Cp[10]; C[11] += Cp[11]
+    if m.fast[i] != FAST_NONE:
+        spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
+    else:
+        for k in range(m.nvj[i]):
+            twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
+
+
 cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
-                     bint joints_ready=False) noexcept nogil:
+                     bint joints_ready=False, bint world_ready=False,
+                     bint lower=False) noexcept nogil:
     """Joint-space mass matrix M (nv × nv, row-major, both triangles), armature
     on the diagonal; fills d.liMi, d.S, d.sMi, d.sJ, d.sIc.  Returns 0 or (i + 1)
     for a non-unit quaternion of joint i.  ``joints_ready``: d.liMi and d.S already
     hold this q's joint steps (another kernel just ran on q), only the poses in
-    frame s and the screws are formed."""
+    frame s and the screws are formed.  ``world_ready``: d.oMi also holds this q's
+    world poses (the constraint rows' sweep), whose rotations are those of frame s:
+    only the positions are formed.  ``lower``: only the entries the tree
+    factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k) are
+    written, nothing else."""
     cdef int nb = m.nb, nv = m.nv, i, j, k, l, n, o, oj, par, bad = 0
     cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
     cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
@@ -25,14 +64,16 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
     if not joints_ready:
         angle_prepass(m, d, q)
     for i in range(nb):
-        if joints_ready:
+        if world_ready:
+            _crba_from_world(m, d, i)
+        elif joints_ready:
             spatial_pose_and_screws(m, d, i)
         elif spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
             bad = i + 1
         Ci = &d.sMi[12 * i]
         rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
-    for n in range(nv * nv):            # entries of freedoms on different branches stay 0
-        M[n] = 0.0
+    if not lower:
+        memset(M, 0, nv * nv * sizeof(double))  # freedoms on different branches: 0
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         for k in range(m.nvj[i]):
@@ -40,20 +81,21 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
             for l in range(k, m.nvj[i]):
                 Mlk = dot6(&J[6 * (o + l)], F)
                 M[(o + l) * nv + o + k] = Mlk
-                M[(o + k) * nv + o + l] = Mlk
+                if not lower:
+                    M[(o + k) * nv + o + l] = Mlk
             # the same column force projected on every ancestor's screws
             j = m.parent[i]
             while j >= 0:
                 oj = m.voff[j]
                 for l in range(m.nvj[j]):
                     Mlk = dot6(&J[6 * (oj + l)], F)
-                    M[(oj + l) * nv + o + k] = Mlk
+                    if not lower:
+                        M[(oj + l) * nv + o + k] = Mlk
                     M[(o + k) * nv + oj + l] = Mlk
                 j = m.parent[j]
         par = m.parent[i]
         if par >= 0:
-            for n in range(10):
-                Ic[10 * par + n] += Ic[10 * i + n]
+            td_add10(&Ic[10 * par], &Ic[10 * i])
     for k in range(nv):
         M[k * nv + k] += m.armature[k]
     return bad

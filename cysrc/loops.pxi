@@ -293,20 +293,33 @@ cdef void _emit_axis_alignment(Rows* rows, const MovVec* u, const MovVec* eP,
 
 
 cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
-                            const double* W, int k0, int nrows, double* G) noexcept nogil:
+                            const double* W, int k0, int nrows, const double* xP,
+                            const double* xC, double* G) noexcept nogil:
     """Rows k0 .. k0 + nrows of G (m, nv) from the closure's row wrenches W and the
-    world screws d.oJ of the freedoms on the two paths."""
-    cdef int nv = m.nv, r, i, j, side
+    world screws d.oJ of the freedoms on the two paths.  xP, xC not NULL: the first
+    three rows are the point difference x_C − x_P (_emit_point_difference), whose
+    entries are the points' velocities per unit rate, ±(v0_j + ω_j × x), one cross
+    product for the three rows instead of three wrench products."""
+    cdef int nv = m.nv, r, i, j, side, r0 = 0 if xP == NULL else 3
     cdef const double* oJ = d.oJ
     cdef const double* w
+    cdef const double* x
+    cdef double sg
+    cdef double u[3]
     for r in range(nrows):
         for j in range(nv):
             G[(k0 + r) * nv + j] = 0.0
     for side in range(2):
         i = P.body if side == 0 else C.body
+        x = xP if side == 0 else xC
+        sg = -1.0 if side == 0 else 1.0
         while i >= 0:
             for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
-                for r in range(nrows):
+                if r0:
+                    cross(&oJ[6 * j], x, u)
+                    for r in range(3):
+                        G[(k0 + r) * nv + j] += sg * (oJ[6 * j + 3 + r] + u[r])
+                for r in range(r0, nrows):
                     w = &W[12 * r + 6 * side]
                     G[(k0 + r) * nv + j] += dot6(w, &oJ[6 * j])
             i = m.parent[i]
@@ -487,8 +500,12 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
                 for j in range(3):
                     w[j] += pitch * mv[3].x[j]
                     w[6 + j] -= pitch * mv[3].x[j]
-        if G != NULL:
-            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, G)
+        if G != NULL and (t == LOOP_SPHERICAL or t == LOOP_REVOLUTE
+                          or t == LOOP_UNIVERSAL):   # rows 0-2: the point difference
+            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, mv[0].x,
+                              mv[1].x, G)
+        elif G != NULL:
+            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, NULL, NULL, G)
         if D != NULL:
             _wrench_maps(d, &C, W, rows.k0, rows.k - rows.k0, D)
     # mimic couplings: q_f − m q_l − offset, rate row e_f − m e_l
@@ -698,7 +715,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
         d.cfac = False
-        crba_kernel(m, d, q, M, True)                   # RNEA's joint steps are for this q
+        crba_kernel(m, d, q, M, True, True, True)       # RNEA's joint steps, rows' poses
         if not _ltl(M, nv, &m.dof_parent[0]):
             return CODE_MASS_NOT_PD
     for j in range(nv):
@@ -898,7 +915,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         if err <= tol or it == max_iter:
             break
         if not factored:
-            crba_kernel(m, d, q, d.cM, True)            # loop_rows_kernel's joint steps
+            crba_kernel(m, d, q, d.cM, True, True, True)  # loop_rows_kernel's joint steps
             if not _ltl(d.cM, nv, &m.dof_parent[0]):
                 return CODE_MASS_NOT_PD
             factored = True
@@ -915,7 +932,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         return 0
     # velocity: rows and joint steps at the projected q are those of the last
     # loop_rows_kernel call; the factors stay cached for the next step's first stage
-    crba_kernel(m, d, q, d.cM, True)
+    crba_kernel(m, d, q, d.cM, True, True, True)
     if not _ltl(d.cM, nv, &m.dof_parent[0]):
         return CODE_MASS_NOT_PD
     for k in range(mr):
