@@ -720,25 +720,49 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
             return CODE_MASS_NOT_PD
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
-    _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)
-    _solve_L_tree(M, nv, &m.dof_parent[0], qdd)         # unconstrained v̇_u = M⁻¹(τ − h)
+    _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)         # z = L⁻ᵀ (τ − h)
     if mr == 0:
+        _solve_L_tree(M, nv, &m.dof_parent[0], qdd)     # v̇ = L⁻¹ z = M⁻¹ (τ − h)
         return 0
-    for i in range(mr):                                 # c = −Ġv − G v̇_u − stabilization
-        s = -gam[i] - k2 * gres[i]
-        for j in range(nv):
-            s -= G[i * nv + j] * (qdd[j] + k1 * qd[j])
-        c[i] = s
     if not cached:
         _metric_factor(m, d, rcond)
         _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, c, lam != NULL)
+    # c = −Ġv − G v̇_u − stabilization, with G v̇_u = G L⁻¹ z = Yᵀ z (rows that are
+    # not in d.cnz are zero), so that v̇ = L⁻¹ (z + Y λ) needs one solve with L
+    for i in range(mr):
+        c[i] = -gam[i] - k2 * gres[i]
+    if k1 != 0.0:
+        for i in range(mr):
+            s = 0.0
+            for j in range(nv):
+                s += G[i * nv + j] * qd[j]
+            c[i] -= k1 * s
+    _metric_times_Yt(d, nv, qdd, c)
+    _metric_solve(m, d, c, lam != NULL, False)
     if lam != NULL:
         for i in range(mr):
             lam[i] = c[i]
-    for j in range(nv):                                 # v̇ = v̇_u + M⁻¹ Gᵀ λ
+    for j in range(nv):
         qdd[j] += d.cw2[j]
+    _solve_L_tree(M, nv, &m.dof_parent[0], qdd)
     return 0
+
+
+cdef inline void _metric_times_Yt(DataC* d, int nv, const double* z, double* c) noexcept nogil:
+    """c[nz_t] −= (Yᵀ z)_t for the rows t of Y = L⁻ᵀ Gᵀ (d.cY, nv × mz)."""
+    cdef int mz = d.cmz, j, t
+    cdef double* acc = d.cw
+    cdef const double* Yj
+    cdef double zj
+    for t in range(mz):
+        acc[t] = 0.0
+    for j in range(nv):
+        zj = z[j]
+        Yj = &d.cY[j * mz]
+        for t in range(mz):
+            acc[t] += Yj[t] * zj
+    for t in range(mz):
+        c[d.cnz[t]] -= acc[t]
 
 
 cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
@@ -806,7 +830,8 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     d.crank = _pivoted_cholesky(K, mz, rcond, d.cw, d.cperm, d.cKd)
 
 
-cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noexcept nogil:
+cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
+                        bint solve_L=True) noexcept nogil:
     """With the factors of _metric_factor: c ← λ and d.cw2 = M⁻¹ Gᵀ λ = L⁻¹ Y λ — the
     least change of v̇ (or v, or q) in the kinetic-energy metric that moves the rows
     by the original c.  Without ``minimal``: λ a basic solution of K λ = c (the r
@@ -816,7 +841,7 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
     solution — c and the basic solution are both cleared of their parts in the null
     space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
     pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
-    condition."""
+    condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L)."""
     cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, j, k
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
@@ -849,7 +874,8 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True) noe
         for k in range(mz):
             s += Yj[k] * w[k]
         d.cw2[j] = s
-    _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
+    if solve_L:
+        _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
 
 cdef void _metric_null_space(DataC* d, int mz, int r) noexcept nogil:
