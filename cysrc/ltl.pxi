@@ -32,20 +32,10 @@ cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
     return True
 
 
-cdef void _solve_Lt_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
-    """x = L⁻ᵀ x (L from _ltl), from the leaves to the roots: x_k is final once its
-    descendants are done and only reaches its ancestors (nothing to do where it
-    is zero, as for a constraint row off the row's two paths)."""
-    cdef int k, i
-    cdef double xk
-    for k in range(n - 1, -1, -1):
-        xk = x[k] * L[k * n + k]
-        x[k] = xk
-        if xk != 0.0:
-            i = lam[k]
-            while i >= 0:
-                x[i] -= L[k * n + i] * xk
-                i = lam[i]
+cdef inline void _solve_Lt_tree(const double* L, int n, const int* lam,
+                                double* x) noexcept nogil:
+    """x = L⁻ᵀ x (L from _ltl): one right-hand side of _solve_Lt_tree_cols."""
+    _solve_Lt_tree_cols(L, n, lam, x, 1)
 
 
 cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
