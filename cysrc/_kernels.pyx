@@ -21,7 +21,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 cimport openmp
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt
+from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt, INFINITY
 from libc.string cimport memcpy, memset, memcmp
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
@@ -86,7 +86,8 @@ cdef struct Call:
     int fframe                 # 0 world, 1 body, 2 hybrid
     int body, frame, rep       # Jacobian target and representation
     double k1, k2, rcond       # constrained dynamics: Baumgarte gains, rank tolerance
-    int check                  # which outputs may overflow: CHECK_ALL, CHECK_POSES, CHECK_SPD
+    int check                  # which outputs may overflow: CHECK_ALL, CHECK_POSES, CHECK_SPD,
+                               # or CHECK_KERNEL
     double* out
     double* out2
     double* out3
@@ -127,6 +128,7 @@ cdef enum:
     CHECK_ALL = 0          # every output value
     CHECK_POSES = 1        # 4x4 poses: translations only
     CHECK_SPD = 2          # a symmetric positive semidefinite matrix: its diagonal
+    CHECK_KERNEL = 3       # the kernel function checks its own outputs
 cdef const uint64_t EXP_BITS = 0x7ff0000000000000ULL
 
 
@@ -159,13 +161,16 @@ cdef inline bint _finite_diagonal(const double* M, Py_ssize_t n2) noexcept nogil
     return s == 0.0
 
 
-cdef inline int _checked_outputs(int code, const Call* c) noexcept nogil:
-    if code:
+cdef inline int _checked_outputs(int code, const Call* c, int check=-1) noexcept nogil:
+    """code, or CODE_OVERFLOW if an output c.check (or check) covers is not finite."""
+    if check < 0:
+        check = c.check
+    if code or check == CHECK_KERNEL:
         return code
-    if c.check == CHECK_POSES:
+    if check == CHECK_POSES:
         if not _finite_translations(c.out, c.so):
             return CODE_OVERFLOW
-    elif c.check == CHECK_SPD:
+    elif check == CHECK_SPD:
         if not _finite_diagonal(c.out, c.so):
             return CODE_OVERFLOW
     elif not (_finite_bits(c.out, c.so)
@@ -261,13 +266,36 @@ cdef int _k_rnea_spatial(ModelCore m, DataC* d, const Call* c) noexcept nogil:
 cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
 
+cdef inline bint _bound_is_cheaper(ModelCore m, int outputs) noexcept nogil:
+    """Whether the derivative kernels' overflow bound (rnea_derivatives.pxi) reads
+    fewer values than checking ``outputs`` nv × nv matrices."""
+    return outputs * m.nv * m.nv > 24 * m.nv + 44 * m.nb
+
+
 cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
-                                   c.out2, c.out3)
+    """CHECK_KERNEL: the outputs are finite when their bound is (rnea_derivatives.pxi),
+    else checked here."""
+    cdef double B = INFINITY
+    cdef int code = rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
+                                            c.out, c.out2, c.out3, False,
+                                            &B if _bound_is_cheaper(m, 3) else NULL)
+    if code or B <= 1e300:
+        return code
+    return _checked_outputs(0, c, CHECK_ALL)
 
 cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
-                                  c.out2, c.out3)
+    """CHECK_KERNEL: the outputs are finite when their bound is (aba_derivatives.pxi),
+    else checked here (M⁻¹ by its diagonal)."""
+    cdef double B = INFINITY
+    cdef int code = aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
+                                           c.out, c.out2, c.out3,
+                                           &B if _bound_is_cheaper(m, 2) else NULL)
+    if code or B <= 1e300:
+        return code
+    if not (_finite_bits(c.out, c.so) and _finite_bits(c.out2, c.so2)
+            and _finite_diagonal(c.out3, c.so3)):
+        return CODE_OVERFLOW
+    return 0
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -355,6 +383,7 @@ cdef class ModelCore:
     cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
+    cdef double max_armature
     cdef const double[::1] grav        # (3,)
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
@@ -401,6 +430,7 @@ cdef class ModelCore:
         self.center = np.ascontiguousarray(arr["center"], dtype=np.float64).reshape(nb, 3)
         self.inert = inert
         self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
+        self.max_armature = float(np.abs(self.armature).max())
         self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
         self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
         self.screw_rev, self.screw_pt = _offset_axes(self.fast, self.voff, self.X)
@@ -1034,6 +1064,7 @@ cdef class ModelCore:
         c.so = self.nv * self.nv
         c.so2 = c.so
         c.so3 = c.so
+        c.check = CHECK_KERNEL
         self._dispatch(fn, &c, self._batch(qa), data, -1, what)
         return r1, r2, r3
 

@@ -62,12 +62,15 @@ cdef void _neg_minv_times(const double* Mi, double* D, int nv, double* T,
 cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                 const double* tau, const double* g, const double* fext,
                                 int fext_frame, double* dq, double* dv,
-                                double* Mi) noexcept nogil:
+                                double* Mi, double* bound=NULL) noexcept nogil:
     """∂v̇/∂q, ∂v̇/∂v and M⁻¹ (each nv × nv, row-major; q-derivatives along the
     joints' groups).  Returns the first nonzero code of M⁻¹ (non-unit quaternion,
-    singular articulated inertia), the RNEA or the inverse-dynamics derivatives."""
+    singular articulated inertia), the RNEA or the inverse-dynamics derivatives.
+    ``bound`` (if not NULL): an upper bound of the outputs' magnitudes (+inf if
+    unknown or NaN): nv · max diag M⁻¹ · the inverse-dynamics derivatives' bound
+    (|M⁻¹_ij| ≤ max_k M⁻¹_kk, M⁻¹ being positive definite), times a margin."""
     cdef int code, nv = m.nv, i, j
-    cdef double s
+    cdef double s, B = INFINITY, dmax = 0.0
     cdef double* h = d.dcol                      # scratch: h, then τ − h
     # M⁻¹ first (its first pass leaves this q's poses and screws in d.sMi, d.sJ),
     # then v̇ = M⁻¹ (τ − h(q, v)) with h by the spatial RNEA at v̇ = 0, which with the
@@ -88,9 +91,18 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
             s += Mi[i * nv + j] * h[j]
         d.dqdd[i] = s
     code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL,
-                                   True)
+                                   True, &B if bound != NULL else NULL)
     if code:
         return code
     _neg_minv_times(Mi, dq, m.nv, d.dcol, d.dnz)
     _neg_minv_times(Mi, dv, m.nv, d.dcol, d.dnz)
+    if bound != NULL:
+        for i in range(nv):
+            s = Mi[i * (nv + 1)]
+            if not s > 0.0:                      # NaN, or M⁻¹ not positive definite
+                dmax = INFINITY
+            elif s > dmax:
+                dmax = s
+        # (1e10: margin for a computed M⁻¹ that is not exactly positive definite)
+        bound[0] = nv * dmax * B * 1e10
     return 0

@@ -37,6 +37,33 @@
 # dynamics algorithms" (2018), written here with the Lie brackets of the joint
 # screws (Müller 2018, §6.1) and the reduced coupling matrix B X = (K ω_X, 2p×ω_X).
 
+cdef extern from *:
+    """
+    /* acc, OR-ed with a word whose top bit is set iff some |x[k]| > 1e90 or is NaN:
+       on the bits with the sign cleared, |x| > 1e90 (NaN and inf included) iff
+       bits(1e90) − bits < 0; integer operations, so it vectorizes. */
+    static inline uint64_t td_within_1e90(const double* x, long n, uint64_t acc)
+    {
+        const uint64_t* b = (const uint64_t*)x;
+        const uint64_t lim = 0x52a6ef6a5e15a3a2ULL;   /* 1e90 */
+        for (long k = 0; k < n; k++)
+            acc |= lim - (b[k] & 0x7fffffffffffffffULL);
+        return acc;
+    }
+    """
+    uint64_t td_within_1e90(const double* x, long n, uint64_t acc) noexcept nogil
+
+# Overflow without checking the nv × nv outputs: suppose every per-freedom vector
+# T, Y, P − Z, X and every per-body term F, Ic, B, E of the forward sweep is at most
+# 1e90 in magnitude.  The subtree sums are then at most nb·1e90; each entry of the
+# rows ub, wb, eb, G, H is a sum of at most 26 products of a subtree sum and one of
+# T, Y, P − Z, X, so at most 26·nb·1e180; and each output entry is a sum of at most
+# 15 products of such a row entry and one of T, Y, P − Z, X, plus an armature: at
+# most DERIV_ESTIMATE = 390·nb·1e270 + max armature, far below overflow.
+cdef inline double DERIV_ESTIMATE(int nb, double arm) noexcept nogil:
+    return 390.0 * nb * 1e270 + arm
+
+
 cdef inline void _deriv_column(const double* T, const double* W, const double* Aw,
                                const double* Vc, double* YPX) noexcept nogil:
     """Y = [T, W], PZ = [Aw, T] − [W, Y], X = [Vc + W, T] into YPX (18 doubles)."""
@@ -149,13 +176,16 @@ cdef inline bint _carries(int kind, int a, int b) noexcept nogil:
 cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                  const double* qdd, const double* g, const double* fext,
                                  int fext_frame, double* dq, double* dv,
-                                 double* M, bint poses_ready=False) noexcept nogil:
+                                 double* M, bint poses_ready=False,
+                                 double* bound=NULL) noexcept nogil:
     """∂τ/∂q, ∂τ/∂v and M (each nv × nv, row-major: entry (b, a) = ∂τ_b/∂x_a; M may
     be NULL);
     derivatives in q along the joints' groups (docs/conventions.md).  Fills
     d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sa_gf, d.sf, d.sIc and the derivative scratch.
     Returns 0 or i + 1 for a non-unit quaternion of joint i.  ``poses_ready``: as in
-    rnea_spatial_kernel (d.sMi, d.sJ already hold this q's)."""
+    rnea_spatial_kernel (d.sMi, d.sJ already hold this q's).  ``bound`` (if not NULL):
+    an upper bound of the outputs' magnitudes (DERIV_ESTIMATE, or +inf when a forward
+    term exceeds 1e90 or is NaN)."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, b, a, par, o, ok, nvi, nvk, kind, fast, bad = 0
     cdef double* C = d.sMi
     cdef double* V = d.sv
@@ -190,6 +220,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     cdef double Ga[6][6]
     cdef double Ha[6][6]
     cdef double x, y
+    cdef uint64_t big
     cdef const double* Vp
     cdef const double* Ap
     cdef const double* Tb
@@ -308,6 +339,12 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                 for a in range(3):
                     for b in range(3):
                         E[16 * i + 7 + 3 * a + b] = Ci[9 + a] * fext[6 * i + 3 + b]
+    if bound != NULL:
+        big = td_within_1e90(J, 6 * nv, td_within_1e90(YPX, 18 * nv, 0))
+        big = td_within_1e90(F, 6 * nb, td_within_1e90(Ic, 10 * nb, td_within_1e90(Bc, 12 * nb, big)))
+        if with_e:
+            big = td_within_1e90(E, 16 * nb, big)
+        bound[0] = INFINITY if big >> 63 else DERIV_ESTIMATE(nb, m.max_armature)
     for n in range(nv * nv):
         dq[n] = 0.0
         dv[n] = 0.0

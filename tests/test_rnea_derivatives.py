@@ -159,3 +159,38 @@ def test_gravity_derivatives_equal_finite_differences_and_pinocchio():
     got = P @ model.gravity_derivatives(q) @ P.T
     want = pin.computeGeneralizedGravityDerivatives(pmodel, pdata, to_pinocchio_q(model, pmodel, q))
     assert rel_err(got, want) < TOL_PIN
+
+
+@pytest.mark.parametrize("frame", [None, "world", "hybrid"])
+def test_overflow_bound_of_a_large_model(frame):
+    """A 30-body tree: its derivative kernels prove the outputs finite from a bound of
+    the forward sweep's terms (rnea_derivatives.pxi: all within 1e90) instead of
+    checking 3 nv² values.  Velocities scaled by s with a = 0, no gravity and
+    wrenches scaled by s²: τ scales by s², so ∂τ/∂q by s², ∂τ/∂v by s, ∂v̇/∂q by s²
+    and ∂v̇/∂v by s (checked to 1e-12 relative).  s = 1e60 puts the forward terms
+    past 1e90 (the kernels then check the outputs, which are finite); velocities
+    of 1e200 overflow and must raise."""
+    from treedyn.errors import TreedynError
+    rng = np.random.default_rng(11)
+    model = random_tree(rng, n=30, types=["revolute", "prismatic", "spherical", "free"],
+                        gravity=(0.0, 0.0, 0.0))
+    assert 3 * model.nv ** 2 > 24 * model.nv + 44 * model.nb     # the bound is used
+    q = model.random_configuration(rng)
+    v, tau = rng.normal(size=(2, model.nv))
+    f = rng.normal(size=(model.nb, 6))
+    zero = np.zeros(model.nv)
+
+    def both(s, fs=None):
+        fs = s * s if fs is None else fs
+        kw = {} if frame is None else dict(f_ext=fs * f, f_ext_frame=frame)
+        return (model.inverse_dynamics_derivatives(q, s * v, zero, **kw),
+                model.forward_dynamics_derivatives(q, s * v, fs * tau, **kw))
+
+    (dq1, dv1, M1), (fq1, fv1, Mi1) = both(1.0)
+    (dq, dv, M), (fq, fv, Mi) = both(1e60)
+    assert rel_err(dq, 1e120 * dq1) < 1e-12 and rel_err(dv, 1e60 * dv1) < 1e-12
+    assert rel_err(fq, 1e120 * fq1) < 1e-12 and rel_err(fv, 1e60 * fv1) < 1e-12
+    assert np.array_equal(M, M1) and np.array_equal(Mi, Mi1)
+    for kind in ("inverse", "forward"):
+        with pytest.raises(TreedynError, match="overflow"):
+            getattr(model, f"{kind}_dynamics_derivatives")(q, 1e200 * v, zero)
