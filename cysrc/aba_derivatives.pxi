@@ -9,54 +9,83 @@
 
 cdef extern from *:
     """
-    /* y_k[n] -= x_k row[n] for k = 0..3, 0 <= n < nv: four restrict-qualified
-       accumulators so that the compiler vectorizes over n and loads each entry of
-       the M⁻¹ row once for the four columns. */
-    static inline void td_axpy4(long nv, const double* __restrict__ row, double x0,
-                                double x1, double x2, double x3, double* __restrict__ y0,
-                                double* __restrict__ y1, double* __restrict__ y2,
-                                double* __restrict__ y3)
+    /* D <- -M⁻¹ D in place (nv × nv, row-major, M⁻¹ symmetric), four columns of D
+       at a time.  The rows of the four columns with a nonzero entry (freedoms on
+       other branches do not couple) are packed first, into rows and P (4 per row).
+       Then each block of 2·TD_VL output rows (two vectors) is summed in eight
+       vector registers over those rows, reading M⁻¹[r, n .. n + 2·TD_VL) (the
+       column entries, by symmetry), with no loads or stores of the sums.  Every
+       sum runs over r in increasing order, so the result is bitwise that of the
+       plain loop −Σ_r M⁻¹[n, r] D[r, a + k]. */
+    #if defined(__GNUC__) && defined(__AVX__)
+    typedef double td_vec __attribute__((vector_size(32)));
+    typedef double td_uvec __attribute__((vector_size(32), aligned(8)));
+    #define TD_VL 4
+    #elif defined(__GNUC__)
+    typedef double td_vec __attribute__((vector_size(16)));
+    typedef double td_uvec __attribute__((vector_size(16), aligned(8)));
+    #define TD_VL 2
+    #else
+    #define TD_VL 0
+    #endif
+    static void td_neg_minv_times(const double* __restrict__ Mi, double* __restrict__ D,
+                                  long nv, double* __restrict__ P, int* __restrict__ rows)
     {
-        for (long n = 0; n < nv; n++) {
-            const double r = row[n];
-            y0[n] -= x0 * r; y1[n] -= x1 * r; y2[n] -= x2 * r; y3[n] -= x3 * r;
+        for (long a = 0; a < nv; a += 4) {
+            const long w = nv - a < 4 ? nv - a : 4;
+            long cnt = 0;
+            for (long r = 0; r < nv; r++) {
+                const double* x = D + r * nv + a;
+                const double x0 = x[0], x1 = w > 1 ? x[1] : 0.0,
+                             x2 = w > 2 ? x[2] : 0.0, x3 = w > 3 ? x[3] : 0.0;
+                if (x0 == 0.0 && x1 == 0.0 && x2 == 0.0 && x3 == 0.0)
+                    continue;
+                rows[cnt] = (int)r;
+                P[4 * cnt] = x0; P[4 * cnt + 1] = x1;
+                P[4 * cnt + 2] = x2; P[4 * cnt + 3] = x3;
+                cnt++;
+            }
+            long n = 0;
+    #if TD_VL
+            for (; n + 2 * TD_VL <= nv; n += 2 * TD_VL) {
+                td_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+                td_vec t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+                for (long i = 0; i < cnt; i++) {
+                    const double* m = Mi + (long)rows[i] * nv + n;
+                    const td_vec m0 = *(const td_uvec*)m, m1 = *(const td_uvec*)(m + TD_VL);
+                    const double p0 = P[4 * i], p1 = P[4 * i + 1],
+                                 p2 = P[4 * i + 2], p3 = P[4 * i + 3];
+                    s0 += m0 * p0; s1 += m0 * p1; s2 += m0 * p2; s3 += m0 * p3;
+                    t0 += m1 * p0; t1 += m1 * p1; t2 += m1 * p2; t3 += m1 * p3;
+                }
+                for (int t = 0; t < TD_VL; t++) {
+                    double* y = D + (n + t) * nv + a;
+                    double* z = D + (n + TD_VL + t) * nv + a;
+                    y[0] = -s0[t]; z[0] = -t0[t];
+                    if (w > 1) { y[1] = -s1[t]; z[1] = -t1[t]; }
+                    if (w > 2) { y[2] = -s2[t]; z[2] = -t2[t]; }
+                    if (w > 3) { y[3] = -s3[t]; z[3] = -t3[t]; }
+                }
+            }
+    #endif
+            for (; n < nv; n++) {
+                double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+                for (long i = 0; i < cnt; i++) {
+                    const double m = Mi[(long)rows[i] * nv + n];
+                    s0 += m * P[4 * i]; s1 += m * P[4 * i + 1];
+                    s2 += m * P[4 * i + 2]; s3 += m * P[4 * i + 3];
+                }
+                double* y = D + n * nv + a;
+                y[0] = -s0;
+                if (w > 1) y[1] = -s1;
+                if (w > 2) y[2] = -s2;
+                if (w > 3) y[3] = -s3;
+            }
         }
     }
     """
-    void td_axpy4(long nv, const double* row, double x0, double x1, double x2, double x3,
-                  double* y0, double* y1, double* y2, double* y3) noexcept nogil
-
-
-cdef void _neg_minv_times(const double* Mi, double* D, int nv, double* T,
-                          int* nz) noexcept nogil:
-    """D ← −M⁻¹ D in place (nv × nv, row-major), four columns at a time: column
-    a + k of the product is −Σ_r D[r, a + k] M⁻¹[r, :] (M⁻¹ symmetric), accumulated
-    in T (4 rows of nv) from contiguous rows of M⁻¹, each row loaded once for the
-    four columns and skipped where the four entries of D are zero (freedoms on
-    other branches do not couple).  T: 4 nv doubles of scratch (nz unused)."""
-    cdef int a, r, k, n, w
-    cdef double x0, x1, x2, x3
-    cdef double* y0 = T
-    cdef double* y1 = &T[nv]
-    cdef double* y2 = &T[2 * nv]
-    cdef double* y3 = &T[3 * nv]
-    for a in range(0, nv, 4):
-        w = nv - a if nv - a < 4 else 4
-        for n in range(4 * nv):
-            T[n] = 0.0
-        for r in range(nv):
-            x0 = D[r * nv + a]
-            x1 = D[r * nv + a + 1] if w > 1 else 0.0
-            x2 = D[r * nv + a + 2] if w > 2 else 0.0
-            x3 = D[r * nv + a + 3] if w > 3 else 0.0
-            if x0 == 0.0 and x1 == 0.0 and x2 == 0.0 and x3 == 0.0:
-                continue
-            td_axpy4(nv, &Mi[r * nv], x0, x1, x2, x3, y0, y1, y2, y3)
-        for n in range(nv):
-            D[n * nv + a] = y0[n]
-        for k in range(1, w):
-            for n in range(nv):
-                D[n * nv + a + k] = T[k * nv + n]
+    void td_neg_minv_times(const double* Mi, double* D, long nv, double* P,
+                           int* rows) noexcept nogil
 
 
 cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -94,8 +123,8 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
                                    True, &B if bound != NULL else NULL)
     if code:
         return code
-    _neg_minv_times(Mi, dq, m.nv, d.dcol, d.dnz)
-    _neg_minv_times(Mi, dv, m.nv, d.dcol, d.dnz)
+    td_neg_minv_times(Mi, dq, nv, d.dcol, d.dnz)
+    td_neg_minv_times(Mi, dv, nv, d.dcol, d.dnz)
     if bound != NULL:
         for i in range(nv):
             s = Mi[i * (nv + 1)]
