@@ -77,6 +77,7 @@ cdef struct DataC:
     const double* q_loop   # the configuration of the rows being evaluated
     # inverse-dynamics derivatives (rnea_derivatives.pxi)
     double* dYPX      # (nv, 18) per freedom: Y, P − Z, X (frame s)
+    double* dS        # (21, nv) the same by component: T, P − Z, X, angular Y
     double* dB        # (nb, 12) subtree coupling: K (3 × 3), p
     double* dE        # (nb, 16) subtree external-wrench sums (world: Σf; hybrid: N, F, s, Q)
     double* dqdd      # (nv,)    forward-dynamics derivatives: v̇ (aba_derivatives.pxi)
@@ -226,10 +227,11 @@ cdef class Data:
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef double* p
-        self.dbuf = np.zeros(23 * n + 28 * nb + 16)
+        self.dbuf = np.zeros(44 * n + 28 * nb + 16)
         self.dibuf = np.zeros(n + 32, dtype=np.int32)
         p = &self.dbuf[8]
         self.c.dYPX = p; p += 18 * n
+        self.c.dS = p; p += 21 * n
         self.c.dB = p; p += 12 * nb
         self.c.dE = p; p += 16 * nb
         self.c.dqdd = p; p += n

@@ -53,6 +53,93 @@ cdef extern from *:
     """
     uint64_t td_within_1e90(const double* x, long n, uint64_t acc) noexcept nogil
 
+cdef extern from *:
+    """
+    /* The entries of freedom b (row and column index b) with the ancestor freedoms
+       a0 <= a < a1, from the per-freedom vectors by component, S (21 × ld: T, P − Z,
+       X, angular part of Y), and freedom b's rows ub, wb, eb (NULL: no external
+       wrench), G, H (rnea_derivatives.pxi):
+         M[b, a] = M[a, b] = ub·T_a   (M may be NULL)
+         ∂τ_b/∂q_a = ub·(P − Z)_a + wb·Y_a (+ eb·T_a),  ∂τ_b/∂v_a = ub·X_a − wb·T_a
+         ∂τ_a/∂q_b = T_a·G,  ∂τ_a/∂v_b = T_a·H
+       TD_VL freedoms a at a time in vector lanes (GCC/Clang vector extensions),
+       each lane summing in the order of the scalar dot products, so the entries
+       are bitwise those of dot6/dot3; the rows b are stored as vectors, the
+       columns b lane by lane. */
+    #if defined(__GNUC__) && defined(__AVX__)
+    typedef double td_pvec __attribute__((vector_size(32)));
+    typedef double td_upvec __attribute__((vector_size(32), aligned(8)));
+    #define TD_PVL 4
+    #elif defined(__GNUC__)
+    typedef double td_pvec __attribute__((vector_size(16)));
+    typedef double td_upvec __attribute__((vector_size(16), aligned(8)));
+    #define TD_PVL 2
+    #else
+    #define TD_PVL 0
+    #endif
+    #define TD_PAIR(TYPE, LD)                                                          \
+        const TYPE t0 = LD(0), t1 = LD(1), t2 = LD(2), t3 = LD(3), t4 = LD(4), t5 = LD(5); \
+        const TYPE m_ = ub[0] * t0 + ub[1] * t1 + ub[2] * t2 + ub[3] * t3 + ub[4] * t4   \
+                        + ub[5] * t5;                                                  \
+        TYPE q_ = (ub[0] * LD(6) + ub[1] * LD(7) + ub[2] * LD(8) + ub[3] * LD(9)        \
+                   + ub[4] * LD(10) + ub[5] * LD(11))                                  \
+                  + (wb[0] * LD(18) + wb[1] * LD(19) + wb[2] * LD(20));                \
+        if (eb)                                                                        \
+            q_ += eb[0] * t0 + eb[1] * t1 + eb[2] * t2 + eb[3] * t3 + eb[4] * t4         \
+                  + eb[5] * t5;                                                        \
+        const TYPE v_ = (ub[0] * LD(12) + ub[1] * LD(13) + ub[2] * LD(14) + ub[3] * LD(15) \
+                         + ub[4] * LD(16) + ub[5] * LD(17))                            \
+                        - (wb[0] * t0 + wb[1] * t1 + wb[2] * t2);                      \
+        const TYPE g_ = t0 * G[0] + t1 * G[1] + t2 * G[2] + t3 * G[3] + t4 * G[4]        \
+                        + t5 * G[5];                                                   \
+        const TYPE h_ = t0 * H[0] + t1 * H[1] + t2 * H[2] + t3 * H[3] + t4 * H[4]        \
+                        + t5 * H[5];
+    static inline void td_ancestor_pairs(long nv, long b, long a0, long a1,
+                                         const double* __restrict__ S, long ld,
+                                         const double* ub, const double* wb,
+                                         const double* eb, const double* G,
+                                         const double* H, double* __restrict__ dq,
+                                         double* __restrict__ dv, double* __restrict__ M)
+    {
+        long a = a0;
+    #if TD_PVL
+        #define TD_LDV(r) (*(const td_upvec*)(S + (r) * ld + a))
+        for (; a + TD_PVL <= a1; a += TD_PVL) {
+            TD_PAIR(td_pvec, TD_LDV)
+            *(td_upvec*)(dq + b * nv + a) = q_;
+            *(td_upvec*)(dv + b * nv + a) = v_;
+            if (M)
+                *(td_upvec*)(M + b * nv + a) = m_;
+            for (int l = 0; l < TD_PVL; l++) {
+                dq[(a + l) * nv + b] = g_[l];
+                dv[(a + l) * nv + b] = h_[l];
+                if (M)
+                    M[(a + l) * nv + b] = m_[l];
+            }
+        }
+        #undef TD_LDV
+    #endif
+        #define TD_LDS(r) (S[(r) * ld + a])
+        for (; a < a1; a++) {
+            TD_PAIR(double, TD_LDS)
+            dq[b * nv + a] = q_;
+            dv[b * nv + a] = v_;
+            dq[a * nv + b] = g_;
+            dv[a * nv + b] = h_;
+            if (M) {
+                M[b * nv + a] = m_;
+                M[a * nv + b] = m_;
+            }
+        }
+        #undef TD_LDS
+    }
+    """
+    void td_ancestor_pairs(long nv, long b, long a0, long a1, const double* S, long ld,
+                           const double* ub, const double* wb, const double* eb,
+                           const double* G, const double* H, double* dq, double* dv,
+                           double* M) noexcept nogil
+
+
 # Overflow without checking the nv × nv outputs: suppose every per-freedom vector
 # T, Y, P − Z, X and every per-body term F, Ic, B, E of the forward sweep is at most
 # 1e90 in magnitude.  The subtree sums are then at most nb·1e90; each entry of the
@@ -186,7 +273,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     rnea_spatial_kernel (d.sMi, d.sJ already hold this q's).  ``bound`` (if not NULL):
     an upper bound of the outputs' magnitudes (DERIV_ESTIMATE, or +inf when a forward
     term exceeds 1e90 or is NaN)."""
-    cdef int nb = m.nb, nv = m.nv, i, k, n, b, a, par, o, ok, nvi, nvk, kind, fast, bad = 0
+    cdef int nb = m.nb, nv = m.nv, i, k, n, b, a, c0, c1, par, o, nvi, kind, fast, bad = 0
     cdef double* C = d.sMi
     cdef double* V = d.sv
     cdef double* A = d.sa_gf
@@ -194,6 +281,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     cdef double* J = d.sJ
     cdef double* Ic = d.sIc
     cdef double* YPX = d.dYPX
+    cdef double* S = d.dS
     cdef double* Bc = d.dB
     cdef double* E = d.dE
     cdef bint with_e = fext != NULL and fext_frame != 1
@@ -345,6 +433,13 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
         if with_e:
             big = td_within_1e90(E, 16 * nb, big)
         bound[0] = INFINITY if big >> 63 else DERIV_ESTIMATE(nb, m.max_armature)
+    for a in range(nv):
+        for n in range(6):
+            S[n * nv + a] = J[6 * a + n]
+        for n in range(12):
+            S[(6 + n) * nv + a] = YPX[18 * a + 6 + n]
+        for n in range(3):
+            S[(18 + n) * nv + a] = YPX[18 * a + n]
     for n in range(nv * nv):
         dq[n] = 0.0
         dv[n] = 0.0
@@ -397,28 +492,19 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             if with_M:
                 M[(o + b) * nv + o + b] += m.armature[o + b]
         # with every freedom a of an ancestor k: τ_b (b in i) moves with q_a, v_a;
-        # τ_a moves with q_b, v_b through the subtree wrench
+        # τ_a moves with q_b, v_b through the subtree wrench.  The ancestors' columns
+        # come in runs of consecutive indices (a chain numbered depth first)
         k = parent[i]
         while k >= 0:
-            ok = voff[k]
-            nvk = nvj[k]
-            for a in range(nvk):
-                Ta = &J[6 * (ok + a)]
-                for b in range(nvi):
-                    Tb = &J[6 * (o + b)]
-                    if with_M:
-                        x = dot6(ub[b], Ta)
-                        M[(o + b) * nv + ok + a] = x
-                        M[(ok + a) * nv + o + b] = x
-                    x = dot6(ub[b], &YPX[18 * (ok + a) + 6]) + dot3(wb[b], &YPX[18 * (ok + a)])
-                    if with_e:
-                        x += dot6(eb[b], Ta)
-                    dq[(o + b) * nv + ok + a] = x
-                    dv[(o + b) * nv + ok + a] = (dot6(ub[b], &YPX[18 * (ok + a) + 12])
-                                                 - dot3(wb[b], Ta))
-                    dq[(ok + a) * nv + o + b] = dot6(Ta, Ga[b])
-                    dv[(ok + a) * nv + o + b] = dot6(Ta, Ha[b])
+            c1 = voff[k] + nvj[k]
+            c0 = voff[k]
             k = parent[k]
+            while k >= 0 and voff[k] + nvj[k] == c0:
+                c0 = voff[k]
+                k = parent[k]
+            for b in range(nvi):
+                td_ancestor_pairs(nv, o + b, c0, c1, S, nv, ub[b], wb[b],
+                                  eb[b] if with_e else NULL, Ga[b], Ha[b], dq, dv, M)
         par = parent[i]
         if par >= 0:
             for n in range(6):
