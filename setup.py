@@ -4,9 +4,12 @@ All kernels compile into one extension module, ``treedyn._kernels``, from
 ``cysrc/_kernels.pyx``, which includes one ``.pxi`` file per algorithm and
 cimports the inline SE(3) primitives of ``cysrc/se3.pxd``.  Flags: ``-O3``
 (never ``-march=native``: wheels must run on any x86-64/aarch64 machine) and
-OpenMP for the batch loops.
+OpenMP for the batch loops.  On x86-64 (GCC or Clang) the same source is also
+built as ``treedyn._kernels_avx2`` with ``-mavx2``; ``treedyn/_ext.py`` picks it
+at import on CPUs with AVX2.
 """
 import os
+import platform
 import sys
 
 import numpy as np
@@ -22,16 +25,24 @@ else:
     compile_args = ["-O3", "-fopenmp", "-fno-math-errno"]
     link_args = ["-fopenmp"]
 
-extensions = [
-    Extension(
-        "treedyn._kernels",
-        sources=["cysrc/_kernels.pyx"],
+
+
+def kernels_extension(name, extra=()):
+    return Extension(
+        f"treedyn.{name}",
+        sources=[f"cysrc/{name}.pyx"],
         include_dirs=[np.get_include(), "cysrc"],
-        extra_compile_args=compile_args,
+        extra_compile_args=compile_args + list(extra),
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("_GNU_SOURCE", None)],
     )
-]
+
+
+extensions = [kernels_extension("_kernels")]
+# the same kernels for AVX2 CPUs, picked at import by treedyn/_ext.py; no FMA, so
+# that the results are bitwise the baseline build's
+if sys.platform != "win32" and platform.machine().lower() in ("x86_64", "amd64"):
+    extensions.append(kernels_extension("_kernels_avx2", ["-mavx2"]))
 
 setup(
     ext_modules=cythonize(

@@ -2072,3 +2072,32 @@ def _sincos(x):
     for i in range(n):
         sincos(xv[i], &sv[i], &cv[i])
     return s, c
+
+
+cdef extern from *:
+    """
+    /* The instruction set this module was compiled for, and whether the CPU runs
+       AVX2 code (cpuid and the OS's saving of the AVX registers, by the compiler's
+       runtime check). */
+    #if defined(__AVX2__)
+    #define TD_ISA "avx2"
+    #else
+    #define TD_ISA "baseline"
+    #endif
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    static int td_cpu_has_avx2(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx2"); }
+    #else
+    static int td_cpu_has_avx2(void) { return 0; }
+    #endif
+    """
+    const char* TD_ISA
+    int td_cpu_has_avx2() noexcept nogil
+
+#: the instruction set this build of the kernels was compiled for: "baseline"
+#: (the platform's default, SSE2 on x86-64) or "avx2" (treedyn._kernels_avx2)
+ISA = TD_ISA.decode()
+
+
+def _cpu_has_avx2():
+    """Whether this CPU (and OS) can run the AVX2 build of the kernels."""
+    return bool(td_cpu_has_avx2())

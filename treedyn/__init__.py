@@ -8,7 +8,7 @@ from . import derivatives, integrators, lie, robots
 from .errors import InputError, ModelError, RobotFileError, SingularModelError, TreedynError
 from .graph import JointGraph
 from .io import load, load_graph, save
-from ._kernels import Data, batch_threads
+from ._ext import Data, batch_threads
 from .model import LoopClosure, Model
 from .simulate import Trajectory, simulate
 

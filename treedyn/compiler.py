@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from . import lie
-from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL
+from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL
 from .errors import ModelError
 from .graph import JOINT_TYPES, WORLD, unit_vector
 from .model import LoopClosure, Model

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 
 from . import integrators as _integ
-from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
+from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .constraints import _pinv_solve
 from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat6, hat3

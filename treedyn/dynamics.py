@@ -47,7 +47,7 @@ import warnings
 
 import numpy as np
 
-from ._kernels import KIND_SCREWS
+from ._ext import KIND_SCREWS
 from .errors import InputError, ModelError, SingularModelError
 from .lie import Ad_batch, ad_batch, coad_bar_batch
 from .validation import array_of_shape, finite_results, states as _states

@@ -20,8 +20,8 @@ import numpy as np
 from . import dynamics as _dyn
 from . import integrators as _integ
 from . import kinematics as _kin
-from ._kernels import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
-from ._kernels import _ZERO
+from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
+from ._ext import _ZERO
 from .errors import InputError, SingularModelError
 from .validation import (array_of_shape, finite_result, finite_results, name as _name, number,
                          real_array, vectors)

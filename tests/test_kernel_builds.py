@@ -1,0 +1,98 @@
+"""The two builds of the kernels (treedyn/_ext.py): ``treedyn._kernels`` for the
+platform's baseline instruction set and, on x86-64, ``treedyn._kernels_avx2``
+(``-mavx2``, no FMA), picked at import where the CPU has AVX2 or forced by
+``TREEDYN_KERNELS``.  Both must give bitwise the same results: each build runs the
+same calls in its own process (the choice is made at import) and the outputs are
+compared with ``np.array_equal``."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import treedyn as td
+from treedyn import _ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# every kernel family on a floating-base humanoid, a random tree with every joint
+# kind (external wrenches in the three frames) and the closed-loop Delta robot
+DUMP = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+import treedyn as td
+from treedyn import _ext
+from oracles import random_tree
+out = {"isa": np.array(_ext.ISA)}
+rng = np.random.default_rng(7)
+models = {"humanoid": td.load(td.robots.path("humanoid.urdf"), floating_base=True),
+          "tree": random_tree(np.random.default_rng(3), n=20)}
+for name, m in models.items():
+    N = 4
+    q = np.array([m.random_configuration(rng) for _ in range(N)])
+    v, a = rng.normal(size=(2, N, m.nv))
+    f = rng.normal(size=(N, m.nb, 6))
+    r = {"fk": m.forward_kinematics(q), "M": m.mass_matrix(q),
+         "Minv": m.inverse_mass_matrix(q), "jac": m.jacobian(q, m.body_names[-1]),
+         "aba": m.forward_dynamics(q, v, a), "idd": m.inverse_dynamics_derivatives(q, v, a),
+         "fdd": m.forward_dynamics_derivatives(q, v, a),
+         "jerk": m.body_jerks(q[0], v[0], a[0], a[0])}
+    for rep in ("body", "spatial", "hybrid"):
+        r["id_" + rep] = m.inverse_dynamics(q, v, a, representation=rep)
+    for frame in ("world", "body", "hybrid"):
+        r["idf_" + frame] = m.inverse_dynamics_derivatives(q, v, a, f_ext=f, f_ext_frame=frame)
+        r["fdf_" + frame] = m.forward_dynamics_derivatives(q, v, a, f_ext=f, f_ext_frame=frame)
+    for k, x in r.items():
+        for i, y in enumerate(x if isinstance(x, tuple) else (x,)):
+            out[f"{name}.{k}.{i}"] = np.asarray(y)
+delta = td.load(td.robots.path("delta.toml"))
+q = delta.assemble(delta.neutral())
+v = delta.project_velocity(q, rng.normal(size=delta.nv))
+tau = rng.normal(size=delta.nv)
+for i, y in enumerate(delta.constrained_forward_dynamics(q, v, tau)):
+    out[f"delta.cfd.{i}"] = y
+np.savez(sys.argv[1], **out)
+"""
+
+
+def _run(tmp_path, isa):
+    path = tmp_path / f"{isa}.npz"
+    env = dict(os.environ, TREEDYN_KERNELS=isa, OMP_NUM_THREADS="2")
+    subprocess.run([sys.executable, "-c", DUMP, str(path), HERE], env=env, check=True,
+                   timeout=300)
+    return dict(np.load(path))
+
+
+def test_the_build_in_use_is_the_widest_this_cpu_runs():
+    has = _ext._baseline._cpu_has_avx2()
+    try:
+        import treedyn._kernels_avx2  # noqa: F401
+        built = True
+    except ImportError:
+        built = False
+    env = os.environ.get("TREEDYN_KERNELS", "auto")
+    if env == "auto":
+        assert _ext.ISA == ("avx2" if has and built else "baseline")
+    assert td.Model.__mro__[1] is _ext.kernels.ModelCore
+
+
+@pytest.mark.skipif(not _ext._baseline._cpu_has_avx2(), reason="this CPU has no AVX2")
+def test_avx2_build_gives_bitwise_the_baseline_results(tmp_path):
+    pytest.importorskip("treedyn._kernels_avx2")
+    base = _run(tmp_path, "baseline")
+    wide = _run(tmp_path, "avx2")
+    assert str(base.pop("isa")) == "baseline" and str(wide.pop("isa")) == "avx2"
+    assert base.keys() == wide.keys() and len(base) > 60
+    differ = [k for k in base if not np.array_equal(base[k], wide[k])]
+    assert not differ, differ
+    assert all(np.all(np.isfinite(x)) for x in base.values())
+
+
+def test_unknown_choice_is_refused():
+    env = dict(os.environ, TREEDYN_KERNELS="sse9")
+    r = subprocess.run([sys.executable, "-c", "import treedyn"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "TREEDYN_KERNELS='sse9'" in r.stderr and "'baseline'" in r.stderr
