@@ -62,11 +62,14 @@ static inline void td_sincos(double x, double *s, double *c)
     w = 1.0 - hz;
     cy = w + (((1.0 - w) - hz)
               + (z * z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6))))) - y * ylo));
-    switch (n & 3) {
-    case 0: *s = sy; *c = cy; break;
-    case 1: *s = cy; *c = -sy; break;
-    case 2: *s = -sy; *c = -cy; break;
-    default: *s = -cy; *c = sy; break;
+    /* quadrant n: (s, c) = (sy, cy), (cy, -sy), (-sy, -cy), (-cy, sy), selected
+       without branches (random angles would mispredict a switch): an indexed load
+       and a product with +-1, which is exact */
+    {
+        const double v[2] = {sy, cy};
+        const double sign[2] = {1.0, -1.0};
+        *s = sign[(n >> 1) & 1] * v[n & 1];
+        *c = sign[((n + 1) >> 1) & 1] * v[(n + 1) & 1];
     }
 }
 #endif
