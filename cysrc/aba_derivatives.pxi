@@ -83,9 +83,18 @@ cdef extern from *:
             }
         }
     }
+
+    /* y += x row (n entries) */
+    static inline void td_axpy(long n, double x, const double* __restrict__ row,
+                               double* __restrict__ y)
+    {
+        for (long k = 0; k < n; k++)
+            y[k] += row[k] * x;
+    }
     """
     void td_neg_minv_times(const double* Mi, double* D, long nv, double* P,
                            int* rows) noexcept nogil
+    void td_axpy(long n, double x, const double* row, double* y) noexcept nogil
 
 
 cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -114,11 +123,13 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
         return code
     for i in range(nv):
         h[i] = tau[i] - h[i]
+    # v̇ = M⁻¹ h as a sum of rows of the (exactly symmetric) M⁻¹: vectorizes over
+    # the entries, each summed in the order j = 0 … nv − 1 as a dot product would
     for i in range(nv):
-        s = 0.0
-        for j in range(nv):
-            s += Mi[i * nv + j] * h[j]
-        d.dqdd[i] = s
+        d.dqdd[i] = 0.0
+    for j in range(nv):
+        s = h[j]
+        td_axpy(nv, s, &Mi[j * nv], d.dqdd)
     code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL,
                                    True, &B if bound != NULL else NULL)
     if code:
