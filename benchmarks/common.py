@@ -360,7 +360,8 @@ def machine_info():
 
     try:
         import treedyn
-        td_version = treedyn.__version__
+        from treedyn import _ext
+        td_version = f"{treedyn.__version__}, {_ext.ISA} kernels"
     except ImportError:
         td_version = "?"
     try:
