@@ -384,6 +384,8 @@ cdef class ModelCore:
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef double max_armature
+    cdef readonly int max_pending      # most subtrees waiting for their parent, leaves to roots
+    cdef readonly bint fd_recursive    # forward-dynamics derivatives: M⁻¹ products by recursion
     cdef const double[::1] grav        # (3,)
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
@@ -440,6 +442,7 @@ cdef class ModelCore:
             if arr["parent"][i] >= 0:
                 root[i] = root[arr["parent"][i]]
         self.root = root
+        self.max_pending, self.fd_recursive = _fd_product_choice(arr["parent"], arr["nvj"])
         path_nv = np.zeros(nb, dtype=np.int32)
         for i in range(nb):
             path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
@@ -1940,6 +1943,49 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
                          f"NaN or infinity (first at flat index "
                          f"{int(np.flatnonzero(~np.isfinite(arr))[0])})")
     return arr
+
+
+def _fd_product_choice(parent, nvj):
+    """(max_pending, fd_recursive) of a model (aba_derivatives.pxi): the largest
+    number of finished subtrees waiting for their parent in a leaves-to-roots pass,
+    and whether the articulated-body recursion, about 36 nv + 12 nb multiply-adds per
+    column of M⁻¹ X in streaming loops, beats the dense product, Σ_j nnz(column j of
+    ∂τ/∂x) per column in register-blocked ones (taken as twice as fast; the
+    crossover is measured in benchmarks/bench_derivatives.py, "chain")."""
+    parent = np.asarray(parent)
+    nvj = np.asarray(nvj)
+    nb = parent.shape[0]
+    nv = int(nvj.sum())
+    stack = []
+    maxp = 0
+    for i in range(nb - 1, -1, -1):
+        while stack and parent[stack[len(stack) - 1]] == i:    # (no wraparound here)
+            stack.pop()
+        if parent[i] >= 0:
+            stack.append(i)
+            maxp = max(maxp, len(stack))
+    # nonzeros of column j: the freedoms of the ancestors, of its body and below
+    path = np.zeros(nb, dtype=np.int64)
+    sub = nvj.astype(np.int64).copy()
+    for i in range(nb):
+        if parent[i] >= 0:
+            path[i] = path[parent[i]] + nvj[parent[i]]
+    for i in range(nb - 1, -1, -1):
+        if parent[i] >= 0:
+            sub[parent[i]] += sub[i]
+    dense = int((nvj * (path + sub)).sum())
+    return max(maxp, 1), 2 * (36 * nv + 12 * nb) < dense
+
+
+def _set_fd_products(int mode):
+    """Test hook: 0 each model's choice, 1 dense products, 2 the recursion for the
+    M⁻¹ products of forward_dynamics_derivatives; returns the previous mode."""
+    global _fd_products
+    if mode not in (0, 1, 2):
+        raise ValueError("mode: 0, 1 or 2")
+    old = _fd_products
+    _fd_products = mode
+    return old
 
 
 def _set_gil_release_nv(int n):

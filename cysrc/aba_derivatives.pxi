@@ -3,9 +3,11 @@
 # the inverse-dynamics derivatives taken at (q, v, v̇) ([Carpentier & Mansard 2018]).
 # M⁻¹ from the O(n²) recursion of minverse.pxi, v̇ = M⁻¹(τ − h) with h from the
 # spatial RNEA, ∂τ/∂(q, v) from rnea_derivatives.pxi (both reusing the poses of
-# M⁻¹'s first pass); the products use only the nonzero entries of ∂τ/∂x
-# (freedoms on different branches do not couple) and contiguous rows of the
-# symmetric M⁻¹.
+# M⁻¹'s first pass).  The products M⁻¹ ∂τ/∂x either as dense products that use
+# only the nonzero entries of ∂τ/∂x (freedoms on different branches do not
+# couple) and contiguous rows of the symmetric M⁻¹, or, where that costs less (long
+# chains: O(nb) instead of O(nv) per column), by the articulated-body recursion on
+# M⁻¹'s factors; ModelCore.fd_recursive holds the choice (_kernels.pyx).
 
 cdef extern from *:
     """
@@ -84,6 +86,140 @@ cdef extern from *:
         }
     }
 
+    /* X <- M⁻¹ X for W columns of X (nv rows, row stride ld) by the articulated-body
+       recursion (zero velocity and gravity) on the factors minverse_kernel leaves,
+       all in frame s: J (6 per freedom), U = Iᴬ J (6 per freedom), D⁻¹ (k × k at
+       6·voff of each joint).  O(nb) per column where the dense product with M⁻¹
+       costs O(nv), so a chain's ∂v̇/∂x takes O(n²) instead of O(n³).
+         backward (leaves to roots):  p = Σ of the children's contributions,
+             u = X[i] − Jᵀ p (stored in X[i]),  contribution p + U D⁻¹ u
+         forward (roots to leaves):   X[i] = D⁻¹ (u − Uᵀ a_parent),  a_i = a_parent + J X[i]
+       The children's contributions wait on a stack (the parent of a body is
+       processed after all of its subtree, so a body's children are the top
+       entries; at most maxp at once); the forward pass keeps one acceleration
+       array for the current path and takes the bodies left behind off it (each
+       body once), the bodies being in depth-first order.  Scratch: stack
+       (maxp·6·W), sb (maxp ints), A and T (6·W each). */
+    static void td_aba_solve_cols(int nb, const int* parent, const int* voff, const int* nvj,
+                                  const double* J, const double* U, const double* Dinv,
+                                  double* X, long ld, long W, double* stack, int* sb,
+                                  double* __restrict__ A, double* __restrict__ T)
+    {
+        int top = 0;
+        for (int i = nb - 1; i >= 0; i--) {
+            const long o = voff[i];
+            const int k = nvj[i];
+            double* p = T;
+            int have = 0;
+            while (top > 0 && parent[sb[top - 1]] == i) {
+                const double* q = stack + (long)(top - 1) * 6 * W;
+                if (have)
+                    for (long n = 0; n < 6 * W; n++) p[n] += q[n];
+                else
+                    for (long n = 0; n < 6 * W; n++) p[n] = q[n];
+                have = 1;
+                top--;
+            }
+            if (!have)
+                for (long n = 0; n < 6 * W; n++) p[n] = 0.0;
+            for (int a = 0; a < k; a++) {
+                double* __restrict__ x = X + (o + a) * ld;
+                const double* j6 = J + 6 * (o + a);
+                for (int r = 0; r < 6; r++) {
+                    const double jr = j6[r];
+                    const double* __restrict__ pr = p + r * W;
+                    for (long c = 0; c < W; c++)
+                        x[c] -= jr * pr[c];
+                }
+            }
+            if (parent[i] < 0 || (k == 0 && !have))
+                continue;
+            {
+                double* __restrict__ dst = stack + (long)top * 6 * W;
+                double UD[36];
+                const double* Di = Dinv + 6 * o;
+                sb[top++] = i;
+                for (int r = 0; r < 6; r++)
+                    for (int a = 0; a < k; a++) {
+                        double t = 0.0;
+                        for (int b = 0; b < k; b++)
+                            t += U[6 * (o + b) + r] * Di[k * b + a];
+                        UD[k * r + a] = t;
+                    }
+                for (int r = 0; r < 6; r++) {
+                    double* __restrict__ dr = dst + r * W;
+                    const double* __restrict__ pr = p + r * W;
+                    for (long c = 0; c < W; c++)
+                        dr[c] = pr[c];
+                    for (int a = 0; a < k; a++) {
+                        const double ua = UD[k * r + a];
+                        const double* __restrict__ x = X + (o + a) * ld;
+                        for (long c = 0; c < W; c++)
+                            dr[c] += ua * x[c];
+                    }
+                }
+            }
+        }
+        for (int i = 0; i < nb; i++) {
+            const long o = voff[i];
+            const int k = nvj[i], par = parent[i];
+            if (par < 0) {
+                for (long n = 0; n < 6 * W; n++) A[n] = 0.0;
+            } else {
+                for (int b = i - 1; b != par && b >= 0; b = parent[b])
+                    for (int a = 0; a < nvj[b]; a++) {
+                        const double* __restrict__ x = X + (voff[b] + a) * ld;
+                        const double* j6 = J + 6 * (voff[b] + a);
+                        for (int r = 0; r < 6; r++) {
+                            const double jr = j6[r];
+                            double* __restrict__ ar = A + r * W;
+                            for (long c = 0; c < W; c++)
+                                ar[c] -= jr * x[c];
+                        }
+                    }
+            }
+            if (k == 0)
+                continue;
+            for (int a = 0; a < k; a++) {        /* T[a] = u_a − U_aᵀ A */
+                double* __restrict__ t = T + a * W;
+                const double* __restrict__ x = X + (o + a) * ld;
+                const double* u6 = U + 6 * (o + a);
+                for (long c = 0; c < W; c++)
+                    t[c] = x[c];
+                for (int r = 0; r < 6; r++) {
+                    const double ur = u6[r];
+                    const double* __restrict__ ar = A + r * W;
+                    for (long c = 0; c < W; c++)
+                        t[c] -= ur * ar[c];
+                }
+            }
+            {
+                const double* Di = Dinv + 6 * o;
+                for (int a = 0; a < k; a++) {    /* X[i] = D⁻¹ T */
+                    double* __restrict__ x = X + (o + a) * ld;
+                    for (long c = 0; c < W; c++)
+                        x[c] = Di[k * a] * T[c];
+                    for (int b = 1; b < k; b++) {
+                        const double db = Di[k * a + b];
+                        const double* __restrict__ t = T + b * W;
+                        for (long c = 0; c < W; c++)
+                            x[c] += db * t[c];
+                    }
+                }
+            }
+            for (int a = 0; a < k; a++) {        /* A += J X[i] */
+                const double* __restrict__ x = X + (o + a) * ld;
+                const double* j6 = J + 6 * (o + a);
+                for (int r = 0; r < 6; r++) {
+                    const double jr = j6[r];
+                    double* __restrict__ ar = A + r * W;
+                    for (long c = 0; c < W; c++)
+                        ar[c] += jr * x[c];
+                }
+            }
+        }
+    }
+
     /* y += x row (n entries) */
     static inline void td_axpy(long n, double x, const double* __restrict__ row,
                                double* __restrict__ y)
@@ -95,6 +231,33 @@ cdef extern from *:
     void td_neg_minv_times(const double* Mi, double* D, long nv, double* P,
                            int* rows) noexcept nogil
     void td_axpy(long n, double x, const double* row, double* y) noexcept nogil
+    void td_aba_solve_cols(int nb, const int* parent, const int* voff, const int* nvj,
+                           const double* J, const double* U, const double* Dinv, double* X,
+                           long ld, long W, double* stack, int* sb, double* A,
+                           double* T) noexcept nogil
+
+
+cdef enum:
+    # columns per block of the recursive M⁻¹ product (Data scratch ∝ this)
+    FD_REC_COLUMNS = 64
+
+# 0: each model's choice (ModelCore.fd_recursive); 1: dense products; 2: the
+# recursion (a test hook: _set_fd_products in _kernels.pyx)
+cdef int _fd_products = 0
+
+
+cdef void _neg_minv_times_rec(ModelCore m, DataC* d, double* D) noexcept nogil:
+    """D ← −M⁻¹ D (nv × nv) by the articulated-body recursion (td_aba_solve_cols) on
+    the factors of the last minverse_kernel call, FD_REC_COLUMNS columns at a time."""
+    cdef long nv = m.nv, c0 = 0, w, n
+    for n in range(nv * nv):
+        D[n] = -D[n]
+    while c0 < nv:
+        w = nv - c0 if nv - c0 < FD_REC_COLUMNS else FD_REC_COLUMNS
+        td_aba_solve_cols(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], d.sJ, d.U, d.Dinv,
+                          &D[c0], nv, w, d.drec, d.drecb, &d.drec[6 * m.max_pending * w],
+                          &d.drec[6 * (m.max_pending + 1) * w])
+        c0 += w
 
 
 cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -134,8 +297,12 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
                                    True, &B if bound != NULL else NULL)
     if code:
         return code
-    td_neg_minv_times(Mi, dq, nv, d.dcol, d.dnz)
-    td_neg_minv_times(Mi, dv, nv, d.dcol, d.dnz)
+    if _fd_products == 2 or (_fd_products == 0 and m.fd_recursive):
+        _neg_minv_times_rec(m, d, dq)
+        _neg_minv_times_rec(m, d, dv)
+    else:
+        td_neg_minv_times(Mi, dq, nv, d.dcol, d.dnz)
+        td_neg_minv_times(Mi, dv, nv, d.dcol, d.dnz)
     if bound != NULL:
         for i in range(nv):
             s = Mi[i * (nv + 1)]

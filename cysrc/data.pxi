@@ -83,6 +83,8 @@ cdef struct DataC:
     double* dqdd      # (nv,)    forward-dynamics derivatives: v̇ (aba_derivatives.pxi)
     double* dcol      # (nv, 4)  a block of four columns of a product
     int* dnz          # (nv,)    rows of the block with a nonzero entry
+    double* drec      # (maxp + 2, 6, W) recursive M⁻¹ products: stack, A, T (W = min(nv, 64))
+    int* drecb        # (maxp,)  bodies on that stack
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -227,8 +229,10 @@ cdef class Data:
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef double* p
-        self.dbuf = np.zeros(44 * n + 28 * nb + 16)
-        self.dibuf = np.zeros(n + 32, dtype=np.int32)
+        cdef int w = n if n < FD_REC_COLUMNS else FD_REC_COLUMNS
+        cdef int maxp = model.max_pending
+        self.dbuf = np.zeros(44 * n + 28 * nb + 6 * w * (maxp + 2) + 16)
+        self.dibuf = np.zeros(n + maxp + 32, dtype=np.int32)
         p = &self.dbuf[8]
         self.c.dYPX = p; p += 18 * n
         self.c.dS = p; p += 21 * n
@@ -236,7 +240,9 @@ cdef class Data:
         self.c.dE = p; p += 16 * nb
         self.c.dqdd = p; p += n
         self.c.dcol = p; p += 4 * n
+        self.c.drec = p; p += 6 * w * (maxp + 2)
         self.c.dnz = &self.dibuf[16]
+        self.c.drecb = &self.dibuf[16 + n]
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""

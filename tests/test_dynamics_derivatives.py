@@ -183,3 +183,66 @@ def test_crouch_grossman_with_the_cayley_map_is_refused():
             fn(model, q, v, v, 0.01, "cg4", local_map="cayley")
         with pytest.raises(InputError, match="local_map"):
             fn(model, q, v, v, 0.01, "rkmk4", local_map="cay")
+
+
+def _chain(n, seed=0):
+    """A serial chain of n revolute joints with random axes and inertias."""
+    import treedyn as td
+    rng = np.random.default_rng(seed)
+    g = td.JointGraph(f"chain{n}", gravity=(0, 0, -9.81))
+    prev = "world"
+    for i in range(n):
+        g.add_body(f"b{i}", mass=rng.uniform(0.5, 2.0), com=rng.normal(scale=0.1, size=3),
+                   inertia=np.diag(rng.uniform(0.01, 0.02, 3)),
+                   frame=np.block([[np.eye(3), rng.normal(scale=0.2, size=(3, 1))],
+                                   [np.zeros((1, 3)), np.ones((1, 1))]]))
+        g.add_joint(f"j{i}", "revolute", prev, f"b{i}", axis=rng.normal(size=3),
+                    point=rng.normal(scale=0.1, size=3))
+        prev = f"b{i}"
+    return g.compile()
+
+
+@pytest.mark.parametrize("which", ["all kinds", "free-joint tree", "chain 150", "panda+FF"])
+def test_recursive_and_dense_minv_products_agree(which):
+    """forward_dynamics_derivatives forms −M⁻¹ ∂τ/∂x either as dense products with
+    M⁻¹ or by the articulated-body recursion on M⁻¹'s factors (aba_derivatives.pxi;
+    the model picks the cheaper: the recursion for long chains).  Both routes on the
+    same states agree to 1e-11 (1e-10 on the 150-link chain, whose M is the worst
+    conditioned: 6e5), and the chosen one equals −M⁻¹ ∂τ/∂x formed by NumPy from
+    inverse_dynamics_derivatives at v̇ from forward_dynamics (1e-10; not on the
+    chain, where that v̇ differs from the kernel's by enough to move both routes
+    alike by 5e-10 to 7e-9); multi-freedom joints, several roots (random_tree) and a
+    branching floating base included."""
+    import treedyn._ext as ext
+    import treedyn as td
+    rng = np.random.default_rng(5)
+    if which == "all kinds":
+        model = random_tree(rng, n=14)
+    elif which == "free-joint tree":
+        model = random_tree(rng, n=20, types=["free", "revolute", "spherical", "universal"])
+    elif which == "chain 150":
+        model = _chain(150)
+    else:
+        model = td.load(td.robots.path("panda.urdf"), floating_base=True)
+    assert model.fd_recursive == (which == "chain 150")
+    q = np.array([model.random_configuration(rng) for _ in range(3)])
+    v, tau = rng.normal(size=(2, 3, model.nv))
+    K = ext.kernels
+    old = K._set_fd_products(1)
+    try:
+        dense = model.forward_dynamics_derivatives(q, v, tau)
+        K._set_fd_products(2)
+        rec = model.forward_dynamics_derivatives(q, v, tau)
+    finally:
+        K._set_fd_products(old)
+    tol = 1e-10 if which == "chain 150" else 1e-11
+    for x, y in zip(dense, rec):
+        assert rel_err(y, x) < tol
+    if which == "chain 150":
+        return
+    got = model.forward_dynamics_derivatives(q, v, tau)
+    for k in range(3):
+        a = model.forward_dynamics(q[k], v[k], tau[k])
+        dq, dv, _ = model.inverse_dynamics_derivatives(q[k], v[k], a)
+        assert rel_err(got[0][k], -got[2][k] @ dq) < 10 * tol
+        assert rel_err(got[1][k], -got[2][k] @ dv) < 10 * tol

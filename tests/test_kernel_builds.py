@@ -26,6 +26,16 @@ import treedyn as td
 from treedyn import _ext
 from oracles import random_tree
 out = {"isa": np.array(_ext.ISA)}
+
+
+def _recursive(f, *args):
+    old = _ext.kernels._set_fd_products(2)
+    try:
+        return f(*args)
+    finally:
+        _ext.kernels._set_fd_products(old)
+
+
 rng = np.random.default_rng(7)
 models = {"humanoid": td.load(td.robots.path("humanoid.urdf"), floating_base=True),
           "tree": random_tree(np.random.default_rng(3), n=20)}
@@ -38,6 +48,7 @@ for name, m in models.items():
          "Minv": m.inverse_mass_matrix(q), "jac": m.jacobian(q, m.body_names[-1]),
          "aba": m.forward_dynamics(q, v, a), "idd": m.inverse_dynamics_derivatives(q, v, a),
          "fdd": m.forward_dynamics_derivatives(q, v, a),
+         "fdd_recursion": _recursive(m.forward_dynamics_derivatives, q, v, a),
          "jerk": m.body_jerks(q[0], v[0], a[0], a[0])}
     for rep in ("body", "spatial", "hybrid"):
         r["id_" + rep] = m.inverse_dynamics(q, v, a, representation=rep)
