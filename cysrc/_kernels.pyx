@@ -380,6 +380,10 @@ cdef class ModelCore:
     cdef const double[:, ::1] univ_pt  # (nb, 3) that point, body frame (universal_calc)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
+    # the ancestors' freedoms of body i as runs of consecutive indices [lo, hi),
+    # nearest first: runs anc_run[anc_ptr[i] .. anc_ptr[i + 1]), lo = anc_run[2 r]
+    cdef const int[::1] anc_ptr
+    cdef const int[::1] anc_run
     cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
@@ -447,6 +451,7 @@ cdef class ModelCore:
         for i in range(nb):
             path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
         self.path_nv = path_nv
+        self.anc_ptr, self.anc_run = _ancestor_runs(arr["parent"], arr["voff"], arr["nvj"])
         dof_parent = np.full(max(nv, 1), -1, dtype=np.int32)
         for i in range(nb):
             o, par = arr["voff"][i], arr["parent"][i]
@@ -1943,6 +1948,30 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
                          f"NaN or infinity (first at flat index "
                          f"{int(np.flatnonzero(~np.isfinite(arr))[0])})")
     return arr
+
+
+def _ancestor_runs(parent, voff, nvj):
+    """(ptr (nb + 1), runs (2 × total)) of the freedoms of each body's ancestors as
+    runs [lo, hi) of consecutive indices, nearest ancestor first (a chain numbered
+    depth first is one run)."""
+    nb = len(parent)
+    ptr = np.zeros(nb + 1, dtype=np.int32)
+    runs = []
+    for i in range(nb):
+        k = parent[i]
+        mine = []
+        while k >= 0:
+            hi = voff[k] + nvj[k]
+            lo = voff[k]
+            k = parent[k]
+            while k >= 0 and voff[k] + nvj[k] == lo:
+                lo = voff[k]
+                k = parent[k]
+            if hi > lo:
+                mine += [lo, hi]
+        runs += mine
+        ptr[i + 1] = ptr[i] + len(mine) // 2
+    return ptr, np.array(runs + [0, 0], dtype=np.int32)
 
 
 def _fd_product_choice(parent, nvj):

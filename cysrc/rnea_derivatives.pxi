@@ -56,7 +56,7 @@ cdef extern from *:
 cdef extern from *:
     """
     /* The entries of freedom b (row and column index b) with the ancestor freedoms
-       a0 <= a < a1, from the per-freedom vectors by component, S (21 × ld: T, P − Z,
+       a in the runs [runs[2r], runs[2r + 1]), from the per-freedom vectors by component, S (21 × ld: T, P − Z,
        X, angular part of Y), and freedom b's rows ub, wb, eb (NULL: no external
        wrench), G, H (rnea_derivatives.pxi):
          M[b, a] = M[a, b] = ub·T_a   (M may be NULL)
@@ -94,14 +94,16 @@ cdef extern from *:
                         + t5 * G[5];                                                   \
         const TYPE h_ = t0 * H[0] + t1 * H[1] + t2 * H[2] + t3 * H[3] + t4 * H[4]        \
                         + t5 * H[5];
-    static inline void td_ancestor_pairs(long nv, long b, long a0, long a1,
-                                         const double* __restrict__ S, long ld,
-                                         const double* ub, const double* wb,
-                                         const double* eb, const double* G,
-                                         const double* H, double* __restrict__ dq,
-                                         double* __restrict__ dv, double* __restrict__ M)
+    static void td_ancestor_pairs(long nv, long b, const int* runs, int nruns,
+                                  const double* __restrict__ S, long ld,
+                                  const double* ub, const double* wb,
+                                  const double* eb, const double* G,
+                                  const double* H, double* __restrict__ dq,
+                                  double* __restrict__ dv, double* __restrict__ M)
     {
-        long a = a0;
+      for (int r = 0; r < nruns; r++) {
+        const long a1 = runs[2 * r + 1];
+        long a = runs[2 * r];
     #if TD_PVL
         #define TD_LDV(r) (*(const td_upvec*)(S + (r) * ld + a))
         for (; a + TD_PVL <= a1; a += TD_PVL) {
@@ -132,9 +134,10 @@ cdef extern from *:
             }
         }
         #undef TD_LDS
+      }
     }
     """
-    void td_ancestor_pairs(long nv, long b, long a0, long a1, const double* S, long ld,
+    void td_ancestor_pairs(long nv, long b, const int* runs, int nruns, const double* S, long ld,
                            const double* ub, const double* wb, const double* eb,
                            const double* G, const double* H, double* dq, double* dv,
                            double* M) noexcept nogil
@@ -492,18 +495,13 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
             if with_M:
                 M[(o + b) * nv + o + b] += m.armature[o + b]
         # with every freedom a of an ancestor k: τ_b (b in i) moves with q_a, v_a;
-        # τ_a moves with q_b, v_b through the subtree wrench.  The ancestors' columns
-        # come in runs of consecutive indices (a chain numbered depth first)
-        k = parent[i]
-        while k >= 0:
-            c1 = voff[k] + nvj[k]
-            c0 = voff[k]
-            k = parent[k]
-            while k >= 0 and voff[k] + nvj[k] == c0:
-                c0 = voff[k]
-                k = parent[k]
+        # τ_a moves with q_b, v_b through the subtree wrench.  The ancestors' freedoms
+        # come in runs of consecutive indices (ModelCore.anc_run)
+        c0 = m.anc_ptr[i]
+        c1 = m.anc_ptr[i + 1]
+        if c1 > c0:
             for b in range(nvi):
-                td_ancestor_pairs(nv, o + b, c0, c1, S, nv, ub[b], wb[b],
+                td_ancestor_pairs(nv, o + b, &m.anc_run[2 * c0], c1 - c0, S, nv, ub[b], wb[b],
                                   eb[b] if with_e else NULL, Ga[b], Ha[b], dq, dv, M)
         par = parent[i]
         if par >= 0:
