@@ -6,7 +6,7 @@ GIL-release threshold.
 a. threads: T Python threads each make the same number of single-state calls on
    one shared model (plain calls: each call takes a Data from the model's pool);
    throughput with 2 threads / throughput with 1 (calls per second).  Models with
-   nv >= treedyn._kernels.GIL_RELEASE_NV release the GIL in the kernel, so the
+   nv >= treedyn._ext.kernels.GIL_RELEASE_NV release the GIL in the kernel, so the
    threads overlap; below it they take turns.
 b. gil: for robots and revolute chains of growing nv, one thread's µs per call
    with the GIL released around the kernel and with it held, and the 2-thread
@@ -93,7 +93,7 @@ def _state(m, seed=0):
 def worker(quick=False, min_time=0.2, repeat=5, sections=("threads", "gil")):
     import timeit
 
-    import treedyn._kernels as K
+    from treedyn._ext import kernels as K      # the build in use
 
     out = {"gil_release_nv": K.GIL_RELEASE_NV}
     seconds = 0.1 if quick else 0.4

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from treedyn._kernels import _sincos
+from treedyn._ext import kernels as _K
+_sincos = _K._sincos
 
 mpmath = pytest.importorskip("mpmath")
 

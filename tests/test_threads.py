@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-import treedyn._kernels as K
+from treedyn._ext import kernels as K          # the build in use
 from oracles import load_erd
 
 THREADS = 4
