@@ -1953,25 +1953,31 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
 def _ancestor_runs(parent, voff, nvj):
     """(ptr (nb + 1), runs (2 × total)) of the freedoms of each body's ancestors as
     runs [lo, hi) of consecutive indices, nearest ancestor first (a chain numbered
-    depth first is one run)."""
+    depth first is one run).  Built from the parent's runs, O(total runs)."""
     nb = len(parent)
     ptr = np.zeros(nb + 1, dtype=np.int32)
-    runs = []
+    runs_of = [()] * nb
     for i in range(nb):
-        k = parent[i]
-        mine = []
-        while k >= 0:
-            hi = voff[k] + nvj[k]
-            lo = voff[k]
-            k = parent[k]
-            while k >= 0 and voff[k] + nvj[k] == lo:
-                lo = voff[k]
-                k = parent[k]
-            if hi > lo:
-                mine += [lo, hi]
-        runs += mine
-        ptr[i + 1] = ptr[i] + len(mine) // 2
-    return ptr, np.array(runs + [0, 0], dtype=np.int32)
+        p = parent[i]
+        if p < 0:
+            continue
+        lo = int(voff[p])
+        hi = lo + int(nvj[p])
+        rp = runs_of[p]
+        if hi == lo:
+            runs_of[i] = rp
+        elif rp and rp[0][1] == lo:            # the parent's nearest run ends at its freedoms
+            runs_of[i] = ((rp[0][0], hi),) + rp[1:]
+        else:
+            runs_of[i] = ((lo, hi),) + rp
+        ptr[i + 1] = len(runs_of[i])
+    ptr = np.cumsum(ptr, dtype=np.int64)
+    flat = np.zeros(2 * int(ptr[-1]) + 2, dtype=np.int32)
+    for i in range(nb):
+        for r, (lo, hi) in enumerate(runs_of[i]):
+            flat[2 * (ptr[i] + r)] = lo
+            flat[2 * (ptr[i] + r) + 1] = hi
+    return ptr.astype(np.int32), flat
 
 
 def _fd_product_choice(parent, nvj):
