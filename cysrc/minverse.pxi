@@ -24,13 +24,21 @@ cdef extern from *:
     """
     /* The column loops of passes 2 and 3 over the six rows F0..F5 of a 6 × nv
        array and one row of M⁻¹.  Separate restrict-qualified rows let the
-       compiler vectorize over the columns.  The vector part always starts at an
-       even column: a parent then loads the same column pairs its child just
-       stored, which the CPU forwards from its store buffer (a load straddling two
-       stores would wait for both to reach the cache). */
+       compiler vectorize over the columns.  In the baseline build (SSE2 pairs) the
+       vector part always starts at an even column: a parent then loads the same
+       column pairs its child just stored, which the CPU forwards from its store
+       buffer (a load straddling two stores would wait for both to reach the
+       cache).  With AVX the plain loop is faster (panda M⁻¹ −8 %: the peel and
+       the pair split kept the compiler's 4-wide loop from covering the short
+       rows); each column's sums are the same either way. */
     #define TD_MINV_ROWS double* __restrict__ F0, double* __restrict__ F1, \
         double* __restrict__ F2, double* __restrict__ F3, double* __restrict__ F4, \
         double* __restrict__ F5
+    #if defined(__AVX__)
+    #define TD_MINV_COLUMNS(STEP) { \
+            for (long j = j0; j < j1; j++) { STEP; } \
+        }
+    #else
     #define TD_MINV_COLUMNS(STEP) { \
             long j = j0, jm; \
             if ((j & 1) && j < j1) { STEP; j++; } \
@@ -38,6 +46,7 @@ cdef extern from *:
             for (; j < jm; j++) { STEP; } \
             if (j < j1) { STEP; } \
         }
+    #endif
 
     /* row[j] = row[j] − u·F[:, j] (keep) or −u·F[:, j], then F[:, j] += s row[j]
        for j0 ≤ j < j1 */
