@@ -121,24 +121,18 @@ cdef int _call_sample(kernel_t fn, ModelCore m, DataC* d, const Call* base,
 
 # A kernel's result that is not finite although its inputs are (checked before the
 # call) means an overflow, e.g. |v| ~ 1e200 squared in the bias forces: reported as
-# an error, never returned.  Finite iff the exponent bits are not all ones; the
-# integer OR-reduction vectorizes.
+# an error, never returned.  Finite iff the magnitude's bits do not exceed
+# DBL_MAX's (compat.h td_bits_above; the integer OR-reduction vectorizes).
 cdef enum:
     CODE_OVERFLOW = 1 << 30
     CHECK_ALL = 0          # every output value
     CHECK_POSES = 1        # 4x4 poses: translations only
     CHECK_SPD = 2          # a symmetric positive semidefinite matrix: its diagonal
     CHECK_KERNEL = 3       # the kernel function checks its own outputs
-cdef const uint64_t EXP_BITS = 0x7ff0000000000000ULL
 
 
 cdef inline bint _finite_bits(const double* x, Py_ssize_t n) noexcept nogil:
-    cdef const uint64_t* b = <const uint64_t*>x
-    cdef uint64_t acc = 0, e = EXP_BITS            # a local: the global could alias b[k]
-    cdef Py_ssize_t k
-    for k in range(n):
-        acc |= ((b[k] & e) ^ e) - 1                # top bit set iff b[k] is not finite
-    return (acc >> 63) == 0
+    return (td_bits_above(x, n, TD_BITS_DBL_MAX, 0) >> 63) == 0
 
 
 cdef inline bint _finite_translations(const double* T, Py_ssize_t n) noexcept nogil:
@@ -285,17 +279,14 @@ cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogi
 
 cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """CHECK_KERNEL: the outputs are finite when their bound is (aba_derivatives.pxi),
-    else checked here (M⁻¹ by its diagonal)."""
+    else checked here."""
     cdef double B = INFINITY
     cdef int code = aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
                                            c.out, c.out2, c.out3,
                                            &B if _bound_is_cheaper(m, 2) else NULL)
     if code or B <= 1e300:
         return code
-    if not (_finite_bits(c.out, c.so) and _finite_bits(c.out2, c.so2)
-            and _finite_diagonal(c.out3, c.so3)):
-        return CODE_OVERFLOW
-    return 0
+    return _checked_outputs(0, c, CHECK_ALL)
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -446,11 +437,12 @@ cdef class ModelCore:
             if arr["parent"][i] >= 0:
                 root[i] = root[arr["parent"][i]]
         self.root = root
-        self.max_pending, self.fd_recursive = _fd_product_choice(arr["parent"], arr["nvj"])
         path_nv = np.zeros(nb, dtype=np.int32)
         for i in range(nb):
             path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
         self.path_nv = path_nv
+        self.max_pending, self.fd_recursive = _fd_product_choice(arr["parent"], arr["nvj"],
+                                                                 path_nv)
         self.anc_ptr, self.anc_run = _ancestor_runs(arr["parent"], arr["voff"], arr["nvj"])
         dof_parent = np.full(max(nv, 1), -1, dtype=np.int32)
         for i in range(nb):
@@ -1980,7 +1972,7 @@ def _ancestor_runs(parent, voff, nvj):
     return ptr.astype(np.int32), flat
 
 
-def _fd_product_choice(parent, nvj):
+def _fd_product_choice(parent, nvj, path_nv):
     """(max_pending, fd_recursive) of a model (aba_derivatives.pxi): the largest
     number of finished subtrees waiting for their parent in a leaves-to-roots pass,
     and whether the articulated-body recursion, about 36 nv + 12 nb multiply-adds per
@@ -1999,16 +1991,13 @@ def _fd_product_choice(parent, nvj):
         if parent[i] >= 0:
             stack.append(i)
             maxp = max(maxp, len(stack))
-    # nonzeros of column j: the freedoms of the ancestors, of its body and below
-    path = np.zeros(nb, dtype=np.int64)
+    # nonzeros of column j: the freedoms of the ancestors (path_nv without its own
+    # joint's), of its body and below
     sub = nvj.astype(np.int64).copy()
-    for i in range(nb):
-        if parent[i] >= 0:
-            path[i] = path[parent[i]] + nvj[parent[i]]
     for i in range(nb - 1, -1, -1):
         if parent[i] >= 0:
             sub[parent[i]] += sub[i]
-    dense = int((nvj * (path + sub)).sum())
+    dense = int((nvj * (np.asarray(path_nv, dtype=np.int64) - nvj + sub)).sum())
     return max(maxp, 1), 2 * (36 * nv + 12 * nb) < dense
 
 

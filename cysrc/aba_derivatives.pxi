@@ -19,17 +19,6 @@ cdef extern from *:
        column entries, by symmetry), with no loads or stores of the sums.  Every
        sum runs over r in increasing order, so the result is bitwise that of the
        plain loop −Σ_r M⁻¹[n, r] D[r, a + k]. */
-    #if defined(__GNUC__) && defined(__AVX__)
-    typedef double td_vec __attribute__((vector_size(32)));
-    typedef double td_uvec __attribute__((vector_size(32), aligned(8)));
-    #define TD_VL 4
-    #elif defined(__GNUC__)
-    typedef double td_vec __attribute__((vector_size(16)));
-    typedef double td_uvec __attribute__((vector_size(16), aligned(8)));
-    #define TD_VL 2
-    #else
-    #define TD_VL 0
-    #endif
     static void td_neg_minv_times(const double* __restrict__ Mi, double* __restrict__ D,
                                   long nv, double* __restrict__ P, int* __restrict__ rows)
     {
@@ -98,8 +87,11 @@ cdef extern from *:
        processed after all of its subtree, so a body's children are the top
        entries; at most maxp at once); the forward pass keeps one acceleration
        array for the current path and takes the bodies left behind off it (each
-       body once), the bodies being in depth-first order.  Scratch: stack
+       body once), the bodies being in depth-first order (the column updates of
+       the 6 × W arrays are minverse.pxi's td_minv_axpy).  Scratch: stack
        (maxp·6·W), sb (maxp ints), A and T (6·W each). */
+    #define TD_ROWS6(A, W) (A), (A) + (W), (A) + 2 * (W), (A) + 3 * (W), (A) + 4 * (W), \
+        (A) + 5 * (W)
     static void td_aba_solve_cols(int nb, const int* parent, const int* voff, const int* nvj,
                                   const double* J, const double* U, const double* Dinv,
                                   double* X, long ld, long W, double* stack, int* sb,
@@ -135,29 +127,20 @@ cdef extern from *:
             if (parent[i] < 0 || (k == 0 && !have))
                 continue;
             {
-                double* __restrict__ dst = stack + (long)top * 6 * W;
-                double UD[36];
+                double* dst = stack + (long)top * 6 * W;
+                double UD[36];                   /* column a of U D⁻¹ at UD[6 a] */
                 const double* Di = Dinv + 6 * o;
                 sb[top++] = i;
-                for (int r = 0; r < 6; r++)
-                    for (int a = 0; a < k; a++) {
+                for (int a = 0; a < k; a++)
+                    for (int r = 0; r < 6; r++) {
                         double t = 0.0;
                         for (int b = 0; b < k; b++)
                             t += U[6 * (o + b) + r] * Di[k * b + a];
-                        UD[k * r + a] = t;
+                        UD[6 * a + r] = t;
                     }
-                for (int r = 0; r < 6; r++) {
-                    double* __restrict__ dr = dst + r * W;
-                    const double* __restrict__ pr = p + r * W;
-                    for (long c = 0; c < W; c++)
-                        dr[c] = pr[c];
-                    for (int a = 0; a < k; a++) {
-                        const double ua = UD[k * r + a];
-                        const double* __restrict__ x = X + (o + a) * ld;
-                        for (long c = 0; c < W; c++)
-                            dr[c] += ua * x[c];
-                    }
-                }
+                memcpy(dst, p, 6 * W * sizeof(double));
+                for (int a = 0; a < k; a++)
+                    td_minv_axpy(0, W, 1.0, X + (o + a) * ld, TD_ROWS6(dst, W), &UD[6 * a]);
             }
         }
         for (int i = 0; i < nb; i++) {
@@ -167,16 +150,9 @@ cdef extern from *:
                 for (long n = 0; n < 6 * W; n++) A[n] = 0.0;
             } else {
                 for (int b = i - 1; b != par && b >= 0; b = parent[b])
-                    for (int a = 0; a < nvj[b]; a++) {
-                        const double* __restrict__ x = X + (voff[b] + a) * ld;
-                        const double* j6 = J + 6 * (voff[b] + a);
-                        for (int r = 0; r < 6; r++) {
-                            const double jr = j6[r];
-                            double* __restrict__ ar = A + r * W;
-                            for (long c = 0; c < W; c++)
-                                ar[c] -= jr * x[c];
-                        }
-                    }
+                    for (int a = 0; a < nvj[b]; a++)
+                        td_minv_axpy(0, W, -1.0, X + (voff[b] + a) * ld, TD_ROWS6(A, W),
+                                     J + 6 * (voff[b] + a));
             }
             if (k == 0)
                 continue;
@@ -207,16 +183,8 @@ cdef extern from *:
                     }
                 }
             }
-            for (int a = 0; a < k; a++) {        /* A += J X[i] */
-                const double* __restrict__ x = X + (o + a) * ld;
-                const double* j6 = J + 6 * (o + a);
-                for (int r = 0; r < 6; r++) {
-                    const double jr = j6[r];
-                    double* __restrict__ ar = A + r * W;
-                    for (long c = 0; c < W; c++)
-                        ar[c] += jr * x[c];
-                }
-            }
+            for (int a = 0; a < k; a++)          /* A += J X[i] */
+                td_minv_axpy(0, W, 1.0, X + (o + a) * ld, TD_ROWS6(A, W), J + 6 * (o + a));
         }
     }
 

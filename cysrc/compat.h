@@ -2,6 +2,7 @@
 #ifndef TREEDYN_COMPAT_H
 #define TREEDYN_COMPAT_H
 #include <math.h>
+#include <stdint.h>
 
 #if defined(__GLIBC__)
 #define td_libm_sincos sincos         /* GNU extension (_GNU_SOURCE, see setup.py) */
@@ -72,4 +73,34 @@ static inline void td_sincos(double x, double *s, double *c)
         *c = sign[((n + 1) >> 1) & 1] * v[(n + 1) & 1];
     }
 }
+/* Vectors of TD_VL doubles for kernels written for SIMD lanes (GCC/Clang vector
+ * extensions: 4 lanes where the build has AVX, else 2, the SSE2/NEON width;
+ * TD_VL 0 elsewhere, where those kernels take their scalar loops).  td_uvec is
+ * the unaligned form for loads and stores from double arrays. */
+#if defined(__GNUC__) && defined(__AVX__)
+typedef double td_vec __attribute__((vector_size(32)));
+typedef double td_uvec __attribute__((vector_size(32), aligned(8)));
+#define TD_VL 4
+#elif defined(__GNUC__)
+typedef double td_vec __attribute__((vector_size(16)));
+typedef double td_uvec __attribute__((vector_size(16), aligned(8)));
+#define TD_VL 2
+#else
+#define TD_VL 0
+#endif
+
+/* acc OR-ed with a word whose top bit is set iff some |x[k]| exceeds the double
+ * whose bits are lim (a positive finite value) or is NaN or infinite: on the bits
+ * with the sign cleared, the order of magnitudes is that of the integers, so
+ * |x| > lim iff lim − bits < 0.  Integer operations only: it vectorizes. */
+static inline uint64_t td_bits_above(const double* x, long n, uint64_t lim, uint64_t acc)
+{
+    const uint64_t* b = (const uint64_t*)x;
+    for (long k = 0; k < n; k++)
+        acc |= lim - (b[k] & 0x7fffffffffffffffULL);
+    return acc;
+}
+#define TD_BITS_DBL_MAX 0x7fefffffffffffffULL   /* |x| <= DBL_MAX: finite */
+#define TD_BITS_1E90 0x52a6ef6a5e15a3a2ULL      /* 1e90 */
+
 #endif

@@ -39,22 +39,6 @@
 
 cdef extern from *:
     """
-    /* acc, OR-ed with a word whose top bit is set iff some |x[k]| > 1e90 or is NaN:
-       on the bits with the sign cleared, |x| > 1e90 (NaN and inf included) iff
-       bits(1e90) − bits < 0; integer operations, so it vectorizes. */
-    static inline uint64_t td_within_1e90(const double* x, long n, uint64_t acc)
-    {
-        const uint64_t* b = (const uint64_t*)x;
-        const uint64_t lim = 0x52a6ef6a5e15a3a2ULL;   /* 1e90 */
-        for (long k = 0; k < n; k++)
-            acc |= lim - (b[k] & 0x7fffffffffffffffULL);
-        return acc;
-    }
-    """
-    uint64_t td_within_1e90(const double* x, long n, uint64_t acc) noexcept nogil
-
-cdef extern from *:
-    """
     /* The entries of freedom b (row and column index b) with the ancestor freedoms
        a in the runs [runs[2r], runs[2r + 1]), from the per-freedom vectors by component, S (21 × ld: T, P − Z,
        X, angular part of Y), and freedom b's rows ub, wb, eb (NULL: no external
@@ -66,17 +50,6 @@ cdef extern from *:
        each lane summing in the order of the scalar dot products, so the entries
        are bitwise those of dot6/dot3; the rows b are stored as vectors, the
        columns b lane by lane. */
-    #if defined(__GNUC__) && defined(__AVX__)
-    typedef double td_pvec __attribute__((vector_size(32)));
-    typedef double td_upvec __attribute__((vector_size(32), aligned(8)));
-    #define TD_PVL 4
-    #elif defined(__GNUC__)
-    typedef double td_pvec __attribute__((vector_size(16)));
-    typedef double td_upvec __attribute__((vector_size(16), aligned(8)));
-    #define TD_PVL 2
-    #else
-    #define TD_PVL 0
-    #endif
     #define TD_PAIR(TYPE, LD)                                                          \
         const TYPE t0 = LD(0), t1 = LD(1), t2 = LD(2), t3 = LD(3), t4 = LD(4), t5 = LD(5); \
         const TYPE m_ = ub[0] * t0 + ub[1] * t1 + ub[2] * t2 + ub[3] * t3 + ub[4] * t4   \
@@ -104,15 +77,15 @@ cdef extern from *:
       for (int r = 0; r < nruns; r++) {
         const long a1 = runs[2 * r + 1];
         long a = runs[2 * r];
-    #if TD_PVL
-        #define TD_LDV(r) (*(const td_upvec*)(S + (r) * ld + a))
-        for (; a + TD_PVL <= a1; a += TD_PVL) {
-            TD_PAIR(td_pvec, TD_LDV)
-            *(td_upvec*)(dq + b * nv + a) = q_;
-            *(td_upvec*)(dv + b * nv + a) = v_;
+    #if TD_VL
+        #define TD_LDV(r) (*(const td_uvec*)(S + (r) * ld + a))
+        for (; a + TD_VL <= a1; a += TD_VL) {
+            TD_PAIR(td_vec, TD_LDV)
+            *(td_uvec*)(dq + b * nv + a) = q_;
+            *(td_uvec*)(dv + b * nv + a) = v_;
             if (M)
-                *(td_upvec*)(M + b * nv + a) = m_;
-            for (int l = 0; l < TD_PVL; l++) {
+                *(td_uvec*)(M + b * nv + a) = m_;
+            for (int l = 0; l < TD_VL; l++) {
                 dq[(a + l) * nv + b] = g_[l];
                 dv[(a + l) * nv + b] = h_[l];
                 if (M)
@@ -431,10 +404,13 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
                     for b in range(3):
                         E[16 * i + 7 + 3 * a + b] = Ci[9 + a] * fext[6 * i + 3 + b]
     if bound != NULL:
-        big = td_within_1e90(J, 6 * nv, td_within_1e90(YPX, 18 * nv, 0))
-        big = td_within_1e90(F, 6 * nb, td_within_1e90(Ic, 10 * nb, td_within_1e90(Bc, 12 * nb, big)))
+        big = td_bits_above(J, 6 * nv, TD_BITS_1E90, 0)
+        big = td_bits_above(YPX, 18 * nv, TD_BITS_1E90, big)
+        big = td_bits_above(F, 6 * nb, TD_BITS_1E90, big)
+        big = td_bits_above(Ic, 10 * nb, TD_BITS_1E90, big)
+        big = td_bits_above(Bc, 12 * nb, TD_BITS_1E90, big)
         if with_e:
-            big = td_within_1e90(E, 16 * nb, big)
+            big = td_bits_above(E, 16 * nb, TD_BITS_1E90, big)
         bound[0] = INFINITY if big >> 63 else DERIV_ESTIMATE(nb, m.max_armature)
     for a in range(nv):
         for n in range(6):

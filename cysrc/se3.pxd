@@ -12,6 +12,10 @@ from libc.math cimport sin, cos, sqrt, fabs, atan2
 
 cdef extern from "compat.h" nogil:
     void sincos "td_sincos"(double x, double* s, double* c)   # sin and cos in one call
+    unsigned long long td_bits_above(const double* x, long n, unsigned long long lim,
+                                     unsigned long long acc)
+    unsigned long long TD_BITS_DBL_MAX
+    unsigned long long TD_BITS_1E90
 
 
 cdef inline void cross_add_axis(int k, double s, const double* x, double* out) noexcept nogil:
