@@ -9,6 +9,7 @@ built as ``treedyn._kernels_avx2`` with ``-mavx2``; ``treedyn/_ext.py`` picks it
 at import on CPUs with AVX2.
 """
 import os
+import glob
 import platform
 import sys
 
@@ -32,6 +33,7 @@ def kernels_extension(name, extra=()):
         f"treedyn.{name}",
         sources=[f"cysrc/{name}.pyx"],
         include_dirs=[np.get_include(), "cysrc"],
+        depends=sorted(glob.glob("cysrc/*.h")),     # C headers the kernels include
         extra_compile_args=compile_args + list(extra),
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("_GNU_SOURCE", None)],

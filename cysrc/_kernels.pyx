@@ -43,6 +43,10 @@ globals().update(KIND_SCREWS=KIND_SCREWS, KIND_SPHERICAL=KIND_SPHERICAL,
 #: the release/acquire costs more than the concurrency it allows).
 GIL_RELEASE_NV = 20
 cdef int _gil_release_nv = GIL_RELEASE_NV
+# batches run their group kernels (TD_VL samples side by side); a test hook
+# (_set_lanes) turns them off
+cdef bint _lanes_enabled = True
+cdef Py_ssize_t _lane_groups_run = 0        # groups of lanes run so far (a test hook)
 
 include "joints.pxi"
 include "rnea_common.pxi"
@@ -287,6 +291,79 @@ cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil
     if code or B <= 1e300:
         return code
     return _checked_outputs(0, c, CHECK_ALL)
+
+# group adapters: TD_VL samples s0, s0 + 1, … of a batch at once (codes into errs[l])
+ctypedef void (*group_t)(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                         int* errs) noexcept nogil
+
+cdef void _lane_calls(const Call* base, Py_ssize_t s0, Call* cs, const double** q,
+                      const double** v, const double** a, const double** fext, double** o1,
+                      double** o2, double** o3) noexcept nogil:
+    """The calls of samples s0 … s0 + TD_VL − 1 and their inputs' and outputs' pointers."""
+    cdef int l
+    for l in range(TD_VL):
+        cs[l] = base[0]
+        cs[l].q = _shift_c(base.q, (s0 + l) * base.sq)
+        cs[l].v = _shift_c(base.v, (s0 + l) * base.sv)
+        cs[l].a = _shift_c(base.a, (s0 + l) * base.sa)
+        cs[l].fext = _shift_c(base.fext, (s0 + l) * base.sf)
+        cs[l].out = _shift(base.out, (s0 + l) * base.so)
+        cs[l].out2 = _shift(base.out2, (s0 + l) * base.so2)
+        cs[l].out3 = _shift(base.out3, (s0 + l) * base.so3)
+        q[l] = cs[l].q; v[l] = cs[l].v; a[l] = cs[l].a; fext[l] = cs[l].fext
+        o1[l] = cs[l].out; o2[l] = cs[l].out2; o3[l] = cs[l].out3
+
+
+cdef void _g_rnea_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                              int* errs) noexcept nogil:
+    """_k_rnea_derivatives on TD_VL samples (rnea_derivatives_lanes)."""
+    cdef Call cs[8]
+    cdef const double* q[8]
+    cdef const double* v[8]
+    cdef const double* a[8]
+    cdef const double* f[8]
+    cdef double* o1[8]
+    cdef double* o2[8]
+    cdef double* o3[8]
+    cdef int codes[8]
+    cdef int l
+    cdef double B = INFINITY
+    cdef bint use_bound = _bound_is_cheaper(m, 3)
+    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
+    rnea_derivatives_lanes(m, d, q, v, a, c.g, f, c.fframe, o1, o2, o3, codes,
+                           &B if use_bound else NULL)
+    for l in range(TD_VL):
+        if codes[l] or B <= 1e300:
+            errs[l] = codes[l]
+        else:
+            errs[l] = _checked_outputs(0, &cs[l], CHECK_ALL)
+
+
+cdef void _g_aba_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                             int* errs) noexcept nogil:
+    """_k_aba_derivatives on TD_VL samples (aba_derivatives_lanes)."""
+    cdef Call cs[8]
+    cdef const double* q[8]
+    cdef const double* v[8]
+    cdef const double* a[8]
+    cdef const double* f[8]
+    cdef double* o1[8]
+    cdef double* o2[8]
+    cdef double* o3[8]
+    cdef int codes[8]
+    cdef double B[8]
+    cdef int l
+    cdef bint use_bound = _bound_is_cheaper(m, 2)
+    for l in range(TD_VL):
+        B[l] = INFINITY
+    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
+    aba_derivatives_lanes(m, d, q, v, a, c.g, f, c.fframe, o1, o2, o3, codes,
+                          B if use_bound else NULL)
+    for l in range(TD_VL):
+        if codes[l] or B[l] <= 1e300:
+            errs[l] = codes[l]
+        else:
+            errs[l] = _checked_outputs(0, &cs[l], CHECK_ALL)
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -533,16 +610,17 @@ cdef class ModelCore:
             self._pool.append(d)
 
     cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data,
-                       int work=-1, str what="the result") except -1:
+                       int work=-1, str what="the result", group_t group=NULL) except -1:
         """Run fn on one state (N < 0) or on N samples; raise for a kernel's code,
         or if an output (c.out, out2, out3: c.so, so2, so3 doubles per sample) is
         not finite (``what`` names it in the message).  One state: the GIL is
         released while fn runs if it visits at least GIL_RELEASE_NV freedoms
-        (``work``; default nv, the whole model)."""
+        (``work``; default nv, the whole model).  ``group`` (if not NULL): fn on
+        TD_VL samples at once, used for the batch's full groups of TD_VL."""
         cdef Data d
         cdef _Team team
-        cdef int code = 0, nth
-        cdef Py_ssize_t s
+        cdef int code = 0, nth, L = TD_VL
+        cdef Py_ssize_t s, ng = 0
         cdef int[::1] errs
         if N < 0:
             d = self._data(data)
@@ -562,24 +640,37 @@ cdef class ModelCore:
                              "per thread internally)")
         if N == 0:
             return 0
-        global _omp_started
+        global _omp_started, _lane_groups_run
         nth = _batch_threads()
         if nth > N:
             nth = <int>N
         if N * (work if work >= 0 else self.nv) < _SMALL_BATCH_WORK:
             nth = 1            # waking a thread team costs more than the work (and much
                                # more when the cores are busy with other processes)
-        team = _Team(self, nth)
+        if group != NULL and L > 1 and _lanes_enabled:
+            ng = N // L
+        team = _Team(self, nth, ng > 0)
         errs = np.zeros(N, dtype=np.int32)
+        # items 0 … ng − 1: groups of L samples; then the remaining samples one by one
         if nth == 1:
             with nogil:
-                for s in range(N):
-                    errs[s] = _call_sample(fn, self, &team.c[0], c, s)
+                for s in range(ng + N - ng * L):
+                    if s < ng:
+                        group(self, &team.c[0], c, s * L, &errs[s * L])
+                    else:
+                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[0], c,
+                                                             s - ng + ng * L)
         else:
             _omp_started = True
             with nogil:
-                for s in prange(N, schedule="dynamic", chunksize=16, num_threads=nth):
-                    errs[s] = _call_sample(fn, self, &team.c[threadid()], c, s)
+                for s in prange(ng + N - ng * L, schedule="dynamic",
+                                chunksize=16 if ng == 0 else 4, num_threads=nth):
+                    if s < ng:
+                        group(self, &team.c[threadid()], c, s * L, &errs[s * L])
+                    else:
+                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()], c,
+                                                             s - ng + ng * L)
+        _lane_groups_run += ng
         for s in range(N):
             if errs[s]:
                 self._raise_code(errs[s], s, what)
@@ -1002,7 +1093,8 @@ cdef class ModelCore:
             Entry (i, j) is ∂τ_i/∂x_j (N·m/rad, N/m, N·m·s/rad, ... by the
             coordinates involved); M is the mass matrix with armature.
         """
-        return self._derivatives_call(_k_rnea_derivatives, q, v, a, "a", f_ext, gravity,
+        return self._derivatives_call(_k_rnea_derivatives, _g_rnea_derivatives, q, v, a, "a",
+                                      f_ext, gravity,
                                       f_ext_frame, data, out, ("dtau_dq", "dtau_dv", "M"),
                                       "inverse_dynamics_derivatives")
 
@@ -1033,11 +1125,15 @@ cdef class ModelCore:
         SingularModelError
             If M is singular (a massless subtree without armature).
         """
-        return self._derivatives_call(_k_aba_derivatives, q, v, tau, "tau", f_ext, gravity,
+        return self._derivatives_call(_k_aba_derivatives,
+                                      <group_t>NULL if _fd_by_recursion(self)
+                                      else _g_aba_derivatives,
+                                      q, v, tau, "tau", f_ext, gravity,
                                       f_ext_frame, data, out, ("ddq_dq", "ddq_dv", "Minv"),
                                       "forward_dynamics_derivatives")
 
-    cdef tuple _derivatives_call(self, kernel_t fn, object q, object v, object x, str xname,
+    cdef tuple _derivatives_call(self, kernel_t fn, group_t group, object q, object v,
+                                 object x, str xname,
                                  object f_ext, object gravity, object f_ext_frame,
                                  object data, object out, tuple names, str what):
         """(q, v, x) with loads -> three (nv, nv) matrices per state."""
@@ -1065,7 +1161,7 @@ cdef class ModelCore:
         c.so2 = c.so
         c.so3 = c.so
         c.check = CHECK_KERNEL
-        self._dispatch(fn, &c, self._batch(qa), data, -1, what)
+        self._dispatch(fn, &c, self._batch(qa), data, -1, what, group)
         return r1, r2, r3
 
     def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
@@ -2010,6 +2106,20 @@ def _set_fd_products(int mode):
     old = _fd_products
     _fd_products = mode
     return old
+
+
+def _set_lanes(bint enabled):
+    """Test hook: whether batches run the group kernels that compute TD_VL samples side
+    by side (the derivative kernels); returns the previous setting."""
+    global _lanes_enabled
+    old = _lanes_enabled
+    _lanes_enabled = enabled
+    return old
+
+
+def _lanes():
+    """(TD_VL, the number of lane groups batches have run so far): test hooks."""
+    return TD_VL, _lane_groups_run
 
 
 def _set_gil_release_nv(int n):

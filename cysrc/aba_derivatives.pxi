@@ -228,18 +228,13 @@ cdef void _neg_minv_times_rec(ModelCore m, DataC* d, double* D) noexcept nogil:
         c0 += w
 
 
-cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
-                                const double* tau, const double* g, const double* fext,
-                                int fext_frame, double* dq, double* dv,
-                                double* Mi, double* bound=NULL) noexcept nogil:
-    """∂v̇/∂q, ∂v̇/∂v and M⁻¹ (each nv × nv, row-major; q-derivatives along the
-    joints' groups).  Returns the first nonzero code of M⁻¹ (non-unit quaternion,
-    singular articulated inertia), the RNEA or the inverse-dynamics derivatives.
-    ``bound`` (if not NULL): an upper bound of the outputs' magnitudes (+inf if
-    unknown or NaN): nv · max diag M⁻¹ · the inverse-dynamics derivatives' bound
-    (|M⁻¹_ij| ≤ max_k M⁻¹_kk, M⁻¹ being positive definite), times a margin."""
+cdef int _fd_accelerations(ModelCore m, DataC* d, const double* q, const double* qd,
+                           const double* tau, const double* g, const double* fext,
+                           int fext_frame, double* Mi) noexcept nogil:
+    """M⁻¹ into Mi and v̇ = M⁻¹ (τ − h(q, v)) into d.dqdd; d.sMi, d.sJ hold this q's
+    poses and screws afterwards.  Returns the first nonzero code of M⁻¹ or the RNEA."""
     cdef int code, nv = m.nv, i, j
-    cdef double s, B = INFINITY, dmax = 0.0
+    cdef double s
     cdef double* h = d.dcol                      # scratch: h, then τ − h
     # M⁻¹ first (its first pass leaves this q's poses and screws in d.sMi, d.sJ),
     # then v̇ = M⁻¹ (τ − h(q, v)) with h by the spatial RNEA at v̇ = 0, which with the
@@ -261,11 +256,22 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
     for j in range(nv):
         s = h[j]
         td_axpy(nv, s, &Mi[j * nv], d.dqdd)
-    code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL,
-                                   True, &B if bound != NULL else NULL)
-    if code:
-        return code
-    if _fd_products == 2 or (_fd_products == 0 and m.fd_recursive):
+    return 0
+
+
+cdef inline bint _fd_by_recursion(ModelCore m) noexcept nogil:
+    """Whether the products M⁻¹ ∂τ/∂x go through the articulated-body recursion."""
+    return _fd_products == 2 or (_fd_products == 0 and m.fd_recursive)
+
+
+cdef void _fd_products_bound(ModelCore m, DataC* d, const double* Mi, double* dq, double* dv,
+                             double B, double* bound) noexcept nogil:
+    """dq ← −M⁻¹ dq, dv ← −M⁻¹ dv; bound (if not NULL) from the inverse-dynamics
+    derivatives' bound B: nv · max diag M⁻¹ · B (|M⁻¹_ij| ≤ max_k M⁻¹_kk, M⁻¹ being
+    positive definite), times a margin."""
+    cdef int nv = m.nv, i
+    cdef double s, dmax = 0.0
+    if _fd_by_recursion(m):
         _neg_minv_times_rec(m, d, dq)
         _neg_minv_times_rec(m, d, dv)
     else:
@@ -280,4 +286,51 @@ cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const do
                 dmax = s
         # (1e10: margin for a computed M⁻¹ that is not exactly positive definite)
         bound[0] = nv * dmax * B * 1e10
+
+
+cdef int aba_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                                const double* tau, const double* g, const double* fext,
+                                int fext_frame, double* dq, double* dv,
+                                double* Mi, double* bound=NULL) noexcept nogil:
+    """∂v̇/∂q, ∂v̇/∂v and M⁻¹ (each nv × nv, row-major; q-derivatives along the
+    joints' groups).  Returns the first nonzero code of M⁻¹ (non-unit quaternion,
+    singular articulated inertia), the RNEA or the inverse-dynamics derivatives.
+    ``bound`` (if not NULL): an upper bound of the outputs' magnitudes (+inf if
+    unknown or NaN; _fd_products_bound)."""
+    cdef double B = INFINITY
+    cdef int code = _fd_accelerations(m, d, q, qd, tau, g, fext, fext_frame, Mi)
+    if code:
+        return code
+    code = rnea_derivatives_kernel(m, d, q, qd, d.dqdd, g, fext, fext_frame, dq, dv, NULL,
+                                   True, &B if bound != NULL else NULL)
+    if code:
+        return code
+    _fd_products_bound(m, d, Mi, dq, dv, B, bound)
     return 0
+
+
+cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const double** qd,
+                                const double** tau, const double* g, const double** fext,
+                                int fext_frame, double** dq, double** dv, double** Mi,
+                                int* codes, double* bounds) noexcept nogil:
+    """aba_derivatives_kernel on TD_VL states at once (as rnea_derivatives_lanes; the
+    dense products only, not the recursion, which needs each state's factors):
+    the inverse-dynamics sweeps run on the states side by side, M⁻¹, v̇ and the
+    products one state at a time.  bounds[l] (if not NULL): each state's bound."""
+    cdef int l
+    cdef double B = INFINITY
+    cdef _Sweep w
+    for l in range(TD_VL):
+        codes[l] = _fd_accelerations(m, d, q[l], qd[l], tau[l], g, fext[l], fext_frame, Mi[l])
+        if codes[l] == 0:
+            codes[l] = _deriv_poses(m, d, q[l], qd[l], True)
+        _deriv_gather(m, d, l, qd[l], d.dqdd, g)
+        if fext[0] != NULL:
+            _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
+    _lane_sweep(d, &w)
+    _deriv_sweeps(m, TD_VL, &w, fext[0] != NULL, fext_frame, dq, dv, NULL,
+                  &B if bounds != NULL else NULL)
+    for l in range(TD_VL):
+        if codes[l] == 0:
+            _fd_products_bound(m, d, Mi[l], dq[l], dv[l], B,
+                               &bounds[l] if bounds != NULL else NULL)

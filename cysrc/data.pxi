@@ -80,11 +80,29 @@ cdef struct DataC:
     double* dS        # (21, nv) the same by component: T, P − Z, X, angular Y
     double* dB        # (nb, 12) subtree coupling: K (3 × 3), p
     double* dE        # (nb, 16) subtree external-wrench sums (world: Σf; hybrid: N, F, s, Q)
+    double* dFx       # (nb, 6)  external wrenches in frame s
     double* dqdd      # (nv,)    forward-dynamics derivatives: v̇ (aba_derivatives.pxi)
     double* dcol      # (nv, 4)  a block of four columns of a product
     int* dnz          # (nv,)    rows of the block with a nonzero entry
     double* drec      # (maxp + 2, 6, W) recursive M⁻¹ products: stack, A, T (W = min(nv, 64))
     int* drecb        # (maxp,)  bodies on that stack
+    # the derivative sweeps on TD_VL states side by side (rnea_derivatives.pxi _Sweep:
+    # element k of state l at k·TD_VL + l; 64-byte aligned); NULL except in the Data of
+    # a batch's threads (_Team)
+    double* lC
+    double* lJ
+    double* lqd
+    double* lqdd
+    double* la0
+    double* lV
+    double* lA
+    double* lF
+    double* lFx
+    double* lIc
+    double* lB
+    double* lE
+    double* lYPX
+    double* lS
 
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
@@ -129,6 +147,7 @@ cdef class Data:
     cdef int[::1] cibuf
     cdef double[::1] dbuf
     cdef int[::1] dibuf
+    cdef double[::1] lbuf
 
     def __cinit__(self, ModelCore model):
         cdef int nb = model.nb, nv = model.nv, i, o, n, k
@@ -231,18 +250,47 @@ cdef class Data:
         cdef double* p
         cdef int w = n if n < FD_REC_COLUMNS else FD_REC_COLUMNS
         cdef int maxp = model.max_pending
-        self.dbuf = np.zeros(44 * n + 28 * nb + 6 * w * (maxp + 2) + 16)
+        self.dbuf = np.zeros(44 * n + 34 * nb + 6 * w * (maxp + 2) + 16)
         self.dibuf = np.zeros(n + maxp + 32, dtype=np.int32)
         p = &self.dbuf[8]
         self.c.dYPX = p; p += 18 * n
         self.c.dS = p; p += 21 * n
         self.c.dB = p; p += 12 * nb
         self.c.dE = p; p += 16 * nb
+        self.c.dFx = p; p += 6 * nb
         self.c.dqdd = p; p += n
         self.c.dcol = p; p += 4 * n
         self.c.drec = p; p += 6 * w * (maxp + 2)
         self.c.dnz = &self.dibuf[16]
         self.c.drecb = &self.dibuf[16 + n]
+        self.c.lC = NULL
+
+    cdef _lane_scratch(self, ModelCore model):
+        """The lane arrays of the derivative sweeps (a batch thread's Data; none where
+        the build has no vector lanes, TD_VL = 0)."""
+        cdef int n = model.nv if model.nv > 0 else 1
+        cdef int nb = model.nb if model.nb > 0 else 1
+        cdef int L = TD_VL
+        cdef double* p
+        if L == 0 or self.c.lC != NULL:
+            return
+        self.lbuf = np.zeros(L * (74 * nb + 47 * n + 6) + 32)
+        p = &self.lbuf[8]
+        p += (64 - (<size_t>p) % 64) // 8     # 64-byte aligned (every block a multiple of
+        self.c.lC = p; p += L * 12 * nb       # L doubles: each stays aligned)
+        self.c.lJ = p; p += L * 6 * n
+        self.c.lqd = p; p += L * n
+        self.c.lqdd = p; p += L * n
+        self.c.la0 = p; p += L * 6
+        self.c.lV = p; p += L * 6 * nb
+        self.c.lA = p; p += L * 6 * nb
+        self.c.lF = p; p += L * 6 * nb
+        self.c.lFx = p; p += L * 6 * nb
+        self.c.lIc = p; p += L * 10 * nb
+        self.c.lB = p; p += L * 12 * nb
+        self.c.lE = p; p += L * 16 * nb
+        self.c.lYPX = p; p += L * 18 * n
+        self.c.lS = p; p += L * 21 * n
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""
@@ -297,7 +345,8 @@ cdef class Data:
         """Memory held by this Data, bytes."""
         return (self.buf.shape[0] * 8 + self.ibuf.shape[0] * 4
                 + (0 if self.cbuf is None else self.cbuf.shape[0] * 8 + self.cibuf.shape[0] * 4)
-                + self.dbuf.shape[0] * 8 + self.dibuf.shape[0] * 4)
+                + self.dbuf.shape[0] * 8 + self.dibuf.shape[0] * 4
+                + (0 if self.lbuf is None else self.lbuf.shape[0] * 8))
 
     @staticmethod
     def pose_matrices(poses):
@@ -323,10 +372,13 @@ cdef class _Team:
     cdef DataC* c
     cdef int n
 
-    def __cinit__(self, ModelCore model, int n):
+    def __cinit__(self, ModelCore model, int n, bint lanes=False):
         cdef int k
         self.n = n
         self.datas = [Data(model) for k in range(n)]
+        if lanes:
+            for k in range(n):
+                (<Data>self.datas[k])._lane_scratch(model)
         self.c = <DataC*>PyMem_Malloc(n * sizeof(DataC))
         if self.c == NULL:
             raise MemoryError()

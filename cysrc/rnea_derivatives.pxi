@@ -109,11 +109,132 @@ cdef extern from *:
         #undef TD_LDS
       }
     }
+    /* td_ancestor_pairs for one state, through the sweeps' output pointers */
+    static inline void td_ancestor_pairs_s(long nv, long b, const int* runs, int nruns,
+                                           const double* S, long ld, const double* ub,
+                                           const double* wb, const double* eb,
+                                           const double* G, const double* H,
+                                           double* const* dq, double* const* dv,
+                                           double* const* M)
+    {
+        td_ancestor_pairs(nv, b, runs, nruns, S, ld, ub, wb, eb, G, H, dq[0], dv[0],
+                          M ? M[0] : NULL);
+    }
+
+    #define TD_KIND_SCREWS 0
+    #define TD_KIND_FREE_SO3R3 3
+    #define TD_T double
+    #define TD_LANES 1
+    #define TD_FN(name) td_##name##_s
+    #include "rnea_derivatives_sweeps.h"
+    #undef TD_T
+    #undef TD_LANES
+    #undef TD_FN
+
+    #if TD_VL
+    /* The same entries for TD_VL states side by side (lane l: state l, written to
+       dq[l], dv[l], M[l]), one ancestor freedom a at a time. */
+    static void td_ancestor_pairs_l(long nv, long b, const int* runs, int nruns,
+                                    const td_vec* S, long ld, const td_vec* ub,
+                                    const td_vec* wb, const td_vec* eb, const td_vec* G,
+                                    const td_vec* H, double* const* dq, double* const* dv,
+                                    double* const* M)
+    {
+        for (int r = 0; r < nruns; r++) {
+            #define TD_LDL(k) (S[(k) * ld + a])
+            for (long a = runs[2 * r]; a < runs[2 * r + 1]; a++) {
+                TD_PAIR(td_vec, TD_LDL)
+                for (int l = 0; l < TD_VL; l++) {
+                    dq[l][b * nv + a] = q_[l];
+                    dv[l][b * nv + a] = v_[l];
+                    dq[l][a * nv + b] = g_[l];
+                    dv[l][a * nv + b] = h_[l];
+                    if (M) {
+                        M[l][b * nv + a] = m_[l];
+                        M[l][a * nv + b] = m_[l];
+                    }
+                }
+            }
+            #undef TD_LDL
+        }
+    }
+    #define TD_T td_vec
+    #define TD_LANES TD_VL
+    #define TD_FN(name) td_##name##_l
+    #include "rnea_derivatives_sweeps.h"
+    #undef TD_T
+    #undef TD_LANES
+    #undef TD_FN
+    #define TD_LANE_CALL(call) call
+    #else
+    #define TD_LANE_CALL(call) ((void)0)
+    #endif
+
+    /* The sweeps on `lanes` states (1, or TD_VL side by side; arrays of doubles,
+       lane-interleaved for TD_VL) */
+    static void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
+                                 const int* nvj, const int* kind, const int* fast,
+                                 const double* inert, const double* C, const double* J,
+                                 const double* qd, const double* qdd, const double* a0,
+                                 double* V, double* A, double* F, double* Ic, double* Bc,
+                                 double* YPX)
+    {
+        if (lanes == 1)
+            td_deriv_forward_s(nb, parent, voff, nvj, kind, fast, inert, C, J, qd, qdd, a0,
+                               V, A, F, Ic, Bc, YPX);
+        else
+            TD_LANE_CALL(td_deriv_forward_l(nb, parent, voff, nvj, kind, fast, inert,
+                (const td_vec*)C, (const td_vec*)J, (const td_vec*)qd, (const td_vec*)qdd,
+                (const td_vec*)a0, (td_vec*)V, (td_vec*)A, (td_vec*)F, (td_vec*)Ic,
+                (td_vec*)Bc, (td_vec*)YPX));
+    }
+
+    static void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
+                                    double* S)
+    {
+        if (lanes == 1)
+            td_deriv_components_s(nv, J, YPX, S);
+        else
+            TD_LANE_CALL(td_deriv_components_l(nv, (const td_vec*)J, (const td_vec*)YPX,
+                                               (td_vec*)S));
+    }
+
+    static void td_deriv_backward(int lanes, int nb, int nv, const int* parent,
+                                  const int* voff, const int* nvj, const int* kind,
+                                  const int* anc_ptr, const int* anc_run,
+                                  const double* armature, const double* J,
+                                  const double* YPX, const double* S, double* F, double* Ic,
+                                  double* Bc, double* E, int fext_frame, double* const* dq,
+                                  double* const* dv, double* const* M)
+    {
+        if (lanes == 1)
+            td_deriv_backward_s(nb, nv, parent, voff, nvj, kind, anc_ptr, anc_run, armature,
+                                J, YPX, S, F, Ic, Bc, E, fext_frame, dq, dv, M);
+        else
+            TD_LANE_CALL(td_deriv_backward_l(nb, nv, parent, voff, nvj, kind, anc_ptr,
+                anc_run, armature, (const td_vec*)J, (const td_vec*)YPX, (const td_vec*)S,
+                (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
+    }
     """
     void td_ancestor_pairs(long nv, long b, const int* runs, int nruns, const double* S, long ld,
                            const double* ub, const double* wb, const double* eb,
                            const double* G, const double* H, double* dq, double* dv,
                            double* M) noexcept nogil
+    int TD_VL
+    void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
+                          const int* nvj, const int* kind, const int* fast,
+                          const double* inert, const double* C, const double* J,
+                          const double* qd, const double* qdd, const double* a0, double* V,
+                          double* A, double* F, double* Ic, double* Bc,
+                          double* YPX) noexcept nogil
+    void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
+                             double* S) noexcept nogil
+    void td_deriv_backward(int lanes, int nb, int nv, const int* parent, const int* voff,
+                           const int* nvj, const int* kind, const int* anc_ptr,
+                           const int* anc_run, const double* armature, const double* J,
+                           const double* YPX, const double* S, double* F, double* Ic,
+                           double* Bc, double* E, int fext_frame, double* const* dq,
+                           double* const* dv, double* const* M) noexcept nogil
 
 
 # Overflow without checking the nv × nv outputs: suppose every per-freedom vector
@@ -127,113 +248,107 @@ cdef inline double DERIV_ESTIMATE(int nb, double arm) noexcept nogil:
     return 390.0 * nb * 1e270 + arm
 
 
-cdef inline void _deriv_column(const double* T, const double* W, const double* Aw,
-                               const double* Vc, double* YPX) noexcept nogil:
-    """Y = [T, W], PZ = [Aw, T] − [W, Y], X = [Vc + W, T] into YPX (18 doubles)."""
+
+cdef struct _Sweep:
+    # the arrays of the derivative sweeps: one state (DataC's fields, the inputs), or
+    # TD_VL states side by side (DataC's lane fields: element k of state l at k·L + l)
+    double* C          # (nb, 12) poses in frame s
+    double* J          # (nv, 6)  spatial screws
+    double* qd         # (nv,)
+    double* qdd        # (nv,)
+    double* a0         # (6,)     base acceleration (−gravity)
+    double* V          # (nb, 6)  twists
+    double* A          # (nb, 6)  accelerations
+    double* F          # (nb, 6)  wrenches, then their subtree sums
+    double* Fx         # (nb, 6)  external wrenches in frame s
+    double* Ic         # (nb, 10) inertias, then subtree sums
+    double* B          # (nb, 12) couplings, then subtree sums
+    double* E          # (nb, 16) external-wrench terms, then subtree sums
+    double* YPX        # (nv, 18)
+    double* S          # (21, nv)
+
+
+cdef int _deriv_poses(ModelCore m, DataC* d, const double* q, const double* qd,
+                      bint poses_ready) noexcept nogil:
+    """The joint steps of the sweeps: d.liMi, d.S, d.sMi, d.sJ of this q
+    (``poses_ready``: as in rnea_spatial_kernel, d.sMi, d.sJ already hold this q's for
+    the fast-path joints).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    cdef int i, bad = 0
+    cdef double cJ[6]
+    if not poses_ready:
+        angle_prepass(m, d, q)
+    for i in range(m.nb):
+        if poses_ready and m.fast[i] != FAST_NONE:
+            continue
+        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+            bad = i + 1
+    return bad
+
+
+cdef void _deriv_external(ModelCore m, DataC* d, int L, int l, const double* fext,
+                          int frame, double* Fx, double* E) noexcept nogil:
+    """Lane l (of L) of Fx, the external wrenches fext (nb, 6; frame 0 world, 1 body,
+    2 hybrid) in frame s, and of E, the terms of their change (world: Fx; hybrid:
+    N = Σ n about the body origin, F = Σ f, s = Σ r·f, Q = Σ r fᵀ), from this state's
+    d.sMi, d.liMi."""
+    cdef int i, a, b, n
     cdef double t6[6]
-    cdef double s6[6]
-    cdef int n
-    twist_bracket(T, W, YPX)
-    twist_bracket(Aw, T, &YPX[6])
-    twist_bracket(W, YPX, t6)
-    for n in range(6):
-        YPX[6 + n] -= t6[n]
-        s6[n] = Vc[n] + W[n]
-    twist_bracket(s6, T, &YPX[12])
+    cdef const double* Ci
+    cdef const double* f
+    for i in range(m.nb):
+        Ci = &d.sMi[12 * i]
+        f = &fext[6 * i]
+        wrench_to_world(frame, Ci, &Ci[9], f, t6)
+        if frame == 0:
+            world_wrench_to_root(&d.liMi[12 * m.root[i] + 9], t6)
+            for n in range(6):
+                E[(16 * i + n) * L + l] = t6[n]
+        elif frame == 2:
+            for n in range(3):
+                E[(16 * i + n) * L + l] = f[n]
+                E[(16 * i + 3 + n) * L + l] = f[3 + n]
+            E[(16 * i + 6) * L + l] = dot3(&Ci[9], &f[3])
+            for a in range(3):
+                for b in range(3):
+                    E[(16 * i + 7 + 3 * a + b) * L + l] = Ci[9 + a] * f[3 + b]
+        for n in range(6):
+            Fx[(6 * i + n) * L + l] = t6[n]
 
 
-cdef inline void _coupling(const double* Ic, const double* V, double* Bk) noexcept nogil:
-    """K (3 × 3, row-major) and p (3) of one body's coupling B X = (K ω_X, 2 p × ω_X)
-    (header): Ic = (m, h, I_o packed) about s, V = (ω, v) its spatial twist.
-    With P = I_o ω̂:  I_o ω̂ − ω̂ I_o = P + Pᵀ, and ĥ v̂ + v̂ ĥ = v hᵀ + h vᵀ − 2 (h·v) 1."""
-    cdef const double* h = &Ic[1]
-    cdef const double* w = V
-    cdef const double* v = &V[3]
-    cdef double Io[9]
-    cdef double P[9]
-    cdef double mom[6]
-    cdef double hv
-    cdef int r, c
-    Io[0] = Ic[4]; Io[1] = Ic[5]; Io[2] = Ic[6]
-    Io[3] = Ic[5]; Io[4] = Ic[7]; Io[5] = Ic[8]
-    Io[6] = Ic[6]; Io[7] = Ic[8]; Io[8] = Ic[9]
-    rigid_apply_packed(Ic, V, mom)
-    for r in range(3):
-        # row r of P = I_o ω̂ is (row r of I_o) × ω  (ω̂ e_0 = (0, ω2, −ω1), …)
-        P[3 * r + 0] = Io[3 * r + 1] * w[2] - Io[3 * r + 2] * w[1]
-        P[3 * r + 1] = Io[3 * r + 2] * w[0] - Io[3 * r + 0] * w[2]
-        P[3 * r + 2] = Io[3 * r + 0] * w[1] - Io[3 * r + 1] * w[0]
-    hv = 2.0 * (h[0] * v[0] + h[1] * v[1] + h[2] * v[2])
-    for r in range(3):
-        for c in range(3):
-            Bk[3 * r + c] = P[3 * r + c] + P[3 * c + r] + v[r] * h[c] + h[r] * v[c]
-        Bk[4 * r] -= hv
-    # + σ̂, σ = mom[0:3]
-    Bk[1] -= mom[2]; Bk[2] += mom[1]
-    Bk[3] += mom[2]; Bk[5] -= mom[0]
-    Bk[6] -= mom[1]; Bk[7] += mom[0]
-    Bk[9] = mom[3]; Bk[10] = mom[4]; Bk[11] = mom[5]
-
-
-cdef inline void _coupling_apply(const double* Bk, const double* X, double* out) noexcept nogil:
-    """out = B X = (K ω_X, 2 p × ω_X)."""
-    rot_vec(Bk, X, out)
-    cross(&Bk[9], X, &out[3])
-    out[3] *= 2.0; out[4] *= 2.0; out[5] *= 2.0
-
-
-cdef inline void _coupling_T_apply(const double* Bk, const double* J, double* w) noexcept nogil:
-    """w = angular part of Bᵀ J = Kᵀ ω_J + 2 v_J × p (its linear part is zero)."""
-    cdef double t[3]
-    rotT_vec(Bk, J, w)
-    cross(&J[3], &Bk[9], t)
-    w[0] += 2.0 * t[0]; w[1] += 2.0 * t[1]; w[2] += 2.0 * t[2]
-
-
-cdef inline void _fext_correction(int frame, const double* E, const double* T,
-                                  double* out) noexcept nogil:
-    """out += the change of the subtree's external wrench sum beyond a rigid transport
-    under the motion T: world frame (E = Σ f about s): −ad_Tᵀ E; hybrid (E = N, F, s,
-    Q = Σ r fᵀ): (ω × N + s ω − Qᵀ ω, ω × F); body frame: none."""
-    cdef double t[3]
-    if frame == 0:
-        add_gyroscopic(T, E, out)
-    elif frame == 2:
-        cross(T, E, t)
-        out[0] += t[0] + E[6] * T[0] - (E[7] * T[0] + E[10] * T[1] + E[13] * T[2])
-        out[1] += t[1] + E[6] * T[1] - (E[8] * T[0] + E[11] * T[1] + E[14] * T[2])
-        out[2] += t[2] + E[6] * T[2] - (E[9] * T[0] + E[12] * T[1] + E[15] * T[2])
-        cross(T, &E[3], t)
-        out[3] += t[0]; out[4] += t[1]; out[5] += t[2]
-
-
-cdef inline void _fext_row(int frame, const double* E, const double* J, double* e) noexcept nogil:
-    """e with J·(_fext_correction of T) = e·T for every T."""
-    cdef double t[3]
-    cdef int n
-    for n in range(6):
-        e[n] = 0.0
-    if frame == 0:
-        # J·(ω × n + v × f, ω × f) = ω·(n × ω_J + f × v_J) + v·(f × ω_J)
-        cross(E, J, e)
-        cross(&E[3], &J[3], t)
-        e[0] += t[0]; e[1] += t[1]; e[2] += t[2]
-        cross(&E[3], J, &e[3])
-    elif frame == 2:
-        cross(E, J, e)
-        cross(&E[3], &J[3], t)
-        e[0] += t[0] + E[6] * J[0] - (E[7] * J[0] + E[8] * J[1] + E[9] * J[2])
-        e[1] += t[1] + E[6] * J[1] - (E[10] * J[0] + E[11] * J[1] + E[12] * J[2])
-        e[2] += t[2] + E[6] * J[2] - (E[13] * J[0] + E[14] * J[1] + E[15] * J[2])
-
-
-cdef inline bint _carries(int kind, int a, int b) noexcept nogil:
-    """Whether freedom a of a joint turns the spatial screw of its freedom b (header)."""
-    if kind == KIND_SCREWS:
-        return b > a
-    if kind == KIND_FREE_SO3R3:
-        return b < 3
-    return True
+cdef void _deriv_sweeps(ModelCore m, int L, _Sweep* w, bint with_fext, int fext_frame,
+                        double** dq, double** dv, double** M, double* bound) noexcept nogil:
+    """The forward and backward sweeps (rnea_derivatives_sweeps.h) on L states whose
+    poses, screws, rates, base acceleration and external-wrench terms are in w; the
+    entries into dq[l], dv[l], M[l] (nv × nv each; M may be NULL).  ``bound``: as in
+    rnea_derivatives_kernel, one for all L states."""
+    cdef int nb = m.nb, nv = m.nv, l
+    cdef long n
+    cdef uint64_t big
+    cdef bint with_e = with_fext and fext_frame != 1
+    td_deriv_forward(L, nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.kind[0], &m.fast[0],
+                     &m.inert[0, 0], w.C, w.J, w.qd, w.qdd, w.a0, w.V, w.A, w.F, w.Ic, w.B,
+                     w.YPX)
+    if with_fext:
+        for n in range(6 * nb * L):
+            w.F[n] -= w.Fx[n]
+    if bound != NULL:
+        big = td_bits_above(w.J, 6 * nv * L, TD_BITS_1E90, 0)
+        big = td_bits_above(w.YPX, 18 * nv * L, TD_BITS_1E90, big)
+        big = td_bits_above(w.F, 6 * nb * L, TD_BITS_1E90, big)
+        big = td_bits_above(w.Ic, 10 * nb * L, TD_BITS_1E90, big)
+        big = td_bits_above(w.B, 12 * nb * L, TD_BITS_1E90, big)
+        if with_e:
+            big = td_bits_above(w.E, 16 * nb * L, TD_BITS_1E90, big)
+        bound[0] = INFINITY if big >> 63 else DERIV_ESTIMATE(nb, m.max_armature)
+    td_deriv_components(L, nv, w.J, w.YPX, w.S)
+    for l in range(L):
+        memset(dq[l], 0, <size_t>nv * nv * sizeof(double))
+        memset(dv[l], 0, <size_t>nv * nv * sizeof(double))
+        if M != NULL:
+            memset(M[l], 0, <size_t>nv * nv * sizeof(double))
+    td_deriv_backward(L, nb, nv, &m.parent[0], &m.voff[0], &m.nvj[0], &m.kind[0],
+                      &m.anc_ptr[0], &m.anc_run[0], &m.armature[0], w.J, w.YPX, w.S, w.F,
+                      w.Ic, w.B, w.E if with_e else NULL, fext_frame, dq, dv, M)
 
 
 cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -249,245 +364,58 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     rnea_spatial_kernel (d.sMi, d.sJ already hold this q's).  ``bound`` (if not NULL):
     an upper bound of the outputs' magnitudes (DERIV_ESTIMATE, or +inf when a forward
     term exceeds 1e90 or is NaN)."""
-    cdef int nb = m.nb, nv = m.nv, i, k, n, b, a, c0, c1, par, o, nvi, kind, fast, bad = 0
-    cdef double* C = d.sMi
-    cdef double* V = d.sv
-    cdef double* A = d.sa_gf
-    cdef double* F = d.sf
-    cdef double* J = d.sJ
-    cdef double* Ic = d.sIc
-    cdef double* YPX = d.dYPX
-    cdef double* S = d.dS
-    cdef double* Bc = d.dB
-    cdef double* E = d.dE
-    cdef bint with_e = fext != NULL and fext_frame != 1
-    cdef bint with_M = M != NULL
-    # raw pointers: the compiler cannot keep memoryview bases in registers across the
-    # stores into the outputs
-    cdef const int* parent = &m.parent[0]
-    cdef const int* voff = &m.voff[0]
-    cdef const int* nvj = &m.nvj[0]
-    cdef double cJ[6]
-    cdef double z6[6]
+    cdef int bad = _deriv_poses(m, d, q, qd, poses_ready)
     cdef double a0[6]
-    cdef double vr[6]
-    cdef double vt[6]
-    cdef double W[6]
-    cdef double Aw[6]
-    cdef double t6[6]
-    cdef double cw[3]
-    cdef double u[3]
-    cdef double acc[3]
-    cdef double ub[6][6]
-    cdef double wb[6][3]
-    cdef double eb[6][6]
-    cdef double Ga[6][6]
-    cdef double Ha[6][6]
-    cdef double x, y
-    cdef uint64_t big
-    cdef const double* Vp
-    cdef const double* Ap
-    cdef const double* Tb
-    cdef const double* Ta
-    cdef double* Yb
-    cdef const double* inr
-    cdef double* Ci
-    cdef double* Vi
-    cdef double* Ai
-    cdef double* Ji
-    for n in range(6):
-        z6[n] = 0.0
-        a0[n] = 0.0
+    cdef _Sweep w
+    a0[0] = 0.0; a0[1] = 0.0; a0[2] = 0.0
     a0[3] = -g[0]; a0[4] = -g[1]; a0[5] = -g[2]
-    if not poses_ready:
-        angle_prepass(m, d, q)
-    # ---- forward: motion, the per-freedom vectors Y, P − Z, X and the body terms
-    for i in range(nb):
-        o = voff[i]
-        nvi = nvj[i]
-        kind = m.kind[i]
-        fast = m.fast[i]
-        Ci = &C[12 * i]
-        Vi = &V[6 * i]
-        Ai = &A[6 * i]
-        Ji = &J[6 * o]
-        par = parent[i]
-        if par < 0:
-            Vp = &z6[0]
-            Ap = &a0[0]
-        else:
-            Vp = &V[6 * par]
-            Ap = &A[6 * par]
-        if poses_ready and fast != FAST_NONE:
-            pass
-        elif spatial_step(m, d, i, q, qd, cJ) and bad == 0:
-            bad = i + 1
-        if fast != FAST_NONE or kind == KIND_SCREWS:
-            # a chain of screws (one or more): each moves relative to the ones before
-            for n in range(6):
-                Vi[n] = Vp[n]
-                Ai[n] = Ap[n]
-            # (with Vc the twist before column b and W = Vc + J_b q̇_b after it:
-            # Y = [J_b, W] = [J_b, Vc], the bias [Vc, J_b q̇_b] = −q̇_b Y and
-            # X = [Vc + W, J_b] = −2 Y)
-            for b in range(nvi):
-                Ta = &Ji[6 * b]
-                Yb = &YPX[18 * (o + b)]
-                twist_bracket(Ta, Vi, Yb)
-                x = qd[o + b]
-                y = qdd[o + b]
-                for n in range(6):
-                    Vi[n] += Ta[n] * x
-                    Ai[n] += Ta[n] * y - x * Yb[n]
-                    Yb[12 + n] = -2.0 * Yb[n]
-                twist_bracket(Ai, Ta, &Yb[6])
-                twist_bracket(Vi, Yb, t6)
-                for n in range(6):
-                    Yb[6 + n] -= t6[n]
-        else:
-            # body-fixed columns (spherical, free SE(3), rotations of SO(3)×R³) move
-            # with body i; SO(3)×R³ translations are carried by the parent
-            for n in range(6):
-                W[n] = Vp[n]
-                Aw[n] = Ap[n]
-            if kind == KIND_FREE_SO3R3:
-                subspace_times(3, &Ji[18], &qd[o + 3], vt)
-                twist_bracket(Vp, vt, t6)
-                for n in range(6):
-                    W[n] += vt[n]
-                    Aw[n] += t6[n] + Ji[18 + n] * qdd[o + 3] + Ji[24 + n] * qdd[o + 4] \
-                        + Ji[30 + n] * qdd[o + 5]
-                subspace_times(3, Ji, &qd[o], vr)
-                k = 3
-            else:
-                subspace_times(nvi, Ji, &qd[o], vr)
-                k = nvi
-            for n in range(6):
-                Vi[n] = W[n] + vr[n]
-            twist_bracket(Vi, vr, t6)
-            for n in range(6):
-                Ai[n] = Aw[n] + t6[n]
-            for b in range(k):
-                for n in range(6):
-                    Ai[n] += Ji[6 * b + n] * qdd[o + b]
-            for b in range(nvi):
-                _deriv_column(&Ji[6 * b], W, Aw, Vi if b < k else Vp, &YPX[18 * (o + b)])
-        # body wrench about s (as rnea_spatial.pxi), inertia and coupling terms
-        inr = &m.inert[i, 0]
-        rot_vec(Ci, &inr[1], cw)
-        cw[0] += Ci[9]; cw[1] += Ci[10]; cw[2] += Ci[11]
-        cross(Vi, cw, u)
-        u[0] += Vi[3]; u[1] += Vi[4]; u[2] += Vi[5]
-        cross(Vi, u, acc)
-        cross(Ai, cw, u)
-        for n in range(3):
-            acc[n] += u[n] + Ai[3 + n]
-        com_wrench(inr[0], Ci, &inr[4], cw, Vi, Ai, acc, &F[6 * i])
-        rigid_world_inertia(Ci, &Ci[9], inr, &Ic[10 * i])
-        _coupling(&Ic[10 * i], Vi, &Bc[12 * i])
-        if fext != NULL:
-            wrench_to_world(fext_frame, Ci, &Ci[9], &fext[6 * i], t6)
-            if fext_frame == 0:
-                world_wrench_to_root(&d.liMi[12 * m.root[i] + 9], t6)
-            for n in range(6):
-                F[6 * i + n] -= t6[n]
-            if fext_frame == 0:
-                for n in range(6):
-                    E[16 * i + n] = t6[n]
-            elif fext_frame == 2:
-                # N = Σ n (about the body origin), F = Σ f, s = Σ r·f, Q = Σ r fᵀ
-                for n in range(3):
-                    E[16 * i + n] = fext[6 * i + n]
-                    E[16 * i + 3 + n] = fext[6 * i + 3 + n]
-                E[16 * i + 6] = dot3(&Ci[9], &fext[6 * i + 3])
-                for a in range(3):
-                    for b in range(3):
-                        E[16 * i + 7 + 3 * a + b] = Ci[9 + a] * fext[6 * i + 3 + b]
-    if bound != NULL:
-        big = td_bits_above(J, 6 * nv, TD_BITS_1E90, 0)
-        big = td_bits_above(YPX, 18 * nv, TD_BITS_1E90, big)
-        big = td_bits_above(F, 6 * nb, TD_BITS_1E90, big)
-        big = td_bits_above(Ic, 10 * nb, TD_BITS_1E90, big)
-        big = td_bits_above(Bc, 12 * nb, TD_BITS_1E90, big)
-        if with_e:
-            big = td_bits_above(E, 16 * nb, TD_BITS_1E90, big)
-        bound[0] = INFINITY if big >> 63 else DERIV_ESTIMATE(nb, m.max_armature)
-    for a in range(nv):
-        for n in range(6):
-            S[n * nv + a] = J[6 * a + n]
-        for n in range(12):
-            S[(6 + n) * nv + a] = YPX[18 * a + 6 + n]
-        for n in range(3):
-            S[(18 + n) * nv + a] = YPX[18 * a + n]
-    for n in range(nv * nv):
-        dq[n] = 0.0
-        dv[n] = 0.0
-    if with_M:
-        for n in range(nv * nv):
-            M[n] = 0.0
-    # ---- backward: subtree sums, then the entries of body i with its ancestors
-    for i in range(nb - 1, -1, -1):
-        o = voff[i]
-        nvi = nvj[i]
-        kind = m.kind[i]
-        for a in range(nvi):
-            Ta = &J[6 * (o + a)]
-            # G_a = −ad_Tᵀ F + Ic (P − Z) + B Y (+ external wrench correction)
-            rigid_apply_packed(&Ic[10 * i], &YPX[18 * (o + a) + 6], Ga[a])
-            _coupling_apply(&Bc[12 * i], &YPX[18 * (o + a)], t6)
-            for n in range(6):
-                Ga[a][n] += t6[n]
-            add_gyroscopic(Ta, &F[6 * i], Ga[a])
-            if with_e:
-                _fext_correction(fext_frame, &E[16 * i], Ta, Ga[a])
-            # H_a = −B T + Ic X
-            rigid_apply_packed(&Ic[10 * i], &YPX[18 * (o + a) + 12], Ha[a])
-            _coupling_apply(&Bc[12 * i], Ta, t6)
-            for n in range(6):
-                Ha[a][n] -= t6[n]
-        for b in range(nvi):
-            Tb = &J[6 * (o + b)]
-            rigid_apply_packed(&Ic[10 * i], Tb, ub[b])
-            _coupling_T_apply(&Bc[12 * i], Tb, wb[b])
-            if with_e:
-                _fext_row(fext_frame, &E[16 * i], Tb, eb[b])
-        # freedoms of body i with each other
-        for b in range(nvi):
-            Tb = &J[6 * (o + b)]
-            for a in range(nvi):
-                Ta = &J[6 * (o + a)]
-                if with_M and a >= b:
-                    x = dot6(ub[b], Ta)
-                    M[(o + b) * nv + o + a] = x
-                    M[(o + a) * nv + o + b] = x
-                dv[(o + b) * nv + o + a] = dot6(Tb, Ha[a])
-                if _carries(kind, a, b):
-                    x = dot6(ub[b], &YPX[18 * (o + a) + 6]) + dot3(wb[b], &YPX[18 * (o + a)])
-                    if with_e:
-                        x += dot6(eb[b], Ta)
-                else:
-                    x = dot6(Tb, Ga[a])
-                dq[(o + b) * nv + o + a] = x
-            if with_M:
-                M[(o + b) * nv + o + b] += m.armature[o + b]
-        # with every freedom a of an ancestor k: τ_b (b in i) moves with q_a, v_a;
-        # τ_a moves with q_b, v_b through the subtree wrench.  The ancestors' freedoms
-        # come in runs of consecutive indices (ModelCore.anc_run)
-        c0 = m.anc_ptr[i]
-        c1 = m.anc_ptr[i + 1]
-        if c1 > c0:
-            for b in range(nvi):
-                td_ancestor_pairs(nv, o + b, &m.anc_run[2 * c0], c1 - c0, S, nv, ub[b], wb[b],
-                                  eb[b] if with_e else NULL, Ga[b], Ha[b], dq, dv, M)
-        par = parent[i]
-        if par >= 0:
-            for n in range(6):
-                F[6 * par + n] += F[6 * i + n]
-            for n in range(10):
-                Ic[10 * par + n] += Ic[10 * i + n]
-            for n in range(12):
-                Bc[12 * par + n] += Bc[12 * i + n]
-            if with_e:
-                for n in range(16):
-                    E[16 * par + n] += E[16 * i + n]
+    w.C = d.sMi; w.J = d.sJ; w.qd = <double*>qd; w.qdd = <double*>qdd; w.a0 = a0
+    w.V = d.sv; w.A = d.sa_gf; w.F = d.sf; w.Fx = d.dFx; w.Ic = d.sIc; w.B = d.dB
+    w.E = d.dE; w.YPX = d.dYPX; w.S = d.dS
+    if fext != NULL:
+        _deriv_external(m, d, 1, 0, fext, fext_frame, d.dFx, d.dE)
+    _deriv_sweeps(m, 1, &w, fext != NULL, fext_frame, &dq, &dv, &M if M != NULL else NULL,
+                  bound)
     return bad
+
+
+cdef void _lane_sweep(DataC* d, _Sweep* w) noexcept nogil:
+    """w: the lane arrays of d."""
+    w.C = d.lC; w.J = d.lJ; w.qd = d.lqd; w.qdd = d.lqdd; w.a0 = d.la0
+    w.V = d.lV; w.A = d.lA; w.F = d.lF; w.Fx = d.lFx; w.Ic = d.lIc; w.B = d.lB
+    w.E = d.lE; w.YPX = d.lYPX; w.S = d.lS
+
+
+cdef void _deriv_gather(ModelCore m, DataC* d, int l, const double* qd, const double* qdd,
+                        const double* g) noexcept nogil:
+    """Lane l of d's lane arrays: this state's poses and screws (d.sMi, d.sJ), rates and
+    base acceleration."""
+    cdef int L = TD_VL, n
+    for n in range(12 * m.nb):
+        d.lC[n * L + l] = d.sMi[n]
+    for n in range(6 * m.nv):
+        d.lJ[n * L + l] = d.sJ[n]
+    for n in range(m.nv):
+        d.lqd[n * L + l] = qd[n]
+        d.lqdd[n * L + l] = qdd[n]
+    for n in range(3):
+        d.la0[n * L + l] = 0.0
+        d.la0[(3 + n) * L + l] = -g[n]
+
+
+cdef void rnea_derivatives_lanes(ModelCore m, DataC* d, const double** q, const double** qd,
+                                 const double** qdd, const double* g, const double** fext,
+                                 int fext_frame, double** dq, double** dv, double** M,
+                                 int* codes, double* bound) noexcept nogil:
+    """rnea_derivatives_kernel on TD_VL states at once (state l: q[l], …, fext[l] (all
+    NULL or none), outputs dq[l], dv[l], M[l] (M may be NULL), code codes[l]); the
+    results are bitwise those of one state at a time.  ``bound``: one for all."""
+    cdef int l
+    cdef _Sweep w
+    for l in range(TD_VL):
+        codes[l] = _deriv_poses(m, d, q[l], qd[l], False)
+        _deriv_gather(m, d, l, qd[l], qdd[l], g)
+        if fext[0] != NULL:
+            _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
+    _lane_sweep(d, &w)
+    _deriv_sweeps(m, TD_VL, &w, fext[0] != NULL, fext_frame, dq, dv, M, bound)

@@ -194,3 +194,65 @@ def test_overflow_bound_of_a_large_model(frame):
     for kind in ("inverse", "forward"):
         with pytest.raises(TreedynError, match="overflow"):
             getattr(model, f"{kind}_dynamics_derivatives")(q, 1e200 * v, zero)
+
+
+@pytest.mark.parametrize("frame", [None, "world", "body", "hybrid"])
+def test_batch_lanes_equal_one_state_at_a_time(frame):
+    """Batches compute the derivative sweeps of TD_VL states side by side (vector lanes,
+    rnea_derivatives_sweeps.h); every lane must give bitwise the one-state result, for
+    every joint kind and external-wrench frame, with a remainder of samples that runs
+    one at a time."""
+    from treedyn import _ext
+    K = _ext.kernels
+    rng = np.random.default_rng(23)
+    model = random_tree(rng, n=16)
+    N = 11
+    Q = np.array([model.random_configuration(rng) for _ in range(N)])
+    V, A = rng.normal(size=(2, N, model.nv))
+    kw = {} if frame is None else dict(f_ext=rng.normal(size=(N, model.nb, 6)),
+                                       f_ext_frame=frame)
+    L, runs = K._lanes()
+    got = (model.inverse_dynamics_derivatives(Q, V, A, **kw),
+           model.forward_dynamics_derivatives(Q, V, A, **kw))
+    assert L == (4 if _ext.ISA == "avx2" else 2)          # (GCC/Clang builds)
+    assert K._lanes()[1] == runs + 2 * (N // L)
+    old = K._set_lanes(False)
+    try:
+        want = (model.inverse_dynamics_derivatives(Q, V, A, **kw),
+                model.forward_dynamics_derivatives(Q, V, A, **kw))
+    finally:
+        K._set_lanes(old)
+    for x, y in zip(got[0] + got[1], want[0] + want[1]):
+        assert np.array_equal(x, y)
+    for s in (0, 5, N - 1):
+        kws = {} if frame is None else dict(f_ext=kw["f_ext"][s], f_ext_frame=frame)
+        single = model.inverse_dynamics_derivatives(Q[s], V[s], A[s], **kws)
+        assert all(np.array_equal(x[s], y) for x, y in zip(got[0], single))
+
+
+def test_batch_lanes_errors_name_the_sample():
+    """A bad sample inside a group of lanes: its own error (a non-unit quaternion, an
+    overflow), named by its index; a neighbour whose terms exceed the overflow bound's
+    1e90 makes its group check the outputs instead, with the same results."""
+    from treedyn.errors import TreedynError
+    rng = np.random.default_rng(5)
+    model = random_tree(rng, n=10, types=["revolute", "spherical", "free"])
+    N = 9
+    Q = np.array([model.random_configuration(rng) for _ in range(N)])
+    V, A = rng.normal(size=(2, N, model.nv))
+    qi = next(k for k, c in enumerate(model.joint_types) if c in ("spherical", "free"))
+    bad = Q.copy()
+    bad[2, model.qoff[qi]:model.qoff[qi] + model.nqj[qi]] *= 1.5
+    for f in (model.inverse_dynamics_derivatives, model.forward_dynamics_derivatives):
+        with pytest.raises(TreedynError, match=r"sample 2\b.*not unit"):
+            f(bad, V, A)
+        big = V.copy()
+        big[6] *= 1e200
+        with pytest.raises(TreedynError, match=r"sample 6\b.*overflow"):
+            f(Q, big, A)
+        far = V.copy()
+        far[1] *= 1e60
+        got = f(Q, far, 0 * A)
+        for s in (0, 1, 3):
+            for x, y in zip(got, f(Q[s], far[s], 0 * A[s])):
+                assert np.array_equal(x[s], y)
