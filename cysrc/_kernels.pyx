@@ -63,6 +63,7 @@ include "kinematic_derivatives.pxi"
 include "crba.pxi"
 include "aba.pxi"
 include "minverse.pxi"
+include "lanes.pxi"
 include "aba_derivatives.pxi"
 include "lie_groups.pxi"
 include "lie_jacobians.pxi"
@@ -364,6 +365,24 @@ cdef void _g_aba_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0
             errs[l] = codes[l]
         else:
             errs[l] = _checked_outputs(0, &cs[l], CHECK_ALL)
+
+cdef void _g_minverse(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                      int* errs) noexcept nogil:
+    """_k_minverse on TD_VL samples (minverse_lanes)."""
+    cdef Call cs[8]
+    cdef const double* q[8]
+    cdef const double* v[8]
+    cdef const double* a[8]
+    cdef const double* f[8]
+    cdef double* o1[8]
+    cdef double* o2[8]
+    cdef double* o3[8]
+    cdef int codes[8]
+    cdef int l
+    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
+    minverse_lanes(m, d, q, o1, codes)
+    for l in range(TD_VL):
+        errs[l] = _checked_outputs(codes[l], &cs[l])
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)
@@ -1048,7 +1067,7 @@ cdef class ModelCore:
         return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")
 
     cdef object _spd_matrix_call(self, kernel_t fn, object q, object data, object out,
-                                 str what):
+                                 str what, group_t group=NULL):
         """q -> a symmetric positive (semi)definite (nv, nv) matrix per state."""
         cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
         cdef cnp.npy_intp dims[2]
@@ -1061,7 +1080,7 @@ cdef class ModelCore:
         c.out = <double*>cnp.PyArray_DATA(res)
         c.so = self.nv * self.nv
         c.check = CHECK_SPD
-        self._dispatch(fn, &c, self._batch(qa), data, -1, what)
+        self._dispatch(fn, &c, self._batch(qa), data, -1, what, group)
         return res
 
     def inverse_dynamics_derivatives(self, q, v, a, f_ext=None, gravity=None,
@@ -1126,7 +1145,8 @@ cdef class ModelCore:
             If M is singular (a massless subtree without armature).
         """
         return self._derivatives_call(_k_aba_derivatives,
-                                      <group_t>NULL if _fd_by_recursion(self)
+                                      <group_t>NULL if (_fd_by_recursion(self)
+                                                        or self.nv > LANES_MAX_NV)
                                       else _g_aba_derivatives,
                                       q, v, tau, "tau", f_ext, gravity,
                                       f_ext_frame, data, out, ("ddq_dq", "ddq_dv", "Minv"),
@@ -1223,7 +1243,8 @@ cdef class ModelCore:
             If M is singular (a massless subtree without armature); the message
             names the joint, as :meth:`forward_dynamics` does.
         """
-        return self._spd_matrix_call(_k_minverse, q, data, out, "inverse_mass_matrix: M⁻¹")
+        return self._spd_matrix_call(_k_minverse, q, data, out, "inverse_mass_matrix: M⁻¹",
+                                     _g_minverse if self.nv <= LANES_MAX_NV else <group_t>NULL)
 
     # ------------------------------------------------------------------ motion
     def _body_motion(self, q, v=None, a=None, data=None):

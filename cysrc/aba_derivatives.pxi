@@ -314,23 +314,44 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
                                 int fext_frame, double** dq, double** dv, double** Mi,
                                 int* codes, double* bounds) noexcept nogil:
     """aba_derivatives_kernel on TD_VL states at once (as rnea_derivatives_lanes; the
-    dense products only, not the recursion, which needs each state's factors):
-    the inverse-dynamics sweeps run on the states side by side, M⁻¹, v̇ and the
-    products one state at a time.  bounds[l] (if not NULL): each state's bound."""
-    cdef int l
+    dense products only, not the recursion, which needs each state's factors): the
+    joint steps and h one state at a time, then M⁻¹, v̇ = M⁻¹ (τ − h) and the
+    inverse-dynamics sweeps side by side, then the products one state at a time.
+    bounds[l] (if not NULL): each state's bound."""
+    cdef int l, i, j, L = TD_VL, nv = m.nv, code
+    cdef int lcodes[8]
     cdef double B = INFINITY
+    cdef double* h = d.dcol
     cdef _Sweep w
-    for l in range(TD_VL):
-        codes[l] = _fd_accelerations(m, d, q[l], qd[l], tau[l], g, fext[l], fext_frame, Mi[l])
+    for l in range(L):
+        # the poses (as M⁻¹'s first pass), then h by the spatial RNEA at v̇ = 0 on them
+        codes[l] = spatial_poses(m, d, q[l], qd[l], False)
+        for i in range(nv):
+            d.dqdd[i] = 0.0
+        code = rnea_spatial_kernel(m, d, q[l], qd[l], d.dqdd, g, fext[l], fext_frame, h, True)
         if codes[l] == 0:
-            codes[l] = _deriv_poses(m, d, q[l], qd[l], True)
+            codes[l] = code
+        for i in range(nv):
+            d.lh[i * L + l] = tau[l][i] - h[i]
         _deriv_gather(m, d, l, qd[l], d.dqdd, g)
         if fext[0] != NULL:
-            _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
+            _deriv_external(m, d, L, l, fext[l], fext_frame, d.lFx, d.lE)
+    _minverse_on_lanes(m, d, lcodes)
+    for l in range(L):
+        if codes[l] == 0:
+            codes[l] = lcodes[l]
+    # v̇ = M⁻¹ (τ − h), summed as _fd_accelerations sums it (rows of M⁻¹, j ascending)
+    for i in range(nv * L):
+        d.lqdd[i] = 0.0
+    for j in range(nv):
+        for i in range(nv):
+            for l in range(L):
+                d.lqdd[i * L + l] += d.lMi[(j * nv + i) * L + l] * d.lh[j * L + l]
     _lane_sweep(d, &w)
-    _deriv_sweeps(m, TD_VL, &w, fext[0] != NULL, fext_frame, dq, dv, NULL,
+    _deriv_sweeps(m, L, &w, fext[0] != NULL, fext_frame, dq, dv, NULL,
                   &B if bounds != NULL else NULL)
-    for l in range(TD_VL):
+    for l in range(L):
+        _lanes_scatter(nv * nv, d.lMi, l, Mi[l])
         if codes[l] == 0:
             _fd_products_bound(m, d, Mi[l], dq[l], dv[l], B,
                                &bounds[l] if bounds != NULL else NULL)

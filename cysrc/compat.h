@@ -80,10 +80,12 @@ static inline void td_sincos(double x, double *s, double *c)
 #if defined(__GNUC__) && defined(__AVX__)
 typedef double td_vec __attribute__((vector_size(32)));
 typedef double td_uvec __attribute__((vector_size(32), aligned(8)));
+typedef long long td_ivec __attribute__((vector_size(32)));   /* comparison masks */
 #define TD_VL 4
 #elif defined(__GNUC__)
 typedef double td_vec __attribute__((vector_size(16)));
 typedef double td_uvec __attribute__((vector_size(16), aligned(8)));
+typedef long long td_ivec __attribute__((vector_size(16)));
 #define TD_VL 2
 #else
 #define TD_VL 0

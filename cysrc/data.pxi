@@ -103,7 +103,19 @@ cdef struct DataC:
     double* lE
     double* lYPX
     double* lS
+    double* lIA       # M⁻¹ (minverse_sweeps.h): articulated inertias, forces, U, D⁻¹, M⁻¹
+    double* lsF
+    double* lU
+    double* lDinv
+    double* lMi       # (NULL where nv > LANES_MAX_NV: those batches run one state at a time)
+    double* lh        # forward-dynamics derivatives: τ − h
 
+
+cdef enum:
+    # models with more freedoms run M⁻¹ and the forward-dynamics derivatives one state
+    # at a time (the lanes' M⁻¹ scratch, nv² per lane, would exceed 2 MiB; their
+    # column loops are long enough to fill vectors within one state)
+    LANES_MAX_NV = 256
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
 cdef enum:
@@ -271,10 +283,12 @@ cdef class Data:
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef int L = TD_VL
+        cdef long mi
         cdef double* p
         if L == 0 or self.c.lC != NULL:
             return
-        self.lbuf = np.zeros(L * (74 * nb + 47 * n + 6) + 32)
+        mi = n * n if n <= LANES_MAX_NV else 0
+        self.lbuf = np.zeros(L * (95 * nb + 66 * n + 6 + mi) + 32)
         p = &self.lbuf[8]
         p += (64 - (<size_t>p) % 64) // 8     # 64-byte aligned (every block a multiple of
         self.c.lC = p; p += L * 12 * nb       # L doubles: each stays aligned)
@@ -291,6 +305,12 @@ cdef class Data:
         self.c.lE = p; p += L * 16 * nb
         self.c.lYPX = p; p += L * 18 * n
         self.c.lS = p; p += L * 21 * n
+        self.c.lIA = p; p += L * 21 * nb
+        self.c.lsF = p; p += L * 6 * n
+        self.c.lU = p; p += L * 6 * n
+        self.c.lDinv = p; p += L * 6 * n
+        self.c.lh = p; p += L * n
+        self.c.lMi = p if mi else NULL
 
     cdef _view(self, double* p, int rows, int width):
         """Read-only (rows, width) view of a field."""

@@ -109,132 +109,11 @@ cdef extern from *:
         #undef TD_LDS
       }
     }
-    /* td_ancestor_pairs for one state, through the sweeps' output pointers */
-    static inline void td_ancestor_pairs_s(long nv, long b, const int* runs, int nruns,
-                                           const double* S, long ld, const double* ub,
-                                           const double* wb, const double* eb,
-                                           const double* G, const double* H,
-                                           double* const* dq, double* const* dv,
-                                           double* const* M)
-    {
-        td_ancestor_pairs(nv, b, runs, nruns, S, ld, ub, wb, eb, G, H, dq[0], dv[0],
-                          M ? M[0] : NULL);
-    }
-
-    #define TD_KIND_SCREWS 0
-    #define TD_KIND_FREE_SO3R3 3
-    #define TD_T double
-    #define TD_LANES 1
-    #define TD_FN(name) td_##name##_s
-    #include "rnea_derivatives_sweeps.h"
-    #undef TD_T
-    #undef TD_LANES
-    #undef TD_FN
-
-    #if TD_VL
-    /* The same entries for TD_VL states side by side (lane l: state l, written to
-       dq[l], dv[l], M[l]), one ancestor freedom a at a time. */
-    static void td_ancestor_pairs_l(long nv, long b, const int* runs, int nruns,
-                                    const td_vec* S, long ld, const td_vec* ub,
-                                    const td_vec* wb, const td_vec* eb, const td_vec* G,
-                                    const td_vec* H, double* const* dq, double* const* dv,
-                                    double* const* M)
-    {
-        for (int r = 0; r < nruns; r++) {
-            #define TD_LDL(k) (S[(k) * ld + a])
-            for (long a = runs[2 * r]; a < runs[2 * r + 1]; a++) {
-                TD_PAIR(td_vec, TD_LDL)
-                for (int l = 0; l < TD_VL; l++) {
-                    dq[l][b * nv + a] = q_[l];
-                    dv[l][b * nv + a] = v_[l];
-                    dq[l][a * nv + b] = g_[l];
-                    dv[l][a * nv + b] = h_[l];
-                    if (M) {
-                        M[l][b * nv + a] = m_[l];
-                        M[l][a * nv + b] = m_[l];
-                    }
-                }
-            }
-            #undef TD_LDL
-        }
-    }
-    #define TD_T td_vec
-    #define TD_LANES TD_VL
-    #define TD_FN(name) td_##name##_l
-    #include "rnea_derivatives_sweeps.h"
-    #undef TD_T
-    #undef TD_LANES
-    #undef TD_FN
-    #define TD_LANE_CALL(call) call
-    #else
-    #define TD_LANE_CALL(call) ((void)0)
-    #endif
-
-    /* The sweeps on `lanes` states (1, or TD_VL side by side; arrays of doubles,
-       lane-interleaved for TD_VL) */
-    static void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
-                                 const int* nvj, const int* kind, const int* fast,
-                                 const double* inert, const double* C, const double* J,
-                                 const double* qd, const double* qdd, const double* a0,
-                                 double* V, double* A, double* F, double* Ic, double* Bc,
-                                 double* YPX)
-    {
-        if (lanes == 1)
-            td_deriv_forward_s(nb, parent, voff, nvj, kind, fast, inert, C, J, qd, qdd, a0,
-                               V, A, F, Ic, Bc, YPX);
-        else
-            TD_LANE_CALL(td_deriv_forward_l(nb, parent, voff, nvj, kind, fast, inert,
-                (const td_vec*)C, (const td_vec*)J, (const td_vec*)qd, (const td_vec*)qdd,
-                (const td_vec*)a0, (td_vec*)V, (td_vec*)A, (td_vec*)F, (td_vec*)Ic,
-                (td_vec*)Bc, (td_vec*)YPX));
-    }
-
-    static void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
-                                    double* S)
-    {
-        if (lanes == 1)
-            td_deriv_components_s(nv, J, YPX, S);
-        else
-            TD_LANE_CALL(td_deriv_components_l(nv, (const td_vec*)J, (const td_vec*)YPX,
-                                               (td_vec*)S));
-    }
-
-    static void td_deriv_backward(int lanes, int nb, int nv, const int* parent,
-                                  const int* voff, const int* nvj, const int* kind,
-                                  const int* anc_ptr, const int* anc_run,
-                                  const double* armature, const double* J,
-                                  const double* YPX, const double* S, double* F, double* Ic,
-                                  double* Bc, double* E, int fext_frame, double* const* dq,
-                                  double* const* dv, double* const* M)
-    {
-        if (lanes == 1)
-            td_deriv_backward_s(nb, nv, parent, voff, nvj, kind, anc_ptr, anc_run, armature,
-                                J, YPX, S, F, Ic, Bc, E, fext_frame, dq, dv, M);
-        else
-            TD_LANE_CALL(td_deriv_backward_l(nb, nv, parent, voff, nvj, kind, anc_ptr,
-                anc_run, armature, (const td_vec*)J, (const td_vec*)YPX, (const td_vec*)S,
-                (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
-    }
     """
     void td_ancestor_pairs(long nv, long b, const int* runs, int nruns, const double* S, long ld,
                            const double* ub, const double* wb, const double* eb,
                            const double* G, const double* H, double* dq, double* dv,
                            double* M) noexcept nogil
-    int TD_VL
-    void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
-                          const int* nvj, const int* kind, const int* fast,
-                          const double* inert, const double* C, const double* J,
-                          const double* qd, const double* qdd, const double* a0, double* V,
-                          double* A, double* F, double* Ic, double* Bc,
-                          double* YPX) noexcept nogil
-    void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
-                             double* S) noexcept nogil
-    void td_deriv_backward(int lanes, int nb, int nv, const int* parent, const int* voff,
-                           const int* nvj, const int* kind, const int* anc_ptr,
-                           const int* anc_run, const double* armature, const double* J,
-                           const double* YPX, const double* S, double* F, double* Ic,
-                           double* Bc, double* E, int fext_frame, double* const* dq,
-                           double* const* dv, double* const* M) noexcept nogil
 
 
 # Overflow without checking the nv × nv outputs: suppose every per-freedom vector
@@ -266,23 +145,6 @@ cdef struct _Sweep:
     double* E          # (nb, 16) external-wrench terms, then subtree sums
     double* YPX        # (nv, 18)
     double* S          # (21, nv)
-
-
-cdef int _deriv_poses(ModelCore m, DataC* d, const double* q, const double* qd,
-                      bint poses_ready) noexcept nogil:
-    """The joint steps of the sweeps: d.liMi, d.S, d.sMi, d.sJ of this q
-    (``poses_ready``: as in rnea_spatial_kernel, d.sMi, d.sJ already hold this q's for
-    the fast-path joints).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
-    cdef int i, bad = 0
-    cdef double cJ[6]
-    if not poses_ready:
-        angle_prepass(m, d, q)
-    for i in range(m.nb):
-        if poses_ready and m.fast[i] != FAST_NONE:
-            continue
-        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
-            bad = i + 1
-    return bad
 
 
 cdef void _deriv_external(ModelCore m, DataC* d, int L, int l, const double* fext,
@@ -364,7 +226,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     rnea_spatial_kernel (d.sMi, d.sJ already hold this q's).  ``bound`` (if not NULL):
     an upper bound of the outputs' magnitudes (DERIV_ESTIMATE, or +inf when a forward
     term exceeds 1e90 or is NaN)."""
-    cdef int bad = _deriv_poses(m, d, q, qd, poses_ready)
+    cdef int bad = spatial_poses(m, d, q, qd, poses_ready)
     cdef double a0[6]
     cdef _Sweep w
     a0[0] = 0.0; a0[1] = 0.0; a0[2] = 0.0
@@ -391,10 +253,7 @@ cdef void _deriv_gather(ModelCore m, DataC* d, int l, const double* qd, const do
     """Lane l of d's lane arrays: this state's poses and screws (d.sMi, d.sJ), rates and
     base acceleration."""
     cdef int L = TD_VL, n
-    for n in range(12 * m.nb):
-        d.lC[n * L + l] = d.sMi[n]
-    for n in range(6 * m.nv):
-        d.lJ[n * L + l] = d.sJ[n]
+    _lanes_gather_poses(m, d, l)
     for n in range(m.nv):
         d.lqd[n * L + l] = qd[n]
         d.lqdd[n * L + l] = qdd[n]
@@ -413,7 +272,7 @@ cdef void rnea_derivatives_lanes(ModelCore m, DataC* d, const double** q, const 
     cdef int l
     cdef _Sweep w
     for l in range(TD_VL):
-        codes[l] = _deriv_poses(m, d, q[l], qd[l], False)
+        codes[l] = spatial_poses(m, d, q[l], qd[l], False)
         _deriv_gather(m, d, l, qd[l], qdd[l], g)
         if fext[0] != NULL:
             _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)

@@ -98,6 +98,24 @@ cdef inline void spatial_pose_and_screws(ModelCore m, DataC* d, int i) noexcept 
             twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
 
 
+cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
+                       bint poses_ready) noexcept nogil:
+    """spatial_step of every body: d.liMi, d.S, d.sMi, d.sJ of this q (qd: for the
+    joint steps' rates, may be NULL).  ``poses_ready``: d.sMi, d.sJ already hold this
+    q's for the one-freedom fast-path joints (another kernel's first pass), whose steps
+    are skipped.  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    cdef int i, bad = 0
+    cdef double cJ[6]
+    if not poses_ready:
+        angle_prepass(m, d, q)
+    for i in range(m.nb):
+        if poses_ready and m.fast[i] != FAST_NONE:
+            continue
+        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+            bad = i + 1
+    return bad
+
+
 cdef inline int world_step(ModelCore m, DataC* d, int i, const double* q,
                            const double* qd, double* cJ, bint need_S) noexcept nogil:
     """joint_step, then the world pose oMi[i] = oMi[parent] liMi[i]."""

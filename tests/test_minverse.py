@@ -186,3 +186,57 @@ def test_bad_q():
     bad[3:7] = [2.0, 0.0, 0.0, 0.0]                 # non-unit quaternion of the free flyer
     with pytest.raises(InputError, match="quaternion"):
         m.inverse_mass_matrix(bad)
+
+
+def test_batch_lanes_equal_one_state_at_a_time():
+    """Batches run M⁻¹ on TD_VL states side by side (vector lanes, minverse_sweeps.h):
+    bitwise the one-state results, with a remainder run one state at a time; models
+    beyond LANES_MAX_NV freedoms run one state at a time."""
+    from treedyn import _ext
+    K = _ext.kernels
+    rng = np.random.default_rng(31)
+    for model in (random_tree(rng, n=20), load_pair("talos_full_v2", True)[0]):
+        Q = np.array([model.random_configuration(rng) for _ in range(11)])
+        L, runs = K._lanes()
+        got = model.inverse_mass_matrix(Q)
+        assert K._lanes()[1] == runs + 11 // L
+        old = K._set_lanes(False)
+        try:
+            want = model.inverse_mass_matrix(Q)
+        finally:
+            K._set_lanes(old)
+        assert np.array_equal(got, want)
+        assert np.array_equal(got[9], model.inverse_mass_matrix(Q[9]))
+    g = td.JointGraph("chain")
+    prev = "world"
+    for k in range(260):
+        g.add_body(f"b{k}", mass=1.0, com=[0.1, 0, 0], inertia=np.diag([0.01, 0.02, 0.03]))
+        g.add_joint(f"j{k}", "revolute", prev, f"b{k}", axis=[k % 2, 1, 0], point=[0.1, 0, 0])
+        prev = f"b{k}"
+    chain = g.compile()
+    Q = np.array([chain.random_configuration(rng) for _ in range(4)])
+    runs = K._lanes()[1]
+    got = chain.inverse_mass_matrix(Q)
+    assert K._lanes()[1] == runs                       # nv = 260 > LANES_MAX_NV
+    assert np.array_equal(got[2], chain.inverse_mass_matrix(Q[2]))
+
+
+@pytest.mark.parametrize("tip", ["revolute", "spherical"])
+def test_batch_lanes_singular(tip):
+    """A singular articulated inertia (massless tip, no armature) inside a group of
+    lanes raises as for one state (the one- and multi-freedom paths)."""
+    g = td.JointGraph("leaf")
+    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
+    g.add_body("tip")
+    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
+    g.add_joint("wrist", tip, "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0])
+    m = g.compile()
+    rng = np.random.default_rng(0)
+    Q = np.array([m.random_configuration(rng) for _ in range(6)])
+    with pytest.raises(SingularModelError, match="wrist") as single:
+        m.inverse_mass_matrix(Q[0])
+    with pytest.raises(SingularModelError, match="wrist") as batch:
+        m.inverse_mass_matrix(Q)
+    assert str(batch.value) == str(single.value)
+    with pytest.raises(SingularModelError, match="wrist"):
+        m.forward_dynamics_derivatives(Q, np.zeros((6, m.nv)), np.zeros((6, m.nv)))

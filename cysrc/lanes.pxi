@@ -1,0 +1,169 @@
+# The kernels written once for one state and for TD_VL states side by side (vector
+# lanes; cysrc/lanes.h): the inverse-dynamics derivative sweeps
+# (rnea_derivatives_sweeps.h) and passes 2–3 of M⁻¹ (minverse_sweeps.h), compiled for
+# double and for td_vec.  This block comes after minverse.pxi and rnea_derivatives.pxi,
+# whose one-state column loops and ancestor pairs it uses; td_deriv_* and td_minverse
+# take a lane count (1 or TD_VL) and double pointers.
+
+cdef extern from *:
+    """
+    /* td_ancestor_pairs for one state, through the sweeps' output pointers */
+    static inline void td_ancestor_pairs_s(long nv, long b, const int* runs, int nruns,
+                                           const double* S, long ld, const double* ub,
+                                           const double* wb, const double* eb,
+                                           const double* G, const double* H,
+                                           double* const* dq, double* const* dv,
+                                           double* const* M)
+    {
+        td_ancestor_pairs(nv, b, runs, nruns, S, ld, ub, wb, eb, G, H, dq[0], dv[0],
+                          M ? M[0] : NULL);
+    }
+
+    #define TD_KIND_SCREWS 0        /* kinds.pxd */
+    #define TD_KIND_FREE_SO3R3 3
+    #define TD_T double
+    #define TD_LANES 1
+    #define TD_FN(name) td_##name##_s
+    #include "lanes.h"
+    #undef TD_T
+    #undef TD_LANES
+    #undef TD_FN
+
+    #if TD_VL
+    /* The same entries for TD_VL states side by side (lane l: state l, written to
+       dq[l], dv[l], M[l]), one ancestor freedom a at a time. */
+    static void td_ancestor_pairs_l(long nv, long b, const int* runs, int nruns,
+                                    const td_vec* S, long ld, const td_vec* ub,
+                                    const td_vec* wb, const td_vec* eb, const td_vec* G,
+                                    const td_vec* H, double* const* dq, double* const* dv,
+                                    double* const* M)
+    {
+        for (int r = 0; r < nruns; r++) {
+            #define TD_LDL(k) (S[(k) * ld + a])
+            for (long a = runs[2 * r]; a < runs[2 * r + 1]; a++) {
+                TD_PAIR(td_vec, TD_LDL)
+                for (int l = 0; l < TD_VL; l++) {
+                    dq[l][b * nv + a] = q_[l];
+                    dv[l][b * nv + a] = v_[l];
+                    dq[l][a * nv + b] = g_[l];
+                    dv[l][a * nv + b] = h_[l];
+                    if (M) {
+                        M[l][b * nv + a] = m_[l];
+                        M[l][a * nv + b] = m_[l];
+                    }
+                }
+            }
+            #undef TD_LDL
+        }
+    }
+    #define TD_T td_vec
+    #define TD_LANES TD_VL
+    #define TD_FN(name) td_##name##_l
+    #include "lanes.h"
+    #undef TD_T
+    #undef TD_LANES
+    #undef TD_FN
+    #define TD_LANE_CALL(call) call
+    #else
+    #define TD_LANE_CALL(call) ((void)0)
+    #endif
+
+    /* The sweeps on `lanes` states (1, or TD_VL side by side; arrays of doubles,
+       lane-interleaved for TD_VL) */
+    static void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
+                                 const int* nvj, const int* kind, const int* fast,
+                                 const double* inert, const double* C, const double* J,
+                                 const double* qd, const double* qdd, const double* a0,
+                                 double* V, double* A, double* F, double* Ic, double* Bc,
+                                 double* YPX)
+    {
+        if (lanes == 1)
+            td_deriv_forward_s(nb, parent, voff, nvj, kind, fast, inert, C, J, qd, qdd, a0,
+                               V, A, F, Ic, Bc, YPX);
+        else
+            TD_LANE_CALL(td_deriv_forward_l(nb, parent, voff, nvj, kind, fast, inert,
+                (const td_vec*)C, (const td_vec*)J, (const td_vec*)qd, (const td_vec*)qdd,
+                (const td_vec*)a0, (td_vec*)V, (td_vec*)A, (td_vec*)F, (td_vec*)Ic,
+                (td_vec*)Bc, (td_vec*)YPX));
+    }
+
+    static void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
+                                    double* S)
+    {
+        if (lanes == 1)
+            td_deriv_components_s(nv, J, YPX, S);
+        else
+            TD_LANE_CALL(td_deriv_components_l(nv, (const td_vec*)J, (const td_vec*)YPX,
+                                               (td_vec*)S));
+    }
+
+    static void td_deriv_backward(int lanes, int nb, int nv, const int* parent,
+                                  const int* voff, const int* nvj, const int* kind,
+                                  const int* anc_ptr, const int* anc_run,
+                                  const double* armature, const double* J,
+                                  const double* YPX, const double* S, double* F, double* Ic,
+                                  double* Bc, double* E, int fext_frame, double* const* dq,
+                                  double* const* dv, double* const* M)
+    {
+        if (lanes == 1)
+            td_deriv_backward_s(nb, nv, parent, voff, nvj, kind, anc_ptr, anc_run, armature,
+                                J, YPX, S, F, Ic, Bc, E, fext_frame, dq, dv, M);
+        else
+            TD_LANE_CALL(td_deriv_backward_l(nb, nv, parent, voff, nvj, kind, anc_ptr,
+                anc_run, armature, (const td_vec*)J, (const td_vec*)YPX, (const td_vec*)S,
+                (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
+    }
+
+    static void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
+                            const int* nvj, const int* root, const double* inert,
+                            const double* armature, const double* C, const double* J,
+                            double* IA, double* F, double* U, double* Dinv, int* se,
+                            double* Mi, int* codes)
+    {
+        if (lanes == 1)
+            td_minverse_s(nb, nv, parent, voff, nvj, root, inert, armature, C, J, IA, F, U,
+                          Dinv, se, Mi, codes);
+        else
+            TD_LANE_CALL(td_minverse_l(nb, nv, parent, voff, nvj, root, inert, armature,
+                (const td_vec*)C, (const td_vec*)J, (td_vec*)IA, (td_vec*)F, (td_vec*)U,
+                (td_vec*)Dinv, se, (td_vec*)Mi, codes));
+    }
+    """
+    int TD_VL
+    void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
+                          const int* nvj, const int* kind, const int* fast,
+                          const double* inert, const double* C, const double* J,
+                          const double* qd, const double* qdd, const double* a0, double* V,
+                          double* A, double* F, double* Ic, double* Bc,
+                          double* YPX) noexcept nogil
+    void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
+                             double* S) noexcept nogil
+    void td_deriv_backward(int lanes, int nb, int nv, const int* parent, const int* voff,
+                           const int* nvj, const int* kind, const int* anc_ptr,
+                           const int* anc_run, const double* armature, const double* J,
+                           const double* YPX, const double* S, double* F, double* Ic,
+                           double* Bc, double* E, int fext_frame, double* const* dq,
+                           double* const* dv, double* const* M) noexcept nogil
+    void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
+                     const int* nvj, const int* root, const double* inert,
+                     const double* armature, const double* C, const double* J, double* IA,
+                     double* F, double* U, double* Dinv, int* se, double* Mi,
+                     int* codes) noexcept nogil
+
+
+cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogil:
+    """Lane l of d.lC, d.lJ: this state's poses and spatial screws (d.sMi, d.sJ)."""
+    cdef int L = TD_VL
+    cdef long n
+    for n in range(12 * m.nb):
+        d.lC[n * L + l] = d.sMi[n]
+    for n in range(6 * m.nv):
+        d.lJ[n * L + l] = d.sJ[n]
+
+
+cdef inline void _lanes_scatter(long n, const double* src, int l, double* dst) noexcept nogil:
+    """dst[k] = lane l of the lane array src (n elements)."""
+    cdef int L = TD_VL
+    cdef long k
+    for k in range(n):
+        dst[k] = src[k * L + l]
