@@ -6,9 +6,9 @@ sections):
 
 minv. ``m.inverse_mass_matrix(q)`` vs ``pin.computeMinverse`` per call on panda and
       talos_full_v2 + FF (each treedyn call timed interleaved with Pinocchio's), and
-      a batch of 10 000 panda states in one call (into a preallocated array, and
-      into a new one) vs a Python loop of ``pin.computeMinverse`` writing into a
-      preallocated array.
+      batches (10 000 panda, 2 000 talos states) in one call (into a preallocated
+      array, and into a new one) vs a Python loop of ``pin.computeMinverse`` writing
+      into a preallocated array.
 rnea. ``m.inverse_dynamics_derivatives(q, v, a)`` vs ``pin.computeRNEADerivatives``
       and ``m.forward_dynamics_derivatives(q, v, tau)`` vs ``pin.computeABADerivatives``
       per call on panda and talos_full_v2 + FF (results compared first), and batches
@@ -56,25 +56,27 @@ def section_minv(res, tkw, quick, rng):
                                  "pin_minv": "pin.computeMinverse(pm, pd, qp)"},
                                 g, **tkw).items():
             res[f"{k}|{key}"] = us
-    m, pm, pd = load_pair("panda", False)
-    P = pin_v_permutation(m, pm)
-    N = 1000 if quick else 10_000
-    Q = np.array([m.random_configuration(rng) for _ in range(N)])
-    Qp = np.array([to_pinocchio_q(m, pm, x) for x in Q])
-    outM = np.empty((N, pm.nv, pm.nv))
-    pin_minv_loop(pin, pm, pd, Qp, outM)
-    B = m.inverse_mass_matrix(Q)[:, P][:, :, P]
-    up = np.triu(np.ones((m.nv, m.nv), dtype=bool))
-    assert np.abs(B[:, up] - outM[:, up]).max() < 1e-9 * np.abs(outM).max()
-    mine = np.empty_like(outM)
-    g = dict(m=m, Q=Q, pin=pin, pm=pm, pd=pd, Qp=Qp, outM=outM, mine=mine,
-             pin_minv_loop=pin_minv_loop)
-    for k, us in time_calls({"batch_minv": "m.inverse_mass_matrix(Q, out=mine)",
-                             "batch_minv_new": "m.inverse_mass_matrix(Q)",
-                             "batch_pin_minv_loop": "pin_minv_loop(pin, pm, pd, Qp, outM)"},
-                            g, **dict(tkw, repeat=max(3, tkw["repeat"]))).items():
-        res[k] = us / N
-    res["batch_N"] = N
+    for name, ff in MINV_ROBOTS:
+        m, pm, pd = load_pair(name, ff)
+        P = pin_v_permutation(m, pm)
+        key = robot_label(name, ff)
+        N = (1000 if quick else 10_000) if m.nv < 20 else (200 if quick else 2000)
+        Q = np.array([m.random_configuration(rng) for _ in range(N)])
+        Qp = np.array([to_pinocchio_q(m, pm, x) for x in Q])
+        outM = np.empty((N, pm.nv, pm.nv))
+        pin_minv_loop(pin, pm, pd, Qp, outM)
+        B = m.inverse_mass_matrix(Q)[:, P][:, :, P]
+        up = np.triu(np.ones((m.nv, m.nv), dtype=bool))
+        assert np.abs(B[:, up] - outM[:, up]).max() < 1e-9 * np.abs(outM).max()
+        mine = np.empty_like(outM)
+        g = dict(m=m, Q=Q, pin=pin, pm=pm, pd=pd, Qp=Qp, outM=outM, mine=mine,
+                 pin_minv_loop=pin_minv_loop)
+        for k, us in time_calls({"batch_minv": "m.inverse_mass_matrix(Q, out=mine)",
+                                 "batch_minv_new": "m.inverse_mass_matrix(Q)",
+                                 "batch_pin_minv_loop": "pin_minv_loop(pin, pm, pd, Qp, outM)"},
+                                g, **dict(tkw, repeat=max(3, tkw["repeat"]))).items():
+            res[f"{k}|{key}"] = us / N
+        res[f"batch_N|minv|{key}"] = N
 
 
 def pin_minv_loop(pin, pm, pd, Qp, outM):
@@ -190,7 +192,7 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=tuple(SECTIONS)):
 
 # ----------------------------------------------------------------------- reports
 def report_minv(r, checks):
-    if "batch_N" not in r:
+    if f"batch_N|minv|{robot_label(*MINV_ROBOTS[0])}" not in r:
         return
     print("\n## minv. inverse mass matrix (each treedyn call timed interleaved with "
           "Pinocchio's)\n")
@@ -202,16 +204,18 @@ def report_minv(r, checks):
         checks.append((f"inverse_mass_matrix ≤ 1.0× pin.computeMinverse on {key}",
                        f"{x:.2f}×", x <= 1.0))
     print(t)
-    N = int(r["batch_N"])
-    print(f"\nbatch of {N} panda states (µs per state)\n")
-    x = r["batch_pin_minv_loop"] / r["batch_minv"]
-    t = Table(["", "treedyn batch, out=", "treedyn batch, new array",
+    print("\nbatches in one threaded call (µs per state)\n")
+    t = Table(["robot", "N", "treedyn batch, out=", "treedyn batch, new array",
                "pin Python loop (results kept)", "speed-up (out=)"])
-    t.add("inverse mass matrix", r["batch_minv"], r["batch_minv_new"], r["batch_pin_minv_loop"], x)
+    for name, ff in MINV_ROBOTS:
+        key = robot_label(name, ff)
+        x = r[f"batch_pin_minv_loop|{key}"] / r[f"batch_minv|{key}"]
+        t.add(key, int(r[f"batch_N|minv|{key}"]), r[f"batch_minv|{key}"],
+              r[f"batch_minv_new|{key}"], r[f"batch_pin_minv_loop|{key}"], x)
+        checks.append((f"batch inverse_mass_matrix ≥ 5× the pin loop on {key}",
+                       f"{x:.1f}× ({r[f'batch_minv|{key}']:.3f} vs "
+                       f"{r[f'batch_pin_minv_loop|{key}']:.3f} µs/state)", x >= 5.0))
     print(t)
-    checks.append(("batch inverse_mass_matrix ≥ 5× faster than the pin loop",
-                   f"{x:.1f}× ({r['batch_minv']:.3f} vs {r['batch_pin_minv_loop']:.3f} µs/state)",
-                   x >= 5.0))
 
 
 def report_rnea(r, checks):

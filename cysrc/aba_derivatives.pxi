@@ -350,8 +350,8 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
     _lane_sweep(d, &w)
     _deriv_sweeps(m, L, &w, fext[0] != NULL, fext_frame, dq, dv, NULL,
                   &B if bounds != NULL else NULL)
+    td_lanes_scatter(nv * nv, d.lMi, Mi)
     for l in range(L):
-        _lanes_scatter(nv * nv, d.lMi, l, Mi[l])
         if codes[l] == 0:
             _fd_products_bound(m, d, Mi[l], dq[l], dv[l], B,
                                &bounds[l] if bounds != NULL else NULL)

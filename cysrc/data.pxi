@@ -290,8 +290,10 @@ cdef class Data:
         mi = n * n if n <= LANES_MAX_NV else 0
         self.lbuf = np.zeros(L * (95 * nb + 66 * n + 6 + mi) + 32)
         p = &self.lbuf[8]
-        p += (64 - (<size_t>p) % 64) // 8     # 64-byte aligned (every block a multiple of
-        self.c.lC = p; p += L * 12 * nb       # L doubles: each stays aligned)
+        # 64-byte aligned; every block is a multiple of L doubles, so each stays aligned
+        # for the lanes' vectors of L doubles
+        p += (64 - (<size_t>p) % 64) // 8
+        self.c.lC = p; p += L * 12 * nb
         self.c.lJ = p; p += L * 6 * n
         self.c.lqd = p; p += L * n
         self.c.lqdd = p; p += L * n

@@ -114,6 +114,40 @@ cdef extern from *:
                 (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
     }
 
+    /* dst[l][k] = lane l of element k of the lane array src, k < n: TD_VL × TD_VL
+       blocks transposed in registers (each source vector read once) */
+    #if defined(__clang__)
+    #define TD_SHUF(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+    #else
+    #define TD_SHUF(a, b, ...) __builtin_shuffle(a, b, (td_ivec){__VA_ARGS__})
+    #endif
+    static void td_lanes_scatter(long n, const double* src, double* const* dst)
+    {
+        long k = 0;
+    #if TD_VL == 4
+        for (; k + 4 <= n; k += 4) {
+            const td_vec a = *(const td_vec*)(src + 4 * k), b = *(const td_vec*)(src + 4 * k + 4),
+                         c = *(const td_vec*)(src + 4 * k + 8),
+                         d = *(const td_vec*)(src + 4 * k + 12);
+            const td_vec t0 = TD_SHUF(a, b, 0, 4, 2, 6), t1 = TD_SHUF(a, b, 1, 5, 3, 7),
+                         t2 = TD_SHUF(c, d, 0, 4, 2, 6), t3 = TD_SHUF(c, d, 1, 5, 3, 7);
+            *(td_uvec*)(dst[0] + k) = TD_SHUF(t0, t2, 0, 1, 4, 5);
+            *(td_uvec*)(dst[1] + k) = TD_SHUF(t1, t3, 0, 1, 4, 5);
+            *(td_uvec*)(dst[2] + k) = TD_SHUF(t0, t2, 2, 3, 6, 7);
+            *(td_uvec*)(dst[3] + k) = TD_SHUF(t1, t3, 2, 3, 6, 7);
+        }
+    #elif TD_VL == 2
+        for (; k + 2 <= n; k += 2) {
+            const td_vec a = *(const td_vec*)(src + 2 * k), b = *(const td_vec*)(src + 2 * k + 2);
+            *(td_uvec*)(dst[0] + k) = TD_SHUF(a, b, 0, 2);
+            *(td_uvec*)(dst[1] + k) = TD_SHUF(a, b, 1, 3);
+        }
+    #endif
+        for (; k < n; k++)
+            for (int l = 0; l < TD_VL; l++)
+                dst[l][k] = src[k * TD_VL + l];
+    }
+
     static void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
                             const int* nvj, const int* root, const double* inert,
                             const double* armature, const double* C, const double* J,
@@ -144,6 +178,7 @@ cdef extern from *:
                            const double* YPX, const double* S, double* F, double* Ic,
                            double* Bc, double* E, int fext_frame, double* const* dq,
                            double* const* dv, double* const* M) noexcept nogil
+    void td_lanes_scatter(long n, const double* src, double* const* dst) noexcept nogil
     void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
                      const int* nvj, const int* root, const double* inert,
                      const double* armature, const double* C, const double* J, double* IA,
@@ -159,11 +194,3 @@ cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogi
         d.lC[n * L + l] = d.sMi[n]
     for n in range(6 * m.nv):
         d.lJ[n * L + l] = d.sJ[n]
-
-
-cdef inline void _lanes_scatter(long n, const double* src, int l, double* dst) noexcept nogil:
-    """dst[k] = lane l of the lane array src (n elements)."""
-    cdef int L = TD_VL
-    cdef long k
-    for k in range(n):
-        dst[k] = src[k * L + l]

@@ -128,7 +128,7 @@ cdef void minverse_lanes(ModelCore m, DataC* d, const double** q, double** Mi,
     for l in range(L):
         if codes[l] == 0:
             codes[l] = lcodes[l]
-        _lanes_scatter(m.nv * m.nv, d.lMi, l, Mi[l])
+    td_lanes_scatter(m.nv * m.nv, d.lMi, Mi)
 
 
 cdef inline void _minverse_on_lanes(ModelCore m, DataC* d, int* codes) noexcept nogil:

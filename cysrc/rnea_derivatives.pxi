@@ -36,6 +36,10 @@
 # The structure follows Carpentier & Mansard, "Analytical derivatives of rigid body
 # dynamics algorithms" (2018), written here with the Lie brackets of the joint
 # screws (Müller 2018, §6.1) and the reduced coupling matrix B X = (K ω_X, 2p×ω_X).
+#
+# The sweeps' arithmetic is in rnea_derivatives_sweeps.h, written once for one state
+# and for TD_VL states side by side (batches; lanes.pxi); this file holds the joint
+# steps, the ancestor pairs of one state, the overflow bound and the entry points.
 
 cdef extern from *:
     """
