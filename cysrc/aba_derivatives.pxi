@@ -333,6 +333,7 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
             codes[l] = code
         for i in range(nv):
             d.lh[i * L + l] = tau[l][i] - h[i]
+        _lanes_gather_poses(m, d, l)
         _deriv_gather(m, d, l, qd[l], d.dqdd, g)
         if fext[0] != NULL:
             _deriv_external(m, d, L, l, fext[l], fext_frame, d.lFx, d.lE)

@@ -109,6 +109,9 @@ cdef struct DataC:
     double* lDinv
     double* lMi       # (NULL where nv > LANES_MAX_NV: those batches run one state at a time)
     double* lh        # forward-dynamics derivatives: τ − h
+    double* lsc       # joint steps (poses_sweeps.h): sin, cos (nb, 2), joint poses (nb, 12),
+    double* lT        # body-fixed subspaces (nv, 6)
+    double* lSb
 
 
 cdef enum:
@@ -288,7 +291,7 @@ cdef class Data:
         if L == 0 or self.c.lC != NULL:
             return
         mi = n * n if n <= LANES_MAX_NV else 0
-        self.lbuf = np.zeros(L * (95 * nb + 66 * n + 6 + mi) + 32)
+        self.lbuf = np.zeros(L * (109 * nb + 72 * n + 6 + mi) + 32)
         p = &self.lbuf[8]
         # 64-byte aligned; every block is a multiple of L doubles, so each stays aligned
         # for the lanes' vectors of L doubles
@@ -312,6 +315,9 @@ cdef class Data:
         self.c.lU = p; p += L * 6 * n
         self.c.lDinv = p; p += L * 6 * n
         self.c.lh = p; p += L * n
+        self.c.lsc = p; p += L * 2 * nb
+        self.c.lT = p; p += L * 12 * nb
+        self.c.lSb = p; p += L * 6 * n
         self.c.lMi = p if mi else NULL
 
     cdef _view(self, double* p, int rows, int width):

@@ -53,6 +53,7 @@ static inline td_vec td_sqrt_lanes(td_vec x)
 #include "se3_lanes.h"
 #include "rnea_derivatives_sweeps.h"
 #include "minverse_sweeps.h"
+#include "poses_sweeps.h"
 
 #undef T_
 #undef TD_SPLAT

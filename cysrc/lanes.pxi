@@ -21,6 +21,9 @@ cdef extern from *:
 
     #define TD_KIND_SCREWS 0        /* kinds.pxd */
     #define TD_KIND_FREE_SO3R3 3
+    #define TD_FAST_REV_X 1         /* joints.pxi FAST_* */
+    #define TD_FAST_REV_Z 3
+    #define TD_FAST_SCREW 4
     #define TD_T double
     #define TD_LANES 1
     #define TD_FN(name) td_##name##_s
@@ -114,6 +117,15 @@ cdef extern from *:
                 (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
     }
 
+    static void td_lanes_spatial_poses(int nb, const int* parent, const int* voff,
+                                       const int* nvj, const int* fast, const double* X,
+                                       const double* Bref, const double* sc, const double* T,
+                                       const double* S, double* C, double* J)
+    {
+        TD_LANE_CALL(td_spatial_poses_l(nb, parent, voff, nvj, fast, X, Bref,
+            (const td_vec*)sc, (const td_vec*)T, (const td_vec*)S, (td_vec*)C, (td_vec*)J));
+    }
+
     /* dst[l][k] = lane l of element k of the lane array src, k < n: TD_VL × TD_VL
        blocks transposed in registers (each source vector read once) */
     #if defined(__clang__)
@@ -179,6 +191,10 @@ cdef extern from *:
                            double* Bc, double* E, int fext_frame, double* const* dq,
                            double* const* dv, double* const* M) noexcept nogil
     void td_lanes_scatter(long n, const double* src, double* const* dst) noexcept nogil
+    void td_lanes_spatial_poses(int nb, const int* parent, const int* voff, const int* nvj,
+                                const int* fast, const double* X, const double* Bref,
+                                const double* sc, const double* T, const double* S, double* C,
+                                double* J) noexcept nogil
     void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
                      const int* nvj, const int* root, const double* inert,
                      const double* armature, const double* C, const double* J, double* IA,
@@ -194,3 +210,35 @@ cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogi
         d.lC[n * L + l] = d.sMi[n]
     for n in range(6 * m.nv):
         d.lJ[n * L + l] = d.sJ[n]
+
+
+cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q) noexcept nogil:
+    """Lane l of d.lsc, d.lT, d.lSb: this state's joint-local results for
+    td_lanes_spatial_poses (sin, cos of the revolute fast-path angles; the joint poses
+    liMi of the other joints; the body-fixed subspaces of the joints without a fast
+    path).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    cdef int L = TD_VL, i, k, f, o, bad = 0
+    cdef double cJ[6]
+    angle_prepass(m, d, q)
+    for i in range(m.nb):
+        f = m.fast[i]
+        if f >= FAST_REV_X and f <= FAST_REV_Z:
+            d.lsc[2 * i * L + l] = d.sc_q[2 * i]
+            d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
+            continue
+        if joint_step(m, d, i, q, NULL, cJ, True) and bad == 0:
+            bad = i + 1
+        for k in range(12):
+            d.lT[(12 * i + k) * L + l] = d.liMi[12 * i + k]
+        if f == FAST_NONE:
+            o = m.voff[i]
+            for k in range(6 * m.nvj[i]):
+                d.lSb[(6 * o + k) * L + l] = d.S[6 * o + k]
+    return bad
+
+
+cdef inline void _lanes_spatial_poses(ModelCore m, DataC* d) noexcept nogil:
+    """d.lC, d.lJ (poses and spatial screws in frame s) of the states whose joint steps
+    _lane_joint_steps put in the lanes."""
+    td_lanes_spatial_poses(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0], &m.X[0, 0],
+                           &m.Bref[0, 0], d.lsc, d.lT, d.lSb, d.lC, d.lJ)

@@ -117,13 +117,13 @@ cdef int minverse_kernel(ModelCore m, DataC* d, const double* q, double* Mi) noe
 cdef void minverse_lanes(ModelCore m, DataC* d, const double** q, double** Mi,
                          int* codes) noexcept nogil:
     """minverse_kernel on TD_VL states at once (state l: q[l], output Mi[l], code
-    codes[l]): the joint steps one state at a time, passes 1–3 side by side in d's lane
-    arrays (bitwise the one-state results)."""
+    codes[l]): the joint-local steps one state at a time, the poses and passes 1–3 side
+    by side in d's lane arrays (bitwise the one-state results)."""
     cdef int l, L = TD_VL
     cdef int lcodes[8]
     for l in range(L):
-        codes[l] = spatial_poses(m, d, q[l], NULL, False)
-        _lanes_gather_poses(m, d, l)
+        codes[l] = _lane_joint_steps(m, d, l, q[l])
+    _lanes_spatial_poses(m, d)
     _minverse_on_lanes(m, d, lcodes)
     for l in range(L):
         if codes[l] == 0:

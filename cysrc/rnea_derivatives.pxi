@@ -254,10 +254,8 @@ cdef void _lane_sweep(DataC* d, _Sweep* w) noexcept nogil:
 
 cdef void _deriv_gather(ModelCore m, DataC* d, int l, const double* qd, const double* qdd,
                         const double* g) noexcept nogil:
-    """Lane l of d's lane arrays: this state's poses and screws (d.sMi, d.sJ), rates and
-    base acceleration."""
+    """Lane l of d's lane arrays: this state's rates and base acceleration."""
     cdef int L = TD_VL, n
-    _lanes_gather_poses(m, d, l)
     for n in range(m.nv):
         d.lqd[n * L + l] = qd[n]
         d.lqdd[n * L + l] = qdd[n]
@@ -276,9 +274,15 @@ cdef void rnea_derivatives_lanes(ModelCore m, DataC* d, const double** q, const 
     cdef int l
     cdef _Sweep w
     for l in range(TD_VL):
-        codes[l] = spatial_poses(m, d, q[l], qd[l], False)
-        _deriv_gather(m, d, l, qd[l], qdd[l], g)
         if fext[0] != NULL:
+            # (the external wrenches' terms need each state's poses)
+            codes[l] = spatial_poses(m, d, q[l], qd[l], False)
+            _lanes_gather_poses(m, d, l)
             _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
+        else:
+            codes[l] = _lane_joint_steps(m, d, l, q[l])
+        _deriv_gather(m, d, l, qd[l], qdd[l], g)
+    if fext[0] == NULL:
+        _lanes_spatial_poses(m, d)
     _lane_sweep(d, &w)
     _deriv_sweeps(m, TD_VL, &w, fext[0] != NULL, fext_frame, dq, dv, M, bound)

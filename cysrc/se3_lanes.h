@@ -129,3 +129,35 @@ static inline void TD_FN(add_gyroscopic)(const T_* V, const T_* h, T_* out)
     out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
 }
 
+
+/* (R, p) = (R1, p1)(R2, p2) */
+static inline void TD_FN(pose_mul)(const T_* R1, const T_* p1, const T_* R2, const T_* p2,
+                                   T_* R, T_* p)
+{
+    for (int r = 0; r < 3; r++) {
+        R[3 * r + 0] = R1[3 * r] * R2[0] + R1[3 * r + 1] * R2[3] + R1[3 * r + 2] * R2[6];
+        R[3 * r + 1] = R1[3 * r] * R2[1] + R1[3 * r + 1] * R2[4] + R1[3 * r + 2] * R2[7];
+        R[3 * r + 2] = R1[3 * r] * R2[2] + R1[3 * r + 1] * R2[5] + R1[3 * r + 2] * R2[8];
+    }
+    TD_FN(rot_vec)(R1, p2, p);
+    p[0] += p1[0]; p[1] += p1[1]; p[2] += p1[2];
+}
+
+/* out = Ad_{(R,p)} V = (Rω, p × Rω + Rv) for a constant (model) V */
+static inline void TD_FN(twist_Ad_cV)(const T_* R, const T_* p, const double* V, T_* out)
+{
+    T_ t[3];
+    TD_FN(rot_vec_cx)(R, V, out);
+    TD_FN(rot_vec_cx)(R, &V[3], &out[3]);
+    TD_FN(cross)(p, out, t);
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+}
+
+static inline void TD_FN(twist_Ad)(const T_* R, const T_* p, const T_* V, T_* out)
+{
+    T_ t[3];
+    TD_FN(rot_vec)(R, V, out);
+    TD_FN(rot_vec)(R, &V[3], &out[3]);
+    TD_FN(cross)(p, out, t);
+    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+}
