@@ -32,6 +32,7 @@ cdef struct DataC:
     double* sa_gf     # (nb, 6)  twist derivatives with gravity (spatial RNEA, ABA pass 3)
     double* sf        # (nb, 6)  joint wrenches (spatial RNEA)
     double* sc        # (nb, 6)  ABA bias acceleration ad_V J q̇ + Ad Ṡ q̇
+    double* Sdq       # (nb, 6)  Ṡ q̇ of the joints without a fast path, body frame (spatial RNEA)
     double* sIc       # (nb, 10) CRBA composite inertia: m, h = m c (3), Θ about s packed (6)
     double* sIA       # (nb, 21) ABA articulated inertia (packed symmetric, aba.pxi)
     double* spA       # (nb, 6)  ABA articulated bias force
@@ -112,6 +113,7 @@ cdef struct DataC:
     double* lsc       # joint steps (poses_sweeps.h): sin, cos (nb, 2), joint poses (nb, 12),
     double* lT        # body-fixed subspaces (nv, 6)
     double* lSb
+    double* lSdq      # (nb, 6) Ṡ q̇ (rnea_spatial_sweeps.h)
 
 
 cdef enum:
@@ -122,7 +124,7 @@ cdef enum:
 
 # doubles per body and per freedom in Data.buf, in the order of the DataC fields
 cdef enum:
-    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3 + 2
+    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3 + 2 + 6
     _DATA_PER_DOF = 6 * 6 + 1
 
 cdef long _model_serial = 0
@@ -201,6 +203,7 @@ cdef class Data:
         self.c.ha_gf = p; p += 6 * nb
         self.c.hf = p; p += 6 * nb
         self.c.sc = p; p += 6 * nb
+        self.c.Sdq = p; p += 6 * nb
         self.c.sIc = p; p += 10 * nb
         self.c.sIA = p; p += 21 * nb
         self.c.spA = p; p += 6 * nb
@@ -291,7 +294,7 @@ cdef class Data:
         if L == 0 or self.c.lC != NULL:
             return
         mi = n * n if n <= LANES_MAX_NV else 0
-        self.lbuf = np.zeros(L * (109 * nb + 72 * n + 6 + mi) + 32)
+        self.lbuf = np.zeros(L * (115 * nb + 72 * n + 6 + mi) + 32)
         p = &self.lbuf[8]
         # 64-byte aligned; every block is a multiple of L doubles, so each stays aligned
         # for the lanes' vectors of L doubles
@@ -318,6 +321,7 @@ cdef class Data:
         self.c.lsc = p; p += L * 2 * nb
         self.c.lT = p; p += L * 12 * nb
         self.c.lSb = p; p += L * 6 * n
+        self.c.lSdq = p; p += L * 6 * nb
         self.c.lMi = p if mi else NULL
 
     cdef _view(self, double* p, int rows, int width):

@@ -51,6 +51,7 @@ static inline td_vec td_sqrt_lanes(td_vec x)
 #endif
 
 #include "se3_lanes.h"
+#include "rnea_spatial_sweeps.h"
 #include "rnea_derivatives_sweeps.h"
 #include "minverse_sweeps.h"
 #include "poses_sweeps.h"

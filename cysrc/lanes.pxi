@@ -117,6 +117,23 @@ cdef extern from *:
                 (td_vec*)F, (td_vec*)Ic, (td_vec*)Bc, (td_vec*)E, fext_frame, dq, dv, M));
     }
 
+    static void td_rnea_spatial(int lanes, int nb, const int* parent, const int* voff,
+                                const int* nvj, const int* fast, const double* inert,
+                                const double* armature, const double* g, const double* C,
+                                const double* J, const double* Sdq, const double* qd,
+                                const double* qdd, const double* Fx, double* V, double* A,
+                                double* F, double* tau)
+    {
+        if (lanes == 1)
+            td_rnea_spatial_sweeps_s(nb, parent, voff, nvj, fast, inert, armature, g, C, J, Sdq,
+                                     qd, qdd, Fx, V, A, F, tau);
+        else
+            TD_LANE_CALL(td_rnea_spatial_sweeps_l(nb, parent, voff, nvj, fast, inert, armature,
+                g, (const td_vec*)C, (const td_vec*)J, (const td_vec*)Sdq, (const td_vec*)qd,
+                (const td_vec*)qdd, (const td_vec*)Fx, (td_vec*)V, (td_vec*)A, (td_vec*)F,
+                (td_vec*)tau));
+    }
+
     static void td_lanes_spatial_poses(int nb, const int* parent, const int* voff,
                                        const int* nvj, const int* fast, const double* X,
                                        const double* Bref, const double* sc, const double* T,
@@ -191,6 +208,11 @@ cdef extern from *:
                            double* Bc, double* E, int fext_frame, double* const* dq,
                            double* const* dv, double* const* M) noexcept nogil
     void td_lanes_scatter(long n, const double* src, double* const* dst) noexcept nogil
+    void td_rnea_spatial(int lanes, int nb, const int* parent, const int* voff, const int* nvj,
+                         const int* fast, const double* inert, const double* armature,
+                         const double* g, const double* C, const double* J, const double* Sdq,
+                         const double* qd, const double* qdd, const double* Fx, double* V,
+                         double* A, double* F, double* tau) noexcept nogil
     void td_lanes_spatial_poses(int nb, const int* parent, const int* voff, const int* nvj,
                                 const int* fast, const double* X, const double* Bref,
                                 const double* sc, const double* T, const double* S, double* C,
@@ -212,11 +234,13 @@ cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogi
         d.lJ[n * L + l] = d.sJ[n]
 
 
-cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q) noexcept nogil:
-    """Lane l of d.lsc, d.lT, d.lSb: this state's joint-local results for
-    td_lanes_spatial_poses (sin, cos of the revolute fast-path angles; the joint poses
-    liMi of the other joints; the body-fixed subspaces of the joints without a fast
-    path).  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q,
+                           const double* qd=NULL) noexcept nogil:
+    """Lane l of d.lsc, d.lT, d.lSb (and d.lSdq if qd is not NULL): this state's
+    joint-local results for td_lanes_spatial_poses and td_rnea_spatial (sin, cos of the
+    revolute fast-path angles; the joint poses liMi of the other joints; the body-fixed
+    subspaces and Ṡ q̇ of the joints without a fast path).  Returns 0 or i + 1 for a
+    non-unit quaternion of joint i."""
     cdef int L = TD_VL, i, k, f, o, bad = 0
     cdef double cJ[6]
     angle_prepass(m, d, q)
@@ -226,7 +250,7 @@ cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q) noexce
             d.lsc[2 * i * L + l] = d.sc_q[2 * i]
             d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
             continue
-        if joint_step(m, d, i, q, NULL, cJ, True) and bad == 0:
+        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
         for k in range(12):
             d.lT[(12 * i + k) * L + l] = d.liMi[12 * i + k]
@@ -234,6 +258,9 @@ cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q) noexce
             o = m.voff[i]
             for k in range(6 * m.nvj[i]):
                 d.lSb[(6 * o + k) * L + l] = d.S[6 * o + k]
+            if qd != NULL:
+                for k in range(6):
+                    d.lSdq[(6 * i + k) * L + l] = cJ[k]
     return bad
 
 

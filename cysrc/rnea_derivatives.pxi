@@ -151,12 +151,12 @@ cdef struct _Sweep:
     double* S          # (21, nv)
 
 
-cdef void _deriv_external(ModelCore m, DataC* d, int L, int l, const double* fext,
-                          int frame, double* Fx, double* E) noexcept nogil:
+cdef void _external_wrenches(ModelCore m, DataC* d, int L, int l, const double* fext,
+                             int frame, double* Fx, double* E) noexcept nogil:
     """Lane l (of L) of Fx, the external wrenches fext (nb, 6; frame 0 world, 1 body,
-    2 hybrid) in frame s, and of E, the terms of their change (world: Fx; hybrid:
-    N = Σ n about the body origin, F = Σ f, s = Σ r·f, Q = Σ r fᵀ), from this state's
-    d.sMi, d.liMi."""
+    2 hybrid) in frame s, and (if E is not NULL) of E, the terms of their change under
+    the derivatives' motions (world: Fx; hybrid: N = Σ n about the body origin,
+    F = Σ f, s = Σ r·f, Q = Σ r fᵀ), from this state's d.sMi, d.liMi."""
     cdef int i, a, b, n
     cdef double t6[6]
     cdef const double* Ci
@@ -167,6 +167,11 @@ cdef void _deriv_external(ModelCore m, DataC* d, int L, int l, const double* fex
         wrench_to_world(frame, Ci, &Ci[9], f, t6)
         if frame == 0:
             world_wrench_to_root(&d.liMi[12 * m.root[i] + 9], t6)
+        for n in range(6):
+            Fx[(6 * i + n) * L + l] = t6[n]
+        if E == NULL:
+            continue
+        if frame == 0:
             for n in range(6):
                 E[(16 * i + n) * L + l] = t6[n]
         elif frame == 2:
@@ -177,8 +182,6 @@ cdef void _deriv_external(ModelCore m, DataC* d, int L, int l, const double* fex
             for a in range(3):
                 for b in range(3):
                     E[(16 * i + 7 + 3 * a + b) * L + l] = Ci[9 + a] * f[3 + b]
-        for n in range(6):
-            Fx[(6 * i + n) * L + l] = t6[n]
 
 
 cdef void _deriv_sweeps(ModelCore m, int L, _Sweep* w, bint with_fext, int fext_frame,
@@ -239,7 +242,7 @@ cdef int rnea_derivatives_kernel(ModelCore m, DataC* d, const double* q, const d
     w.V = d.sv; w.A = d.sa_gf; w.F = d.sf; w.Fx = d.dFx; w.Ic = d.sIc; w.B = d.dB
     w.E = d.dE; w.YPX = d.dYPX; w.S = d.dS
     if fext != NULL:
-        _deriv_external(m, d, 1, 0, fext, fext_frame, d.dFx, d.dE)
+        _external_wrenches(m, d, 1, 0, fext, fext_frame, d.dFx, d.dE)
     _deriv_sweeps(m, 1, &w, fext != NULL, fext_frame, &dq, &dv, &M if M != NULL else NULL,
                   bound)
     return bad
@@ -278,7 +281,7 @@ cdef void rnea_derivatives_lanes(ModelCore m, DataC* d, const double** q, const 
             # (the external wrenches' terms need each state's poses)
             codes[l] = spatial_poses(m, d, q[l], qd[l], False)
             _lanes_gather_poses(m, d, l)
-            _deriv_external(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
+            _external_wrenches(m, d, TD_VL, l, fext[l], fext_frame, d.lFx, d.lE)
         else:
             codes[l] = _lane_joint_steps(m, d, l, q[l])
         _deriv_gather(m, d, l, qd[l], qdd[l], g)

@@ -99,19 +99,25 @@ cdef inline void spatial_pose_and_screws(ModelCore m, DataC* d, int i) noexcept 
 
 
 cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
-                       bint poses_ready) noexcept nogil:
+                       bint poses_ready, double* Sdq=NULL) noexcept nogil:
     """spatial_step of every body: d.liMi, d.S, d.sMi, d.sJ of this q (qd: for the
-    joint steps' rates, may be NULL).  ``poses_ready``: d.sMi, d.sJ already hold this
-    q's for the one-freedom fast-path joints (another kernel's first pass), whose steps
-    are skipped.  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    joint steps' rates Ṡ q̇, into Sdq (nb, 6) for the joints without a fast path if
+    not NULL; qd may be NULL).  ``poses_ready``: d.sMi, d.sJ already hold this q's for
+    the one-freedom fast-path joints (another kernel's first pass), whose steps are
+    skipped.  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
     cdef int i, bad = 0
     cdef double cJ[6]
+    cdef double* out
     if not poses_ready:
         angle_prepass(m, d, q)
     for i in range(m.nb):
         if poses_ready and m.fast[i] != FAST_NONE:
             continue
-        if spatial_step(m, d, i, q, qd, cJ) and bad == 0:
+        if Sdq == NULL:
+            out = &cJ[0]
+        else:
+            out = &Sdq[6 * i]
+        if spatial_step(m, d, i, q, qd, out) and bad == 0:
             bad = i + 1
     return bad
 
