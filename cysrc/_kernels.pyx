@@ -297,92 +297,82 @@ cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil
 ctypedef void (*group_t)(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
                          int* errs) noexcept nogil
 
-cdef void _lane_calls(const Call* base, Py_ssize_t s0, Call* cs, const double** q,
-                      const double** v, const double** a, const double** fext, double** o1,
-                      double** o2, double** o3) noexcept nogil:
-    """The calls of samples s0 … s0 + TD_VL − 1 and their inputs' and outputs' pointers."""
+cdef struct _LaneCalls:
+    # the calls of the samples of one group, their inputs' and outputs' pointers, codes
+    # and output bounds (INFINITY: none)
+    Call cs[8]
+    const double* q[8]
+    const double* v[8]
+    const double* a[8]
+    const double* f[8]
+    double* o1[8]
+    double* o2[8]
+    double* o3[8]
+    int codes[8]
+    double B[8]
+
+
+cdef void _lane_calls(const Call* base, Py_ssize_t s0, _LaneCalls* g) noexcept nogil:
+    """The calls of samples s0 … s0 + TD_VL − 1."""
     cdef int l
     for l in range(TD_VL):
-        cs[l] = base[0]
-        cs[l].q = _shift_c(base.q, (s0 + l) * base.sq)
-        cs[l].v = _shift_c(base.v, (s0 + l) * base.sv)
-        cs[l].a = _shift_c(base.a, (s0 + l) * base.sa)
-        cs[l].fext = _shift_c(base.fext, (s0 + l) * base.sf)
-        cs[l].out = _shift(base.out, (s0 + l) * base.so)
-        cs[l].out2 = _shift(base.out2, (s0 + l) * base.so2)
-        cs[l].out3 = _shift(base.out3, (s0 + l) * base.so3)
-        q[l] = cs[l].q; v[l] = cs[l].v; a[l] = cs[l].a; fext[l] = cs[l].fext
-        o1[l] = cs[l].out; o2[l] = cs[l].out2; o3[l] = cs[l].out3
+        g.cs[l] = base[0]
+        g.cs[l].q = _shift_c(base.q, (s0 + l) * base.sq)
+        g.cs[l].v = _shift_c(base.v, (s0 + l) * base.sv)
+        g.cs[l].a = _shift_c(base.a, (s0 + l) * base.sa)
+        g.cs[l].fext = _shift_c(base.fext, (s0 + l) * base.sf)
+        g.cs[l].out = _shift(base.out, (s0 + l) * base.so)
+        g.cs[l].out2 = _shift(base.out2, (s0 + l) * base.so2)
+        g.cs[l].out3 = _shift(base.out3, (s0 + l) * base.so3)
+        g.q[l] = g.cs[l].q; g.v[l] = g.cs[l].v; g.a[l] = g.cs[l].a; g.f[l] = g.cs[l].fext
+        g.o1[l] = g.cs[l].out; g.o2[l] = g.cs[l].out2; g.o3[l] = g.cs[l].out3
+        g.B[l] = INFINITY
+
+
+cdef void _lane_errors(_LaneCalls* g, int* errs) noexcept nogil:
+    """errs[l]: each sample's code, or as _call_sample its output check (CHECK_KERNEL
+    calls: all outputs checked unless their bound g.B[l] proves them finite)."""
+    cdef int l
+    for l in range(TD_VL):
+        if g.cs[l].check != CHECK_KERNEL:
+            errs[l] = _checked_outputs(g.codes[l], &g.cs[l])
+        elif g.codes[l] or g.B[l] <= 1e300:
+            errs[l] = g.codes[l]
+        else:
+            errs[l] = _checked_outputs(0, &g.cs[l], CHECK_ALL)
 
 
 cdef void _g_rnea_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
                               int* errs) noexcept nogil:
     """_k_rnea_derivatives on TD_VL samples (rnea_derivatives_lanes)."""
-    cdef Call cs[8]
-    cdef const double* q[8]
-    cdef const double* v[8]
-    cdef const double* a[8]
-    cdef const double* f[8]
-    cdef double* o1[8]
-    cdef double* o2[8]
-    cdef double* o3[8]
-    cdef int codes[8]
+    cdef _LaneCalls g
     cdef int l
-    cdef double B = INFINITY
-    cdef bint use_bound = _bound_is_cheaper(m, 3)
-    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
-    rnea_derivatives_lanes(m, d, q, v, a, c.g, f, c.fframe, o1, o2, o3, codes,
-                           &B if use_bound else NULL)
-    for l in range(TD_VL):
-        if codes[l] or B <= 1e300:
-            errs[l] = codes[l]
-        else:
-            errs[l] = _checked_outputs(0, &cs[l], CHECK_ALL)
+    _lane_calls(c, s0, &g)
+    rnea_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
+                           g.B if _bound_is_cheaper(m, 3) else NULL)
+    for l in range(1, TD_VL):
+        g.B[l] = g.B[0]                 # one bound for the group
+    _lane_errors(&g, errs)
 
 
 cdef void _g_aba_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
                              int* errs) noexcept nogil:
     """_k_aba_derivatives on TD_VL samples (aba_derivatives_lanes)."""
-    cdef Call cs[8]
-    cdef const double* q[8]
-    cdef const double* v[8]
-    cdef const double* a[8]
-    cdef const double* f[8]
-    cdef double* o1[8]
-    cdef double* o2[8]
-    cdef double* o3[8]
-    cdef int codes[8]
-    cdef double B[8]
-    cdef int l
-    cdef bint use_bound = _bound_is_cheaper(m, 2)
-    for l in range(TD_VL):
-        B[l] = INFINITY
-    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
-    aba_derivatives_lanes(m, d, q, v, a, c.g, f, c.fframe, o1, o2, o3, codes,
-                          B if use_bound else NULL)
-    for l in range(TD_VL):
-        if codes[l] or B[l] <= 1e300:
-            errs[l] = codes[l]
-        else:
-            errs[l] = _checked_outputs(0, &cs[l], CHECK_ALL)
+    cdef _LaneCalls g
+    _lane_calls(c, s0, &g)
+    aba_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
+                          g.B if _bound_is_cheaper(m, 2) else NULL)
+    _lane_errors(&g, errs)
+
 
 cdef void _g_minverse(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
                       int* errs) noexcept nogil:
     """_k_minverse on TD_VL samples (minverse_lanes)."""
-    cdef Call cs[8]
-    cdef const double* q[8]
-    cdef const double* v[8]
-    cdef const double* a[8]
-    cdef const double* f[8]
-    cdef double* o1[8]
-    cdef double* o2[8]
-    cdef double* o3[8]
-    cdef int codes[8]
-    cdef int l
-    _lane_calls(c, s0, cs, q, v, a, f, o1, o2, o3)
-    minverse_lanes(m, d, q, o1, codes)
-    for l in range(TD_VL):
-        errs[l] = _checked_outputs(codes[l], &cs[l])
+    cdef _LaneCalls g
+    _lane_calls(c, s0, &g)
+    minverse_lanes(m, d, g.q, g.o1, g.codes)
+    _lane_errors(&g, errs)
+
 
 cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return crba_kernel(m, d, c.q, c.out)

@@ -125,7 +125,7 @@ static void TD_FN(deriv_forward)(int nb, const int* parent, const int* voff, con
                                  const T_* C, const T_* J, const T_* qd, const T_* qdd,
                                  const T_* a0, T_* V, T_* A, T_* F, T_* Ic, T_* Bc, T_* YPX)
 {
-    T_ z6[6], vr[6], vt[6], W[6], Aw[6], t6[6], cw[3], u[3], acc[3];
+    T_ z6[6], vr[6], vt[6], W[6], Aw[6], t6[6];
     for (int n = 0; n < 6; n++)
         z6[n] = TD_SPLAT(0.0);
     for (int i = 0; i < nb; i++) {
@@ -194,15 +194,7 @@ static void TD_FN(deriv_forward)(int nb, const int* parent, const int* voff, con
                 TD_FN(deriv_column)(&Ji[6 * b], W, Aw, b < k ? Vi : Vp, &YPX[18 * (o + b)]);
         }
         /* body wrench about s (as rnea_spatial.pxi), inertia and coupling terms */
-        TD_FN(rot_vec_cx)(Ci, &inr[1], cw);
-        cw[0] += Ci[9]; cw[1] += Ci[10]; cw[2] += Ci[11];
-        TD_FN(cross)(Vi, cw, u);
-        u[0] += Vi[3]; u[1] += Vi[4]; u[2] += Vi[5];
-        TD_FN(cross)(Vi, u, acc);
-        TD_FN(cross)(Ai, cw, u);
-        for (int n = 0; n < 3; n++)
-            acc[n] += u[n] + Ai[3 + n];
-        TD_FN(com_wrench)(inr[0], Ci, &inr[4], cw, Vi, Ai, acc, &F[6 * i]);
+        TD_FN(body_wrench)(Ci, inr, Vi, Ai, &F[6 * i]);
         TD_FN(rigid_world_inertia)(Ci, &Ci[9], inr, &Ic[10 * i]);
         TD_FN(coupling)(&Ic[10 * i], Vi, &Bc[12 * i]);
     }

@@ -12,7 +12,7 @@ static void TD_FN(rnea_spatial_sweeps)(int nb, const int* parent, const int* vof
                                        const T_* qdd, const T_* Fx, T_* V, T_* A, T_* F,
                                        T_* tau)
 {
-    T_ vr[6], ar[6], t6[6], cw[3], u[3], acc[3];
+    T_ vr[6], ar[6], t6[6];
     for (int i = 0; i < nb; i++) {
         const int o = voff[i], nvi = nvj[i], par = parent[i];
         const T_* Ci = &C[12 * i];
@@ -60,17 +60,7 @@ static void TD_FN(rnea_spatial_sweeps)(int nb, const int* parent, const int* vof
             for (int n = 0; n < 6; n++)
                 Ai[n] += t6[n];
         }
-        /* Mˢ V̇ − ad_Vᵀ Mˢ V as Newton–Euler about the world COM c = r + R d:
-           ċ = v + ω × c, c̈ = v̇ + ω̇ × c + ω × ċ */
-        TD_FN(rot_vec_cx)(Ci, &inr[1], cw);
-        cw[0] += Ci[9]; cw[1] += Ci[10]; cw[2] += Ci[11];
-        TD_FN(cross)(Vi, cw, u);
-        u[0] += Vi[3]; u[1] += Vi[4]; u[2] += Vi[5];
-        TD_FN(cross)(Vi, u, acc);
-        TD_FN(cross)(Ai, cw, u);
-        for (int n = 0; n < 3; n++)
-            acc[n] += u[n] + Ai[3 + n];
-        TD_FN(com_wrench)(inr[0], Ci, &inr[4], cw, Vi, Ai, acc, &F[6 * i]);
+        TD_FN(body_wrench)(Ci, inr, Vi, Ai, &F[6 * i]);
         if (Fx != NULL)
             for (int n = 0; n < 6; n++)
                 F[6 * i + n] -= Fx[6 * i + n];

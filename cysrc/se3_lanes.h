@@ -18,27 +18,16 @@ static inline T_ TD_FN(dot6)(const T_* a, const T_* b)
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
 }
 
-static inline void TD_FN(rot_vec)(const T_* R, const T_* x, T_* y)
-{
-    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2];
-    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2];
-    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2];
-}
-
-/* y = R x for a constant (model) R or x */
-static inline void TD_FN(rot_vec_cR)(const double* R, const T_* x, T_* y)
-{
-    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2];
-    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2];
-    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2];
-}
-
-static inline void TD_FN(rot_vec_cx)(const T_* R, const double* x, T_* y)
-{
-    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2];
-    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2];
-    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2];
-}
+/* y = R x; with a constant (model) R (_cR) or x (_cx) */
+#define TD_ROT_VEC(R, x, y) do {                                  \
+        (y)[0] = (R)[0] * (x)[0] + (R)[1] * (x)[1] + (R)[2] * (x)[2]; \
+        (y)[1] = (R)[3] * (x)[0] + (R)[4] * (x)[1] + (R)[5] * (x)[2]; \
+        (y)[2] = (R)[6] * (x)[0] + (R)[7] * (x)[1] + (R)[8] * (x)[2]; \
+    } while (0)
+static inline void TD_FN(rot_vec)(const T_* R, const T_* x, T_* y) { TD_ROT_VEC(R, x, y); }
+static inline void TD_FN(rot_vec_cR)(const double* R, const T_* x, T_* y) { TD_ROT_VEC(R, x, y); }
+static inline void TD_FN(rot_vec_cx)(const T_* R, const double* x, T_* y) { TD_ROT_VEC(R, x, y); }
+#undef TD_ROT_VEC
 
 static inline void TD_FN(rotT_vec)(const T_* R, const T_* x, T_* y)
 {
@@ -79,6 +68,24 @@ static inline void TD_FN(com_wrench)(double m, const T_* R, const double* Thc, c
     out[3] = m * acc[0]; out[4] = m * acc[1]; out[5] = m * acc[2];
     TD_FN(cross)(rho, &out[3], t);
     out[0] += t[0]; out[1] += t[1]; out[2] += t[2];
+}
+
+/* Mˢ V̇ − ad_Vᵀ Mˢ V of body i (pose C, inertia inr = model.inert row, twist V and
+   acceleration A in frame s) as Newton–Euler about its COM c = r + R d:
+   ċ = v + ω × c, c̈ = v̇ + ω̇ × c + ω × ċ */
+static inline void TD_FN(body_wrench)(const T_* C, const double* inr, const T_* V,
+                                      const T_* A, T_* F)
+{
+    T_ cw[3], u[3], acc[3];
+    TD_FN(rot_vec_cx)(C, &inr[1], cw);
+    cw[0] += C[9]; cw[1] += C[10]; cw[2] += C[11];
+    TD_FN(cross)(V, cw, u);
+    u[0] += V[3]; u[1] += V[4]; u[2] += V[5];
+    TD_FN(cross)(V, u, acc);
+    TD_FN(cross)(A, cw, u);
+    for (int n = 0; n < 3; n++)
+        acc[n] += u[n] + A[3 + n];
+    TD_FN(com_wrench)(inr[0], C, &inr[4], cw, V, A, acc, F);
 }
 
 static inline void TD_FN(rigid_apply_packed)(const T_* Ic, const T_* V, T_* out)
@@ -143,21 +150,20 @@ static inline void TD_FN(pose_mul)(const T_* R1, const T_* p1, const T_* R2, con
     p[0] += p1[0]; p[1] += p1[1]; p[2] += p1[2];
 }
 
-/* out = Ad_{(R,p)} V = (Rω, p × Rω + Rv) for a constant (model) V */
+/* out = Ad_{(R,p)} V = (Rω, p × Rω + Rv); with a constant (model) V (_cV) */
+#define TD_TWIST_AD(ROT, R, p, V, out) do {                    \
+        T_ t_[3];                                             \
+        ROT(R, V, out);                                       \
+        ROT(R, &(V)[3], &(out)[3]);                           \
+        TD_FN(cross)(p, out, t_);                             \
+        (out)[3] += t_[0]; (out)[4] += t_[1]; (out)[5] += t_[2]; \
+    } while (0)
 static inline void TD_FN(twist_Ad_cV)(const T_* R, const T_* p, const double* V, T_* out)
 {
-    T_ t[3];
-    TD_FN(rot_vec_cx)(R, V, out);
-    TD_FN(rot_vec_cx)(R, &V[3], &out[3]);
-    TD_FN(cross)(p, out, t);
-    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+    TD_TWIST_AD(TD_FN(rot_vec_cx), R, p, V, out);
 }
-
 static inline void TD_FN(twist_Ad)(const T_* R, const T_* p, const T_* V, T_* out)
 {
-    T_ t[3];
-    TD_FN(rot_vec)(R, V, out);
-    TD_FN(rot_vec)(R, &V[3], &out[3]);
-    TD_FN(cross)(p, out, t);
-    out[3] += t[0]; out[4] += t[1]; out[5] += t[2];
+    TD_TWIST_AD(TD_FN(rot_vec), R, p, V, out);
 }
+#undef TD_TWIST_AD
