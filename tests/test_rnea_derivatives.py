@@ -256,3 +256,22 @@ def test_batch_lanes_errors_name_the_sample():
         for s in (0, 1, 3):
             for x, y in zip(got, f(Q[s], far[s], 0 * A[s])):
                 assert np.array_equal(x[s], y)
+
+
+def test_outputs_written_in_full():
+    """The kernels write every entry of their nv × nv outputs, the structural zeros of
+    unrelated branches included (they are not cleared first): outputs passed in full
+    of NaN come back equal to new ones, one state and batches."""
+    rng = np.random.default_rng(8)
+    for model in [random_tree(rng, n=18) for _ in range(4)] + [load_pair("talos_full_v2", True)[0]]:
+        N = 6
+        Q = np.array([model.random_configuration(rng) for _ in range(N)])
+        V, A = rng.normal(size=(2, N, model.nv))
+        for f in (model.inverse_dynamics_derivatives, model.forward_dynamics_derivatives):
+            ref = f(Q, V, A)
+            outs = tuple(np.full((N, model.nv, model.nv), np.nan) for _ in range(3))
+            assert all(np.array_equal(x, y) for x, y in zip(ref, f(Q, V, A, out=outs)))
+            one = tuple(np.full((model.nv, model.nv), np.nan) for _ in range(3))
+            assert all(np.array_equal(x[2], y)
+                       for x, y in zip(ref, f(Q[2], V[2], A[2], out=one)))
+            assert np.count_nonzero(ref[0][2] == 0.0) > 0          # structural zeros exist
