@@ -481,6 +481,7 @@ cdef class ModelCore:
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
     cdef list _pool                    # state: no result depends on them)
+    cdef list _teams                   # idle teams of Data for batches (likewise)
 
     def _init_core(self, dict arr, dict names):
         """Set the kernel arrays from the compiler's dict (called once per model)."""
@@ -558,6 +559,7 @@ cdef class ModelCore:
             targets[name] = (i, -1)
         self._targets = targets
         self._pool = []
+        self._teams = []
         self.n_crows = 0
         self.cl_int = np.zeros((0, 3), dtype=np.int32)
         self.cl_geo = np.zeros((0, G_WIDTH))
@@ -570,7 +572,7 @@ cdef class ModelCore:
         """Set the compiled loop closures (treedyn.constraints.ConstraintSet.packed);
         A (nb, 4, 4) and Y (nv, 6) are the compiler's body poses and world screws at
         q = 0.  Called once, while the model is built, before any Data exists."""
-        if self._idle is not None or self._pool:
+        if self._idle is not None or self._pool or self._teams:
             raise RuntimeError("_init_loops after Data were created")
         self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
         self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
@@ -618,6 +620,27 @@ cdef class ModelCore:
         elif len(self._pool) < 64:
             self._pool.append(d)
 
+    cdef _Team _team(self, int nth, bint lanes):
+        """An idle team of at least nth Data (with the vector lanes' arrays if
+        ``lanes``) from the pool, or a new one: making a team costs the first touch of
+        its memory, which for small batches costs more than the batch."""
+        cdef _Team team
+        cdef Py_ssize_t k
+        for k in range(len(self._teams) - 1, -1, -1):
+            team = <_Team>self._teams[k]
+            if team.n >= nth:
+                del self._teams[k]
+                break
+        else:
+            team = _Team(self, nth)
+        if lanes:
+            team._add_lanes(self)
+        return team
+
+    cdef inline void _team_done(self, _Team team):
+        if len(self._teams) < 4:
+            self._teams.append(team)
+
     cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data,
                        int work=-1, str what="the result", group_t group=NULL) except -1:
         """Run fn on one state (N < 0) or on N samples; raise for a kernel's code,
@@ -658,7 +681,7 @@ cdef class ModelCore:
                                # more when the cores are busy with other processes)
         if group != NULL and L > 1 and _lanes_enabled:
             ng = N // L
-        team = _Team(self, nth, ng > 0)
+        team = self._team(nth, ng > 0)
         errs = np.zeros(N, dtype=np.int32)
         # items 0 … ng − 1: groups of L samples; then the remaining samples one by one
         if nth == 1:
@@ -680,6 +703,7 @@ cdef class ModelCore:
                         errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()], c,
                                                              s - ng + ng * L)
         _lane_groups_run += ng
+        self._team_done(team)
         for s in range(N):
             if errs[s]:
                 self._raise_code(errs[s], s, what)

@@ -404,17 +404,23 @@ cdef class _Team:
     cdef DataC* c
     cdef int n
 
-    def __cinit__(self, ModelCore model, int n, bint lanes=False):
+    def __cinit__(self, ModelCore model, int n):
         cdef int k
         self.n = n
         self.datas = [Data(model) for k in range(n)]
-        if lanes:
-            for k in range(n):
-                (<Data>self.datas[k])._lane_scratch(model)
         self.c = <DataC*>PyMem_Malloc(n * sizeof(DataC))
         if self.c == NULL:
             raise MemoryError()
         for k in range(n):
+            self.c[k] = (<Data>self.datas[k]).c
+
+    cdef _add_lanes(self, ModelCore model):
+        """Give every Data of the team the vector lanes' arrays (once)."""
+        cdef int k
+        if self.c[0].lC != NULL:
+            return
+        for k in range(self.n):
+            (<Data>self.datas[k])._lane_scratch(model)
             self.c[k] = (<Data>self.datas[k]).c
 
     def __dealloc__(self):

@@ -258,3 +258,33 @@ def test_data_and_out_per_thread(release_always):
     with ThreadPoolExecutor(THREADS) as ex:
         bad = sum(ex.map(work, range(THREADS)), [])
     assert not bad, f"results differ from serial calls: {sorted(set(bad))}"
+
+
+def test_batches_from_threads_at_once():
+    """Batches take a team of Data (with the vector lanes' arrays) from the model's
+    pool and give it back: Python threads running batches on one model at once each
+    get their own team, and the results are the serial ones."""
+    model = load_erd("talos_full_v2", floating=True)
+    rng = np.random.default_rng(9)
+    sets = []
+    for N in (41, 64, 101):               # long GIL-free batches: they overlap
+        Q = np.array([model.random_configuration(rng) for _ in range(N)])
+        sets.append((Q,) + tuple(rng.normal(size=(2, N, model.nv))))
+    calls = {
+        "idd": lambda Q, V, A: model.inverse_dynamics_derivatives(Q, V, A),
+        "fdd": lambda Q, V, A: model.forward_dynamics_derivatives(Q, V, A),
+        "minv": lambda Q, V, A: model.inverse_mass_matrix(Q),
+        "id": lambda Q, V, A: model.inverse_dynamics(Q, V, A),
+    }
+    serial = {(n, k): _flat(f(*s)) for n, f in calls.items() for k, s in enumerate(sets)}
+    jobs = [(n, k) for n in calls for k in range(len(sets))] * 4
+    random.Random(9).shuffle(jobs)
+    start = threading.Barrier(THREADS)
+
+    def work(chunk):
+        start.wait()
+        return [n for n, k in chunk if not _equal(_flat(calls[n](*sets[k])), serial[(n, k)])]
+
+    with ThreadPoolExecutor(THREADS) as ex:
+        bad = sum(ex.map(work, [jobs[t::THREADS] for t in range(THREADS)]), [])
+    assert not bad, f"results differ from serial calls: {sorted(set(bad))}"
