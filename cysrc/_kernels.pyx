@@ -638,7 +638,8 @@ cdef class ModelCore:
         return team
 
     cdef inline void _team_done(self, _Team team):
-        if len(self._teams) < 4:
+        # (a team of a 100 000-body model holds hundreds of MB: keep one at most)
+        if len(self._teams) < (4 if self.nb < 10_000 else 1):
             self._teams.append(team)
 
     cdef int _dispatch(self, kernel_t fn, Call* c, Py_ssize_t N, object data,
