@@ -1,9 +1,11 @@
 # The kernels written once for one state and for TD_VL states side by side (vector
-# lanes; cysrc/lanes.h): the inverse-dynamics derivative sweeps
-# (rnea_derivatives_sweeps.h) and passes 2–3 of M⁻¹ (minverse_sweeps.h), compiled for
-# double and for td_vec.  This block comes after minverse.pxi and rnea_derivatives.pxi,
-# whose one-state column loops and ancestor pairs it uses; td_deriv_* and td_minverse
-# take a lane count (1 or TD_VL) and double pointers.
+# lanes; cysrc/lanes.h, docs/algorithms.md "Vector lanes"): the sweeps of the spatial
+# RNEA (rnea_spatial_sweeps.h), of the inverse-dynamics derivatives
+# (rnea_derivatives_sweeps.h) and passes 1–3 of M⁻¹ (minverse_sweeps.h), compiled for
+# double and for td_vec, and for lanes the spatial poses (poses_sweeps.h).  This block
+# comes after minverse.pxi and rnea_derivatives.pxi, whose one-state column loops and
+# ancestor pairs it uses; the entry points take a lane count (1 or TD_VL) and double
+# pointers.  Below: moving states into and out of the lanes.
 
 cdef extern from *:
     """
