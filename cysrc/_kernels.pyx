@@ -110,17 +110,23 @@ cdef inline double* _shift(double* p, Py_ssize_t k) noexcept nogil:
     return NULL if p == NULL else p + k
 
 
+cdef inline void _sample_call(const Call* base, Py_ssize_t s, Call* c) noexcept nogil:
+    """c: the call of sample s of a batch (the base pointers shifted by s strides)."""
+    c[0] = base[0]
+    c.q = _shift_c(base.q, s * base.sq)
+    c.v = _shift_c(base.v, s * base.sv)
+    c.a = _shift_c(base.a, s * base.sa)
+    c.fext = _shift_c(base.fext, s * base.sf)
+    c.out = _shift(base.out, s * base.so)
+    c.out2 = _shift(base.out2, s * base.so2)
+    c.out3 = _shift(base.out3, s * base.so3)
+
+
 cdef int _call_sample(kernel_t fn, ModelCore m, DataC* d, const Call* base,
                       Py_ssize_t s) noexcept nogil:
-    """fn on sample s of a batch: the base pointers shifted by s strides."""
-    cdef Call c = base[0]
-    c.q = _shift_c(c.q, s * c.sq)
-    c.v = _shift_c(c.v, s * c.sv)
-    c.a = _shift_c(c.a, s * c.sa)
-    c.fext = _shift_c(c.fext, s * c.sf)
-    c.out = _shift(c.out, s * c.so)
-    c.out2 = _shift(c.out2, s * c.so2)
-    c.out3 = _shift(c.out3, s * c.so3)
+    """fn on sample s of a batch."""
+    cdef Call c
+    _sample_call(base, s, &c)
     return _checked_outputs(fn(m, d, &c), &c)
 
 
@@ -271,27 +277,29 @@ cdef inline bint _bound_is_cheaper(ModelCore m, int outputs) noexcept nogil:
     return outputs * m.nv * m.nv > 24 * m.nv + 44 * m.nb
 
 
-cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """CHECK_KERNEL: the outputs are finite when their bound is (rnea_derivatives.pxi),
-    else checked here."""
-    cdef double B = INFINITY
-    cdef int code = rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
-                                            c.out, c.out2, c.out3, False,
-                                            &B if _bound_is_cheaper(m, 3) else NULL)
+cdef inline int _bounded_outputs(int code, const Call* c, double B) noexcept nogil:
+    """For CHECK_KERNEL calls: code, or the check of all outputs unless their bound B
+    (the derivative kernels' overflow bound, +inf: none) proves them finite."""
     if code or B <= 1e300:
         return code
     return _checked_outputs(0, c, CHECK_ALL)
 
+
+cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """CHECK_KERNEL (rnea_derivatives.pxi's bound)."""
+    cdef double B = INFINITY
+    cdef int code = rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
+                                            c.out, c.out2, c.out3, False,
+                                            &B if _bound_is_cheaper(m, 3) else NULL)
+    return _bounded_outputs(code, c, B)
+
 cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """CHECK_KERNEL: the outputs are finite when their bound is (aba_derivatives.pxi),
-    else checked here."""
+    """CHECK_KERNEL (aba_derivatives.pxi's bound)."""
     cdef double B = INFINITY
     cdef int code = aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
                                            c.out, c.out2, c.out3,
                                            &B if _bound_is_cheaper(m, 2) else NULL)
-    if code or B <= 1e300:
-        return code
-    return _checked_outputs(0, c, CHECK_ALL)
+    return _bounded_outputs(code, c, B)
 
 # group adapters: TD_VL samples s0, s0 + 1, … of a batch at once (codes into errs[l])
 ctypedef void (*group_t)(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
@@ -316,14 +324,7 @@ cdef void _lane_calls(const Call* base, Py_ssize_t s0, _LaneCalls* g) noexcept n
     """The calls of samples s0 … s0 + TD_VL − 1."""
     cdef int l
     for l in range(TD_VL):
-        g.cs[l] = base[0]
-        g.cs[l].q = _shift_c(base.q, (s0 + l) * base.sq)
-        g.cs[l].v = _shift_c(base.v, (s0 + l) * base.sv)
-        g.cs[l].a = _shift_c(base.a, (s0 + l) * base.sa)
-        g.cs[l].fext = _shift_c(base.fext, (s0 + l) * base.sf)
-        g.cs[l].out = _shift(base.out, (s0 + l) * base.so)
-        g.cs[l].out2 = _shift(base.out2, (s0 + l) * base.so2)
-        g.cs[l].out3 = _shift(base.out3, (s0 + l) * base.so3)
+        _sample_call(base, s0 + l, &g.cs[l])
         g.q[l] = g.cs[l].q; g.v[l] = g.cs[l].v; g.a[l] = g.cs[l].a; g.f[l] = g.cs[l].fext
         g.o1[l] = g.cs[l].out; g.o2[l] = g.cs[l].out2; g.o3[l] = g.cs[l].out3
         g.B[l] = INFINITY
@@ -336,10 +337,8 @@ cdef void _lane_errors(_LaneCalls* g, int* errs) noexcept nogil:
     for l in range(TD_VL):
         if g.cs[l].check != CHECK_KERNEL:
             errs[l] = _checked_outputs(g.codes[l], &g.cs[l])
-        elif g.codes[l] or g.B[l] <= 1e300:
-            errs[l] = g.codes[l]
         else:
-            errs[l] = _checked_outputs(0, &g.cs[l], CHECK_ALL)
+            errs[l] = _bounded_outputs(g.codes[l], &g.cs[l], g.B[l])
 
 
 cdef void _g_rnea_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
@@ -2146,7 +2145,7 @@ def _set_fd_products(int mode):
 
 def _set_lanes(bint enabled):
     """Test hook: whether batches run the group kernels that compute TD_VL samples side
-    by side (the derivative kernels); returns the previous setting."""
+    by side (the derivative kernels and M⁻¹); returns the previous setting."""
     global _lanes_enabled
     old = _lanes_enabled
     _lanes_enabled = enabled

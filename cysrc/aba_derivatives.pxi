@@ -320,17 +320,16 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
     side; the products one state at a time.  bounds[l] (if not NULL): each state's
     bound."""
     cdef int l, i, j, L = TD_VL, nv = m.nv, code
-    cdef int lcodes[8]
     cdef double B = INFINITY
     cdef double* h = d.dcol
     cdef _Sweep w
+    for i in range(nv):                          # v̇ = 0 for h
+        d.dqdd[i] = 0.0
     if fext[0] == NULL:
         # joint-local steps one state at a time, then the poses and h = τ(q, v, 0) by the
         # spatial RNEA side by side
         for l in range(L):
             codes[l] = _lane_joint_steps(m, d, l, q[l], qd[l])
-            for i in range(nv):
-                d.dqdd[i] = 0.0
             _deriv_gather(m, d, l, qd[l], d.dqdd, g)
         _lanes_spatial_poses(m, d)
         td_rnea_spatial(L, m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0],
@@ -343,8 +342,6 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
         for l in range(L):
             # the poses (as M⁻¹'s first pass), then h by the spatial RNEA at v̇ = 0 on them
             codes[l] = spatial_poses(m, d, q[l], qd[l], False)
-            for i in range(nv):
-                d.dqdd[i] = 0.0
             code = rnea_spatial_kernel(m, d, q[l], qd[l], d.dqdd, g, fext[l], fext_frame, h,
                                        True)
             if codes[l] == 0:
@@ -354,10 +351,7 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
             _lanes_gather_poses(m, d, l)
             _deriv_gather(m, d, l, qd[l], d.dqdd, g)
             _external_wrenches(m, d, L, l, fext[l], fext_frame, d.lFx, d.lE)
-    _minverse_on_lanes(m, d, lcodes)
-    for l in range(L):
-        if codes[l] == 0:
-            codes[l] = lcodes[l]
+    _minverse_on_lanes(m, d, codes)
     # v̇ = M⁻¹ (τ − h), summed as _fd_accelerations sums it (rows of M⁻¹, j ascending)
     for i in range(nv * L):
         d.lqdd[i] = 0.0

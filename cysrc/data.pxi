@@ -87,9 +87,9 @@ cdef struct DataC:
     int* dnz          # (nv,)    rows of the block with a nonzero entry
     double* drec      # (maxp + 2, 6, W) recursive M⁻¹ products: stack, A, T (W = min(nv, 64))
     int* drecb        # (maxp,)  bodies on that stack
-    # the derivative sweeps on TD_VL states side by side (rnea_derivatives.pxi _Sweep:
-    # element k of state l at k·TD_VL + l; 64-byte aligned); NULL except in the Data of
-    # a batch's threads (_Team)
+    # the lane kernels on TD_VL states side by side (lanes.pxi; element k of state l at
+    # k·TD_VL + l; 64-byte aligned); NULL except in the Data of a batch's threads
+    # (_Team).  The derivative sweeps (rnea_derivatives.pxi _Sweep):
     double* lC
     double* lJ
     double* lqd
@@ -284,8 +284,8 @@ cdef class Data:
         self.c.lC = NULL
 
     cdef _lane_scratch(self, ModelCore model):
-        """The lane arrays of the derivative sweeps (a batch thread's Data; none where
-        the build has no vector lanes, TD_VL = 0)."""
+        """The arrays of the lane kernels (a batch thread's Data; none where the build
+        has no vector lanes, TD_VL = 0)."""
         cdef int n = model.nv if model.nv > 0 else 1
         cdef int nb = model.nb if model.nb > 0 else 1
         cdef int L = TD_VL

@@ -79,17 +79,17 @@ cdef extern from *:
                                  const int* nvj, const int* kind, const int* fast,
                                  const double* inert, const double* C, const double* J,
                                  const double* qd, const double* qdd, const double* a0,
-                                 double* V, double* A, double* F, double* Ic, double* Bc,
-                                 double* YPX)
+                                 const double* Fx, double* V, double* A, double* F,
+                                 double* Ic, double* Bc, double* YPX)
     {
         if (lanes == 1)
             td_deriv_forward_s(nb, parent, voff, nvj, kind, fast, inert, C, J, qd, qdd, a0,
-                               V, A, F, Ic, Bc, YPX);
+                               Fx, V, A, F, Ic, Bc, YPX);
         else
             TD_LANE_CALL(td_deriv_forward_l(nb, parent, voff, nvj, kind, fast, inert,
                 (const td_vec*)C, (const td_vec*)J, (const td_vec*)qd, (const td_vec*)qdd,
-                (const td_vec*)a0, (td_vec*)V, (td_vec*)A, (td_vec*)F, (td_vec*)Ic,
-                (td_vec*)Bc, (td_vec*)YPX));
+                (const td_vec*)a0, (const td_vec*)Fx, (td_vec*)V, (td_vec*)A, (td_vec*)F,
+                (td_vec*)Ic, (td_vec*)Bc, (td_vec*)YPX));
     }
 
     static void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
@@ -198,9 +198,9 @@ cdef extern from *:
     void td_deriv_forward(int lanes, int nb, const int* parent, const int* voff,
                           const int* nvj, const int* kind, const int* fast,
                           const double* inert, const double* C, const double* J,
-                          const double* qd, const double* qdd, const double* a0, double* V,
-                          double* A, double* F, double* Ic, double* Bc,
-                          double* YPX) noexcept nogil
+                          const double* qd, const double* qdd, const double* a0,
+                          const double* Fx, double* V, double* A, double* F, double* Ic,
+                          double* Bc, double* YPX) noexcept nogil
     void td_deriv_components(int lanes, int nv, const double* J, const double* YPX,
                              double* S) noexcept nogil
     void td_deriv_backward(int lanes, int nb, int nv, const int* parent, const int* voff,

@@ -119,23 +119,25 @@ cdef void minverse_lanes(ModelCore m, DataC* d, const double** q, double** Mi,
     """minverse_kernel on TD_VL states at once (state l: q[l], output Mi[l], code
     codes[l]): the joint-local steps one state at a time, the poses and passes 1–3 side
     by side in d's lane arrays (bitwise the one-state results)."""
-    cdef int l, L = TD_VL
-    cdef int lcodes[8]
-    for l in range(L):
+    cdef int l
+    for l in range(TD_VL):
         codes[l] = _lane_joint_steps(m, d, l, q[l])
     _lanes_spatial_poses(m, d)
-    _minverse_on_lanes(m, d, lcodes)
-    for l in range(L):
-        if codes[l] == 0:
-            codes[l] = lcodes[l]
+    _minverse_on_lanes(m, d, codes)
     td_lanes_scatter(m.nv * m.nv, d.lMi, Mi)
 
 
 cdef inline void _minverse_on_lanes(ModelCore m, DataC* d, int* codes) noexcept nogil:
-    """Passes 1–3 of M⁻¹ on the poses and screws in d's lane arrays, into d.lMi."""
+    """Passes 1–3 of M⁻¹ on the poses and screws in d's lane arrays, into d.lMi; the
+    lanes whose codes[l] is 0 (no earlier error) get M⁻¹'s code."""
+    cdef int l
+    cdef int mcodes[8]
     td_minverse(TD_VL, m.nb, m.nv, &m.parent[0], &m.voff[0], &m.nvj[0], &m.root[0],
                 &m.inert[0, 0], &m.armature[0], d.lC, d.lJ, d.lIA, d.lsF, d.lU, d.lDinv,
-                d.sub_end, d.lMi, codes)
+                d.sub_end, d.lMi, mcodes)
+    for l in range(TD_VL):
+        if codes[l] == 0:
+            codes[l] = mcodes[l]
 
 
 cdef int _k_minverse(ModelCore m, DataC* d, const Call* c) noexcept nogil:

@@ -171,6 +171,30 @@ static inline void TD_FN(times_dinv)(int k, const T_* X, const T_* Di, T_* XD)
         }
 }
 
+/* The columns j0 ≤ j < j1 of the k rows of a joint with k ≠ 1 freedoms (o its first):
+   M⁻¹[o + a, j] = (M⁻¹[o + a, j] if j < keep else 0) − Σ_r XD[r, a] F[r, j], then
+   F[:, j] += Σ_a Y_a M⁻¹[o + a, j] (XD 6 × k; Y: k columns of 6) */
+static inline void TD_FN(minv_cols_multi)(long nv, int o, int k, long j0, long j1, long keep,
+                                          const T_* XD, const T_* Y, T_* F, T_* Mi)
+{
+    T_ x[6], t;
+    for (long j = j0; j < j1; j++) {
+        for (int a = 0; a < k; a++) {
+            t = j < keep ? Mi[(o + a) * nv + j] : TD_SPLAT(0.0);
+            for (int r = 0; r < 6; r++)
+                t -= XD[k * r + a] * F[r * nv + j];
+            x[a] = t;
+            Mi[(o + a) * nv + j] = t;
+        }
+        for (int r = 0; r < 6; r++) {
+            t = TD_SPLAT(0.0);
+            for (int a = 0; a < k; a++)
+                t += Y[6 * a + r] * x[a];
+            F[r * nv + j] += t;
+        }
+    }
+}
+
 /* Pass 2 for a joint with one freedom (IA: its articulated inertia, IAp: the
    parent's, U, Dinv at the freedom's slots); the mask of a singular D */
 static TD_MASK TD_FN(minv_backward_1dof)(long nv, int o, int e, int par, double arm,
@@ -225,7 +249,7 @@ static TD_MASK TD_FN(minv_backward_multi)(long nv, int o, int k, int e, int par,
                                           const double* arm, T_ scale, const T_* S, T_* U,
                                           T_* L, const T_* IA, T_* IAp, T_* F, T_* Mi)
 {
-    T_ Ifull[36], Ip[21], UD[36], SD[36], Di[36], x[6], t;
+    T_ Ifull[36], Ip[21], UD[36], SD[36], Di[36], x[6];
     TD_MASK bad = {0};
     if (k == 0) {
         if (par >= 0)
@@ -269,21 +293,7 @@ static TD_MASK TD_FN(minv_backward_multi)(long nv, int o, int k, int e, int par,
         for (int r = 0; r < 6; r++)
             F[r * nv + o + b] = UD[k * r + b];
     /* the descendants' columns: M⁻¹[i, j] = −(J D⁻¹)ᵀ F[:, j], F[:, j] += U M⁻¹[i, j] */
-    for (long j = o + k; j < e; j++) {
-        for (int a = 0; a < k; a++) {
-            t = TD_SPLAT(0.0);
-            for (int r = 0; r < 6; r++)
-                t -= SD[k * r + a] * F[r * nv + j];
-            x[a] = t;
-            Mi[(o + a) * nv + j] = t;
-        }
-        for (int r = 0; r < 6; r++) {
-            t = TD_SPLAT(0.0);
-            for (int a = 0; a < k; a++)
-                t += U[6 * a + r] * x[a];
-            F[r * nv + j] += t;
-        }
-    }
+    TD_FN(minv_cols_multi)(nv, o, k, o + k, e, 0, SD, U, F, Mi);
     for (int a = 0; a < 6; a++)
         for (int b = 0; b < 6; b++)
             for (int l = 0; l < k; l++)
@@ -299,25 +309,11 @@ static inline void TD_FN(minv_forward_multi)(long nv, int o, int k, int e, int t
                                              const T_* S, const T_* U, const T_* Dinv,
                                              T_* F, T_* Mi)
 {
-    T_ UD[36], x[6], t;
+    T_ UD[36];
     if (k == 0)
         return;
     TD_FN(times_dinv)(k, U, Dinv, UD);
-    for (long j = o; j < te; j++) {
-        for (int a = 0; a < k; a++) {
-            t = j < e ? Mi[(o + a) * nv + j] : TD_SPLAT(0.0);
-            for (int r = 0; r < 6; r++)
-                t -= UD[k * r + a] * F[r * nv + j];
-            x[a] = t;
-            Mi[(o + a) * nv + j] = t;
-        }
-        for (int r = 0; r < 6; r++) {
-            t = TD_SPLAT(0.0);
-            for (int a = 0; a < k; a++)
-                t += S[6 * a + r] * x[a];
-            F[r * nv + j] += t;
-        }
-    }
+    TD_FN(minv_cols_multi)(nv, o, k, o, te, e, UD, S, F, Mi);
 }
 
 /* Copy the upper triangle of Mi (nv × nv) to the lower, four rows at a time */

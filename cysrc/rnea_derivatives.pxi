@@ -131,7 +131,6 @@ cdef inline double DERIV_ESTIMATE(int nb, double arm) noexcept nogil:
     return 390.0 * nb * 1e270 + arm
 
 
-
 cdef struct _Sweep:
     # the arrays of the derivative sweeps: one state (DataC's fields, the inputs), or
     # TD_VL states side by side (DataC's lane fields: element k of state l at k·L + l)
@@ -191,15 +190,11 @@ cdef void _deriv_sweeps(ModelCore m, int L, _Sweep* w, bint with_fext, int fext_
     entries into dq[l], dv[l], M[l] (nv × nv each; M may be NULL).  ``bound``: as in
     rnea_derivatives_kernel, one for all L states."""
     cdef int nb = m.nb, nv = m.nv, l
-    cdef long n
     cdef uint64_t big
     cdef bint with_e = with_fext and fext_frame != 1
     td_deriv_forward(L, nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.kind[0], &m.fast[0],
-                     &m.inert[0, 0], w.C, w.J, w.qd, w.qdd, w.a0, w.V, w.A, w.F, w.Ic, w.B,
-                     w.YPX)
-    if with_fext:
-        for n in range(6 * nb * L):
-            w.F[n] -= w.Fx[n]
+                     &m.inert[0, 0], w.C, w.J, w.qd, w.qdd, w.a0, w.Fx if with_fext else NULL,
+                     w.V, w.A, w.F, w.Ic, w.B, w.YPX)
     if bound != NULL:
         big = td_bits_above(w.J, 6 * nv * L, TD_BITS_1E90, 0)
         big = td_bits_above(w.YPX, 18 * nv * L, TD_BITS_1E90, big)

@@ -116,14 +116,16 @@ static inline int TD_FN(carries)(int kind, int a, int b)
 }
 
 /* Forward sweep: twists V, accelerations A (gravity as base acceleration a0), the
-   per-freedom vectors YPX = (Y, P − Z, X), and per body the wrench F (about s, without
-   external wrenches), the inertia Ic about s and the coupling Bc; from the poses C
+   per-freedom vectors YPX = (Y, P − Z, X), and per body the wrench F (about s, minus
+   the external wrench Fx in frame s if Fx is not NULL), the inertia Ic about s and the
+   coupling Bc; from the poses C
    (12 per body) and spatial screws J (6 per freedom) in frame s.  fast[i] != 0:
    a one-freedom fast-path joint, which is treated as a chain of screws. */
 static void TD_FN(deriv_forward)(int nb, const int* parent, const int* voff, const int* nvj,
                                  const int* kind, const int* fast, const double* inert,
                                  const T_* C, const T_* J, const T_* qd, const T_* qdd,
-                                 const T_* a0, T_* V, T_* A, T_* F, T_* Ic, T_* Bc, T_* YPX)
+                                 const T_* a0, const T_* Fx, T_* V, T_* A, T_* F, T_* Ic,
+                                 T_* Bc, T_* YPX)
 {
     T_ z6[6], vr[6], vt[6], W[6], Aw[6], t6[6];
     for (int n = 0; n < 6; n++)
@@ -195,6 +197,9 @@ static void TD_FN(deriv_forward)(int nb, const int* parent, const int* voff, con
         }
         /* body wrench about s (as rnea_spatial.pxi), inertia and coupling terms */
         TD_FN(body_wrench)(Ci, inr, Vi, Ai, &F[6 * i]);
+        if (Fx != NULL)
+            for (int n = 0; n < 6; n++)
+                F[6 * i + n] -= Fx[6 * i + n];
         TD_FN(rigid_world_inertia)(Ci, &Ci[9], inr, &Ic[10 * i]);
         TD_FN(coupling)(&Ic[10 * i], Vi, &Bc[12 * i]);
     }
