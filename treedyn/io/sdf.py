@@ -100,7 +100,8 @@ _TRUE, _FALSE = ("true", "1"), ("false", "0")
 _PARALLEL_TOL = 1e-9
 
 
-def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True):
+def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True,
+             max_bytes=None):
     """Read an SDFormat file into a :class:`~treedyn.graph.JointGraph`.
 
     Parameters
@@ -117,8 +118,10 @@ def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_i
         (0, 0, -9.81) m/s²).
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
+    max_bytes : int, optional
+        Refuse files larger than this (default: $TREEDYN_MAX_FILE_BYTES, else 256 MiB).
     """
-    path, text = read_bytes(path)
+    path, text = read_bytes(path, max_bytes)
     return parse_sdf_string(text, floating_base, free_group, gravity, filename=path,
                             strict_inertia=strict_inertia)
 

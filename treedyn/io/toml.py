@@ -14,6 +14,7 @@ import numpy as np
 from .. import lie
 from ..errors import RobotFileError
 from ..graph import MAX_ANGLE, JointGraph, _array, _short
+from .files import read_file_bytes
 
 __all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
 
@@ -25,14 +26,12 @@ _MIMIC_KEYS = {"joint", "leader", "multiplier", "offset"}
 _TOP_KEYS = {"model", "body", "joint", "frame", "mimic"}
 
 
-def read_toml(path, gravity=None, strict_inertia=True):
-    """Read a treedyn TOML robot file into a :class:`~treedyn.graph.JointGraph`."""
+def read_toml(path, gravity=None, strict_inertia=True, max_bytes=None):
+    """Read a treedyn TOML robot file into a :class:`~treedyn.graph.JointGraph`
+    (a regular file of at most ``max_bytes``, see :mod:`treedyn.io.files`)."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+        text = read_file_bytes(path, max_bytes).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RobotFileError(f"not UTF-8 text: {exc}", file=path) from None
     return parse_toml_string(text, gravity=gravity, filename=path, strict_inertia=strict_inertia)

@@ -54,7 +54,8 @@ _URDF_TYPES = {
 }
 
 
-def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True):
+def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True,
+              max_bytes=None):
     """Read a URDF file into a :class:`~treedyn.graph.JointGraph`.
 
     Parameters
@@ -69,8 +70,10 @@ def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_
         World-frame gravity (default (0, 0, -9.81) m/s²).
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
+    max_bytes : int, optional
+        Refuse files larger than this (default: $TREEDYN_MAX_FILE_BYTES, else 256 MiB).
     """
-    path, text = read_bytes(path)
+    path, text = read_bytes(path, max_bytes)
     return parse_urdf_string(text, floating_base, free_group, gravity, filename=path,
                              strict_inertia=strict_inertia)
 

@@ -10,18 +10,16 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import RobotFileError
+from .files import read_file_bytes
 
 __all__ = ["read_bytes", "parse_root"]
 
 
-def read_bytes(path):
-    """(path as str, the file's bytes)."""
+def read_bytes(path, max_bytes=None):
+    """(path as str, the file's bytes): a regular file of at most the byte limit
+    (:mod:`treedyn.io.files`)."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            return path, f.read()
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    return path, read_file_bytes(path, max_bytes)
 
 
 def parse_root(text, filename, tag, free_group, malformed_hint=""):
@@ -34,6 +32,11 @@ def parse_root(text, filename, tag, free_group, malformed_hint=""):
                              file=filename, element=f"<{tag}>") from None
     except ET.ParseError as exc:
         raise RobotFileError(f"malformed XML: {exc}{malformed_hint}", file=filename) from None
+    except (LookupError, ValueError) as exc:     # the declared encoding: unknown, not a text
+        # codec, multi-byte (expat reads none but UTF-8/16), or failing (UnicodeError)
+        raise RobotFileError(f"unsupported XML encoding ({type(exc).__name__}: {exc}); "
+                             f"treedyn reads UTF-8, UTF-16 and single-byte encodings",
+                             file=filename, element="<?xml encoding=...?>") from None
     if root.tag != tag:
         raise RobotFileError(f"root element is <{root.tag}>, expected <{tag}>",
                              file=filename, element=f"<{root.tag}>")
