@@ -251,18 +251,26 @@ class _SdfReader(_Reader):
                   where, field)
 
     def attached_link(self, node, where):
-        """The link (or world) a frame node moves with."""
-        seen = []
+        """The link (or world) a frame node moves with (memoized: each node of a chain
+        of ``attached_to`` is followed once, however long the chain)."""
+        path, on_path = [], set()
         while True:
             kind, key = node
             if kind == "world":
-                return WORLD
+                link = WORLD
+                break
             if kind == "link":
-                return key
-            if node in seen:
-                self.fail(f"the frames {[k for _, k in seen]} are attached to each other in a "
-                          f"cycle", where, "attached_to")
-            seen.append(node)
+                link = key
+                break
+            if node in self.attached:
+                link = self.attached[node]
+                break
+            if node in on_path:
+                cycle = [k for _, k in path[path.index(node):]]
+                self.fail(f"the frames {cycle} are attached to each other in a cycle", where,
+                          "attached_to")
+            path.append(node)
+            on_path.add(node)
             if kind == "model":
                 node = ("link", self.canonical_link(key, where))
             elif kind == "joint":
@@ -272,6 +280,9 @@ class _SdfReader(_Reader):
                 att = (el.get("attached_to") or "").strip()
                 node = self.lookup(att, scope, self.frame_where(key), "attached_to") if att \
                     else ("model", scope.prefix)
+        for n in path:
+            self.attached[n] = link
+        return link
 
     def canonical_link(self, prefix, where):
         scope = self.scopes[prefix]
@@ -293,16 +304,33 @@ class _SdfReader(_Reader):
 
     # ------------------------------------------------------------------ world poses
     def world_pose(self, node, where):
-        """4×4 pose at q = 0 in the world of a frame node (memoized, cycles refused)."""
+        """4×4 pose at q = 0 in the world of a frame node (memoized, cycles refused; a
+        chain of poses each relative to the next is walked once, without recursion)."""
         if node[0] == "world":
             return np.eye(4)
-        if node in self.poses:
-            return self.poses[node]
-        if node in self.resolving:
-            names = [k or "__model__" for _, k in self.resolving]
-            self.fail(f"the poses of {names} are defined relative to each other in a cycle",
-                      where, "relative_to")
-        self.resolving.append(node)
+        chain, on_chain = [], set()
+        cur = node
+        while cur[0] != "world" and cur not in self.poses:
+            if cur in on_chain:
+                names = [k or "__model__" for (_, k), *_ in chain]
+                self.fail(f"the poses of {names} are defined relative to each other in a "
+                          f"cycle", where, "relative_to")
+            on_chain.add(cur)
+            base, pose_el, el_where = self.pose_base(cur)
+            chain.append((cur, base, pose_el, el_where))
+            cur = base
+        for cur, base, pose_el, el_where in reversed(chain):
+            T_base = np.eye(4) if base[0] == "world" else self.poses[base]
+            with np.errstate(over="ignore", invalid="ignore"):
+                T = T_base @ self.pose_value(pose_el, el_where)
+            if not np.all(np.isfinite(T)):
+                self.fail("the pose at q = 0 overflows the float64 range (composed with the "
+                          "poses it is relative to)", el_where + "<pose>", "pose")
+            self.poses[cur] = T
+        return self.poses[node]
+
+    def pose_base(self, node):
+        """(the frame node a node's ``<pose>`` is relative to, the ``<pose>``, the element)."""
         kind, key = node
         if kind == "model":
             scope = self.scopes[key]
@@ -335,14 +363,7 @@ class _SdfReader(_Reader):
             base = ("world", None)
         else:
             base = self.lookup(rel, lookup_scope, el_where + "<pose>", "relative_to")
-        with np.errstate(over="ignore", invalid="ignore"):
-            T = self.world_pose(base, el_where) @ self.pose_value(pose_el, el_where)
-        if not np.all(np.isfinite(T)):
-            self.fail("the pose at q = 0 overflows the float64 range (composed with the "
-                      "poses it is relative to)", el_where + "<pose>", "pose")
-        self.resolving.pop()
-        self.poses[node] = T
-        return T
+        return base, pose_el, el_where
 
     # ------------------------------------------------------------------ reading
     def build(self, root, floating_base, free_group, gravity, strict_inertia):
@@ -387,7 +408,7 @@ class _SdfReader(_Reader):
                     self.fail("the child of a joint cannot be the world", where, "child")
                 ends.append(self.lookup(text, scope, where, role))
             self.joint_ends[jname] = (jtype, ends[0], ends[1])
-        self.poses, self.resolving = {}, []
+        self.poses, self.attached = {}, {}
 
         # ---- bodies
         g = JointGraph(name, gravity=file_gravity if gravity is None else gravity,
