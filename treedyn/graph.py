@@ -505,6 +505,10 @@ class JointGraph:
                 if jn not in tree:
                     _fail(f"mimic: {role} '{jn}' is not a joint of the model", mm["source"], role)
                 t = tree[jn]["type"]
+                if t == "fixed" and role == "leader":
+                    _fail(f"mimic: joint '{mm['joint']}' mimics '{jn}', a fixed joint: the "
+                          f"leader has no coordinate to follow (make '{jn}' a moving joint, or "
+                          f"remove the coupling)", mm["source"], role)
                 if t != "fixed" and JOINT_TYPES[t][1] != 1:
                     _fail(f"mimic: {role} '{jn}' is a {t} joint; mimic couples joints with one "
                           f"degree of freedom", mm["source"], role)

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 
 import numpy as np
 
@@ -95,6 +96,9 @@ _SINGLE = {"joint": ("parent", "child", "pose", "axis", "axis2", "thread_pitch",
            "limit": ("lower", "upper", "effort", "velocity"),
            "model": ("pose", "static"),
            "frame": ("pose",)}
+
+#: deepest nesting of ``<model>`` elements read (the top model is level 0)
+MAX_MODEL_DEPTH = 32
 
 _TRUE, _FALSE = ("true", "1"), ("false", "0")
 _PARALLEL_TOL = 1e-9
@@ -388,6 +392,7 @@ class _SdfReader(_Reader):
 
         # ---- collect every scope, link, joint and frame (document order)
         self.scopes, self.links, self.joints, self.frame_els = {}, {}, {}, {}
+        self.claimed = {}
         self.collect(model_el, "", None, where_m)
         if not self.links:
             self.fail("the model has no link", where_m, "link")
@@ -504,20 +509,41 @@ class _SdfReader(_Reader):
                 grav = self.single(phys, "gravity", where_w + "<physics>")
             if grav is not None:
                 gravity = tuple(self.values(grav, 3, where_w, "gravity"))
+            for j in w.findall("joint"):
+                self.fail("a <joint> of the <world> is not read (it would change how the "
+                          "model is attached): put it inside the model",
+                          f'{where_w}<joint name="{j.get("name")}">', "joint")
             models = [m for m in w.findall("model")
                       if not self.flag(m.find("static"), f'<model name="{m.get("name")}">',
                                        "static")]
+            outside = [(el.tag, (el.findtext("uri") or "").strip())
+                       for el in w if el.tag in ("include", "population")]
             if len(models) != 1:
+                more = (f" (the {len(outside)} <include>/<population> elements of the world "
+                        f"are not read: treedyn reads self-contained files)" if outside else "")
                 self.fail(f"the world holds {len(models)} non-static models; treedyn reads "
-                          f"exactly one", where_w, "model")
+                          f"exactly one{more}", where_w, "model")
+            if outside:
+                listed = ", ".join(f"<{tag}>" + (f" {uri}" if uri else "") for tag, uri in outside)
+                warnings.warn(f"{self.file}: {where_w}: {listed} not read (treedyn reads "
+                              f"self-contained files; it reads the model "
+                              f"'{models[0].get('name')}' alone)", stacklevel=5)
             return models[0], gravity
         if len(models) != 1:
             self.fail(f"the file holds {len(models)} <model> elements; treedyn reads exactly one",
                       "<sdf>", "model")
         return models[0], gravity
 
-    def collect(self, model_el, prefix, parent, where):
-        """Register the scope ``prefix`` and, recursively, its nested models."""
+    def collect(self, model_el, prefix, parent, where, depth=0):
+        """Register the scope ``prefix`` and, recursively, its nested models.
+
+        Every element gets its scoped name (``outer::inner::name``); two elements
+        with the same scoped name are refused, naming both, even when the name is
+        written differently (``<link name="n::x">`` at the top and ``<link
+        name="x">`` in ``<model name="n">``, possible before SDFormat 1.8)."""
+        if depth > MAX_MODEL_DEPTH:
+            self.fail(f"nested models deeper than {MAX_MODEL_DEPTH} levels (treedyn reads "
+                      f"at most {MAX_MODEL_DEPTH})", where, "model")
         self.check(model_el, "model", where)
         if model_el.find("include") is not None:
             self.fail("<include> needs other files (model:// URIs): treedyn reads "
@@ -527,6 +553,7 @@ class _SdfReader(_Reader):
         scope = _Scope(model_el, prefix, parent, where)
         self.scopes[prefix] = scope
         names = {}                    # name -> kind, for uniqueness within the scope
+        nested = []
         for child in model_el:
             kind = child.tag
             if kind not in ("link", "joint", "frame", "model"):
@@ -547,6 +574,7 @@ class _SdfReader(_Reader):
             if other == kind or (other is not None and self.version >= (1, 7)):
                 self.fail(f"duplicate name '{local}' ({other} and {kind})", where_c, "name")
             names[local] = kind
+            self.claim(full, kind, local, scope, where_c)
             if kind == "link":
                 self.links[full] = (child, scope)
             elif kind == "joint":
@@ -557,7 +585,22 @@ class _SdfReader(_Reader):
             else:
                 if self.flag(child.find("static"), where_c, "static"):
                     self.fail("static nested models are not supported", where_c, "static")
-                self.collect(child, full + "::", scope, where_c)
+                nested.append((child, full, where_c))
+        # nested models after this scope's own names: a collision names the outer element
+        for child, full, where_c in nested:
+            self.collect(child, full + "::", scope, where_c, depth + 1)
+
+    def claim(self, full, kind, local, scope, where):
+        """Record that the element ``<kind name=local>`` of ``scope`` has the scoped name
+        ``full``; refuse a second element with that scoped name (same kind, or any kind
+        from SDFormat 1.7, whose frame names are unique across kinds)."""
+        here = (f'<{kind} name="{local}"> in ' +
+                (f"nested model '{scope.prefix[:-2]}'" if scope.prefix else "the top model"))
+        for other_kind, other in self.claimed.get(full, ()):
+            if other_kind == kind or self.version >= (1, 7):
+                self.fail(f"two elements have the scoped name '{full}': {other} and {here}; "
+                          f"treedyn does not merge them (rename one)", where, "name")
+        self.claimed.setdefault(full, []).append((kind, here))
 
     def inertial(self, el, where):
         inl = self.single(el, "inertial", where)
