@@ -43,7 +43,18 @@ SDFormat semantics used here (http://sdformat.org/spec, ``pose_frame_semantics``
   otherwise the file is refused, naming the gearbox.
 * ``<limit>`` lower/upper/effort/velocity are kept (negative effort or velocity
   mean "not enforced" in SDFormat and are dropped); ``<dynamics>`` (damping,
-  friction, springs) is ignored: treedyn has no joint springs or damping.
+  friction, springs) is not read: treedyn has no joint springs or damping (a
+  warning names each joint whose values are non-zero, and each link with
+  ``<gravity>false`` or ``<kinematic>true``).
+
+Scoped names: every element is known by its scoped name (``outer::inner::x``).
+Two elements with the same scoped name (possible before 1.8, where ``::`` may
+appear in a name: ``<link name="n::x">`` beside ``<model name="n">`` holding
+``<link name="x">``) are an error naming both, never merged.  Nested models
+deeper than :data:`MAX_MODEL_DEPTH` levels are refused.  ``<include>`` inside a
+model is refused (treedyn reads self-contained files); ``<include>`` and
+``<population>`` inside a ``<world>`` add other models and are not read, with a
+warning naming them; a ``<joint>`` of the ``<world>`` is refused.
 
 World and spanning tree: joints whose parent is ``world`` attach their child
 to the world; otherwise the root link (the first link, in file order, that is
@@ -58,13 +69,12 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 
 import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes
+from .xmlfile import parse_root, read_bytes, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 from .urdf import _Reader
 
@@ -425,6 +435,11 @@ class _SdfReader(_Reader):
             mass, com, inertia = self.inertial(el, where)
             g.add_body(lname, mass=mass, com=com, inertia=inertia, frame=frame,
                        source=(self.file, where))
+            for tag, default, why in (
+                    ("gravity", True, "treedyn applies gravity to every link"),
+                    ("kinematic", False, "treedyn moves every link by the dynamics")):
+                if self.flag(self.single(el, tag, where), where, tag, default) != default:
+                    self.skip(f"{where}<{tag}>{str(not default).lower()}</{tag}>", why)
 
         # ---- joints: link ends, spanning tree
         bodies = {}
@@ -475,6 +490,8 @@ class _SdfReader(_Reader):
 
         for jname in tree_joints:
             self.add_joint(g, jname, bodies[jname], loop[jname])
+        for jname, (el, _) in self.joints.items():
+            self.joint_dynamics(el, f'<joint name="{jname}">')
         tree_parent = {bodies[j][1]: j for j in tree_joints if not loop[j]}
         for jname, (jtype, _, _) in self.joint_ends.items():
             if jtype == "gearbox":
@@ -491,7 +508,21 @@ class _SdfReader(_Reader):
             g._check_mimic()
         except ModelError as exc:                     # pragma: no cover - sources are set
             self.fail(str(exc), where_m)
+        self.warn_not_read()
         return g
+
+    def joint_dynamics(self, el, where):
+        """Report non-zero damping, friction and springs of ``<axis>``/``<axis2>``."""
+        for tag in ("axis", "axis2"):
+            ax = el.find(tag)
+            dyn = ax.find("dynamics") if ax is not None else None
+            if dyn is None:
+                continue
+            for key in ("damping", "friction", "spring_stiffness"):
+                sub = dyn.find(key)
+                if sub is not None and self.number(sub, f"{where}<{tag}><dynamics>", key) != 0:
+                    self.skip(f"{where}<{tag}><dynamics><{key}>{(sub.text or '').strip()}"
+                              f"</{key}>", "treedyn has no joint damping, friction or springs")
 
     def find_model(self, root):
         """The model element and the gravity of the file."""
@@ -525,9 +556,9 @@ class _SdfReader(_Reader):
                           f"exactly one{more}", where_w, "model")
             if outside:
                 listed = ", ".join(f"<{tag}>" + (f" {uri}" if uri else "") for tag, uri in outside)
-                warnings.warn(f"{self.file}: {where_w}: {listed} not read (treedyn reads "
-                              f"self-contained files; it reads the model "
-                              f"'{models[0].get('name')}' alone)", stacklevel=5)
+                warn_user(f"{self.file}: {where_w}: {listed} not read (treedyn reads "
+                          f"self-contained files; it reads the model "
+                          f"'{models[0].get('name')}' alone)")
             return models[0], gravity
         if len(models) != 1:
             self.fail(f"the file holds {len(models)} <model> elements; treedyn reads exactly one",

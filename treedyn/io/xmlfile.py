@@ -4,6 +4,8 @@ naming the file (and element)."""
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 import xml.etree.ElementTree as ET
 
 from defusedxml import DefusedXmlException
@@ -12,7 +14,7 @@ from defusedxml.ElementTree import fromstring as _safe_fromstring
 from ..errors import RobotFileError
 from .files import read_file_bytes
 
-__all__ = ["read_bytes", "parse_root"]
+__all__ = ["read_bytes", "parse_root", "warn_user"]
 
 
 def read_bytes(path, max_bytes=None):
@@ -44,3 +46,14 @@ def parse_root(text, filename, tag, free_group, malformed_hint=""):
         raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
                              file=filename)
     return root
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def warn_user(message):
+    """``warnings.warn(message)`` attributed to the first caller outside treedyn."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, stacklevel=level)
