@@ -584,7 +584,6 @@ class _SdfReader(_Reader):
         scope = _Scope(model_el, prefix, parent, where)
         self.scopes[prefix] = scope
         names = {}                    # name -> kind, for uniqueness within the scope
-        nested = []
         for child in model_el:
             kind = child.tag
             if kind not in ("link", "joint", "frame", "model"):
@@ -616,10 +615,7 @@ class _SdfReader(_Reader):
             else:
                 if self.flag(child.find("static"), where_c, "static"):
                     self.fail("static nested models are not supported", where_c, "static")
-                nested.append((child, full, where_c))
-        # nested models after this scope's own names: a collision names the outer element
-        for child, full, where_c in nested:
-            self.collect(child, full + "::", scope, where_c, depth + 1)
+                self.collect(child, full + "::", scope, where_c, depth + 1)
 
     def claim(self, full, kind, local, scope, where):
         """Record that the element ``<kind name=local>`` of ``scope`` has the scoped name

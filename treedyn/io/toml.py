@@ -84,7 +84,7 @@ def _check_values(doc, file):
     while stack:
         value, path = stack.pop()
         if isinstance(value, (dict, list)):
-            if len(path) >= MAX_NESTING:
+            if len(path) > MAX_NESTING:
                 _fail(f"arrays or tables nested more than {MAX_NESTING} levels deep (treedyn "
                       f"reads at most {MAX_NESTING})", file, *_element(path[:2], doc))
             items = value.items() if isinstance(value, dict) else enumerate(value)
