@@ -294,6 +294,16 @@ def test_cli_refuses_a_fifo_without_blocking(tmp_path, command, name):
     assert not (tmp_path / "out.toml").exists()
 
 
+def test_cli_convert_refuses_a_fifo_output_without_blocking(tmp_path):
+    out = tmp_path / "out.toml"
+    os.mkfifo(out)
+    argv = ["convert", robots.path("two_link_arm.urdf"), str(out)]
+    code, _, err = run_isolated(f"import sys; from treedyn.cli import main; "
+                                f"sys.exit(main({argv!r}))", timeout=60)
+    assert code == 2 and "not a regular file" in err, err
+    assert stat.S_ISFIFO(os.stat(out).st_mode)
+
+
 def test_fifo_swapped_in_after_the_check_does_not_block(tmp_path):
     """The race: os.stat said "regular file", then the path became a FIFO. The
     non-blocking open returns at once and fstat refuses it."""
