@@ -566,6 +566,22 @@ def test_toml_integers_beyond_python_digits_are_a_robot_file_error():
                  "unreadable TOML value")
 
 
+@pytest.mark.parametrize("call,fragment", [
+    (lambda g: g.add_body("c", mass=10 ** 400), "mass"),
+    (lambda g: g.add_body("c", mass=1.0, com=[0, 10 ** 400, 0]), "com"),
+    (lambda g: g.add_joint("k", "revolute", "a", "b", axis=[0, 0, 1],
+                           limits=dict(lower=-10 ** 400)), "limit 'lower'"),
+    (lambda g: g.add_joint("k", "helical", "a", "b", axis=[0, 0, 1], pitch=10 ** 400), "pitch"),
+    (lambda g: g.add_mimic("k", "j", 10 ** 400), "multiplier"),
+])
+def test_graph_api_huge_integers_are_model_errors(call, fragment):
+    g = td.JointGraph("g")
+    g.add_body("a", mass=1.0)
+    g.add_body("b", mass=1.0)
+    g.add_joint("j", "revolute", "world", "a", axis=[0, 0, 1])
+    raises_named(lambda: call(g), fragment, kind=ModelError)
+
+
 XML_FIELDS = [
     ("urdf", '<robot name="r"><link name="a"><inertial><mass value="{n}"/><inertia ixx="1" '
              'iyy="1" izz="1"/></inertial></link></robot>', "value"),

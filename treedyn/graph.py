@@ -101,7 +101,11 @@ def _real(value, what, field, source):
     """``value`` as a Python float (a real number, not a bool or string; may be ±inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         _fail(f"{what} must be a real number, got {_short(value)}", source, field)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:                   # an int beyond the float64 range
+        _fail(f"{what} is out of the float64 range (|x| > 1.8e308), got {_short(value)}",
+              source, field)
 
 
 def _text(value, field, source, what, prefix=""):
