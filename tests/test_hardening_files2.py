@@ -246,6 +246,25 @@ def test_elements_that_change_the_dynamics_are_warned_about(tmp_path, fmt, text,
         assert frag in msgs[0], (frag, msgs[0])
 
 
+@pytest.mark.parametrize("fmt", ["urdf", "sdf"])
+def test_continuous_joint_keeps_effort_and_velocity_limits(tmp_path, fmt):
+    """They were dropped without a word; a continuous joint has no position limits
+    (URDF and SDFormat both say lower/upper do not apply)."""
+    if fmt == "urdf":
+        text = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>'
+                '<inertia ixx="1" iyy="1" izz="1"/></inertial></link><joint name="j" '
+                'type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
+                '<limit lower="-1" upper="1" effort="12.5" velocity="3.25"/></joint></robot>')
+    else:
+        text = sdf('<link name="b"/><joint name="j" type="continuous"><parent>base</parent>'
+                   "<child>b</child><axis><xyz>0 0 1</xyz><limit><lower>-1</lower><upper>1"
+                   "</upper><effort>12.5</effort><velocity>3.25</velocity></limit></axis>"
+                   "</joint>")
+    m = td.load(write(tmp_path, f"c.{fmt}", text))
+    assert (m.effort_limit[0], m.velocity_limit[0]) == (12.5, 3.25)
+    assert (m.lower_limit[0], m.upper_limit[0]) == (-np.inf, np.inf)
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_robots_load_without_warnings(name):
     with warnings.catch_warnings():

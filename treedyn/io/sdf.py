@@ -697,7 +697,9 @@ class _SdfReader(_Reader):
         R = self.world_pose(frame, where_a)[:3, :3]
         return R @ local
 
-    def limits(self, jname, where):
+    def limits(self, jname, where, position=True):
+        """``<axis><limit>``: lower/upper (unless ``position`` is False: a continuous
+        joint has no position limits), effort and velocity."""
         el, _ = self.joints[jname]
         ax = el.find("axis")
         lim = ax.find("limit") if ax is not None else None
@@ -706,7 +708,8 @@ class _SdfReader(_Reader):
         where_l = where + "<axis><limit>"
         self.check(lim, "limit", where_l)
         out = {}
-        for key in ("lower", "upper", "effort", "velocity"):
+        for key in ("lower", "upper", "effort", "velocity") if position else \
+                ("effort", "velocity"):
             sub = lim.find(key)
             if sub is None:
                 continue
@@ -723,8 +726,8 @@ class _SdfReader(_Reader):
         where = f'<joint name="{jname}">'
         T = self.world_pose(("joint", jname), where)
         kwargs = dict(point=T[:3, 3], loop=loop, source=(self.file, where))
-        if t in ("revolute", "prismatic", "helical"):
-            kwargs["limits"] = self.limits(jname, where)
+        if t in ("revolute", "prismatic", "helical", "continuous"):
+            kwargs["limits"] = self.limits(jname, where, position=t != "continuous")
         if t in ("revolute", "continuous", "prismatic", "helical"):
             kwargs["axis"] = self.axis(jname, "axis", where)
         if t == "universal":

@@ -292,9 +292,12 @@ class _Reader:
             R, p = frame[chi][:3, :3], frame[chi][:3, 3]
             limits = None
             lim = el.find("limit")
-            if lim is not None and t in ("revolute", "prismatic"):
+            if lim is not None and t in ("revolute", "prismatic", "continuous"):
                 limits = {}
-                for key in ("lower", "upper", "effort", "velocity"):
+                # a continuous joint has effort and velocity limits, no position limits
+                keys = ("effort", "velocity") if t == "continuous" else \
+                    ("lower", "upper", "effort", "velocity")
+                for key in keys:
                     if lim.get(key) is not None:
                         limits[key] = float(self.floats(lim, key, 1, where + "<limit>")[0])
             kwargs = dict(point=p, source=src, limits=limits)
