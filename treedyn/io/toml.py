@@ -275,8 +275,12 @@ def write_toml(graph, path):
     naming the file."""
     import tomli_w
     path = os.fspath(path)
-    text = (b"# treedyn robot file (docs/robot-format.md); written by treedyn.save\n"
-            + tomli_w.dumps(graph_to_dict(graph)).encode("utf-8"))
+    try:
+        text = (b"# treedyn robot file (docs/robot-format.md); written by treedyn.save\n"
+                + tomli_w.dumps(graph_to_dict(graph)).encode("utf-8"))
+    except UnicodeEncodeError as exc:        # e.g. a lone surrogate in a name
+        raise RobotFileError(f"cannot write file: a name is not valid Unicode text "
+                             f"({exc.object[exc.start:exc.end]!r})", file=path) from None
     try:
         st = os.stat(path)
     except FileNotFoundError:
