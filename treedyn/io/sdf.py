@@ -148,6 +148,13 @@ def parse_sdf_string(text, floating_base=False, free_group="SE3", gravity=None,
     return _SdfReader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
 
 
+def _listed(names, at_most=10):
+    """``names`` for a message: all of them, or the first ones and how many."""
+    if len(names) <= at_most:
+        return str(names)
+    return f"{names[:at_most]} and {len(names) - at_most} more ({len(names)} in all)"
+
+
 class _Scope:
     """A (nested) model: its element, the prefix of its names and its parent scope."""
 
@@ -280,7 +287,7 @@ class _SdfReader(_Reader):
                 link = self.attached[node]
                 break
             if node in on_path:
-                cycle = [k for _, k in path[path.index(node):]]
+                cycle = _listed([k for _, k in path[path.index(node):]])
                 self.fail(f"the frames {cycle} are attached to each other in a cycle", where,
                           "attached_to")
             path.append(node)
@@ -326,7 +333,8 @@ class _SdfReader(_Reader):
         cur = node
         while cur[0] != "world" and cur not in self.poses:
             if cur in on_chain:
-                names = [k or "__model__" for (_, k), *_ in chain]
+                first = [n for n, *_ in chain].index(cur)
+                names = _listed([k or "__model__" for (_, k), *_ in chain[first:]])
                 self.fail(f"the poses of {names} are defined relative to each other in a "
                           f"cycle", where, "relative_to")
             on_chain.add(cur)
