@@ -233,6 +233,11 @@ def cmd_convert(args, out):
     from .io import load_graph, save
     if not args.output.endswith(".toml"):
         raise TreedynError(f"{args.output}: treedyn writes the TOML format only (.toml)")
+    if os.path.exists(args.output) and not os.path.isfile(args.output) \
+            and not os.path.isdir(args.output):
+        # a FIFO would block the check below; save() refuses it anyway
+        raise _UsageError(f"output {args.output}: not a regular file (treedyn writes regular "
+                          f"files)")
     _check_output(args.output, "output")
     graph = load_graph(_resolve(args.input), floating_base=args.floating_base,
                        strict_inertia=not args.lenient_inertia)

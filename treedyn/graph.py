@@ -101,7 +101,11 @@ def _real(value, what, field, source):
     """``value`` as a Python float (a real number, not a bool or string; may be ±inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         _fail(f"{what} must be a real number, got {_short(value)}", source, field)
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:                   # an int beyond the float64 range
+        _fail(f"{what} is out of the float64 range (|x| > 1.8e308), got {_short(value)}",
+              source, field)
 
 
 def _text(value, field, source, what, prefix=""):
@@ -505,6 +509,10 @@ class JointGraph:
                 if jn not in tree:
                     _fail(f"mimic: {role} '{jn}' is not a joint of the model", mm["source"], role)
                 t = tree[jn]["type"]
+                if t == "fixed" and role == "leader":
+                    _fail(f"mimic: joint '{mm['joint']}' mimics '{jn}', a fixed joint: the "
+                          f"leader has no coordinate to follow (make '{jn}' a moving joint, or "
+                          f"remove the coupling)", mm["source"], role)
                 if t != "fixed" and JOINT_TYPES[t][1] != 1:
                     _fail(f"mimic: {role} '{jn}' is a {t} joint; mimic couples joints with one "
                           f"degree of freedom", mm["source"], role)

@@ -33,7 +33,7 @@ def _flag(value, argument, where):
 
 
 def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
-               coordinates="relative"):
+               coordinates="relative", max_bytes=None):
     """Read a robot file (``.urdf``, ``.sdf`` or ``.toml``) into an editable JointGraph."""
     path = _path(path, "load")
     floating_base = _flag(floating_base, "floating_base", "load")
@@ -46,19 +46,21 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
         raise RobotFileError(f"coordinates must be 'relative' or 'absolute', got {coordinates!r}",
                              file=path)
     if coordinates == "absolute":
-        graph = load_graph(path, floating_base, free_group, gravity, strict_inertia)
+        graph = load_graph(path, floating_base, free_group, gravity, strict_inertia,
+                           max_bytes=max_bytes)
         return graph.to_absolute(free_group or "SE3")
     if ext == ".urdf":
         return read_urdf(path, floating_base=floating_base, free_group=free_group or "SE3",
-                         gravity=gravity, strict_inertia=strict_inertia)
+                         gravity=gravity, strict_inertia=strict_inertia, max_bytes=max_bytes)
     if ext == ".sdf":
         return read_sdf(path, floating_base=floating_base, free_group=free_group or "SE3",
-                        gravity=gravity, strict_inertia=strict_inertia)
+                        gravity=gravity, strict_inertia=strict_inertia, max_bytes=max_bytes)
     if ext == ".toml":
         if floating_base:
             raise RobotFileError("floating_base=True is for URDF and SDF files; a TOML file "
                                  "declares its free joints itself (type = \"free\")", file=path)
-        graph = read_toml(path, gravity=gravity, strict_inertia=strict_inertia)
+        graph = read_toml(path, gravity=gravity, strict_inertia=strict_inertia,
+                          max_bytes=max_bytes)
         if free_group is not None:
             for _, _, data in graph.graph.edges(data=True):
                 if data["type"] == "free":
@@ -69,7 +71,7 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
 
 
 def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
-         coordinates="relative"):
+         coordinates="relative", max_bytes=None):
     """Load a robot file and compile it.
 
     Parameters
@@ -104,7 +106,7 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
     treedyn.Model
     """
     return load_graph(path, floating_base, free_group, gravity, strict_inertia,
-                      coordinates).compile(_private=True)
+                      coordinates, max_bytes).compile(_private=True)
 
 
 def save(model, path):

@@ -43,7 +43,18 @@ SDFormat semantics used here (http://sdformat.org/spec, ``pose_frame_semantics``
   otherwise the file is refused, naming the gearbox.
 * ``<limit>`` lower/upper/effort/velocity are kept (negative effort or velocity
   mean "not enforced" in SDFormat and are dropped); ``<dynamics>`` (damping,
-  friction, springs) is ignored: treedyn has no joint springs or damping.
+  friction, springs) is not read: treedyn has no joint springs or damping (a
+  warning names each joint whose values are non-zero, and each link with
+  ``<gravity>false`` or ``<kinematic>true``).
+
+Scoped names: every element is known by its scoped name (``outer::inner::x``).
+Two elements with the same scoped name (possible before 1.8, where ``::`` may
+appear in a name: ``<link name="n::x">`` beside ``<model name="n">`` holding
+``<link name="x">``) are an error naming both, never merged.  Nested models
+deeper than :data:`MAX_MODEL_DEPTH` levels are refused.  ``<include>`` inside a
+model is refused (treedyn reads self-contained files); ``<include>`` and
+``<population>`` inside a ``<world>`` add other models and are not read, with a
+warning naming them; a ``<joint>`` of the ``<world>`` is refused.
 
 World and spanning tree: joints whose parent is ``world`` attach their child
 to the world; otherwise the root link (the first link, in file order, that is
@@ -63,7 +74,7 @@ import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes
+from .xmlfile import parse_root, read_bytes, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 from .urdf import _Reader
 
@@ -96,11 +107,15 @@ _SINGLE = {"joint": ("parent", "child", "pose", "axis", "axis2", "thread_pitch",
            "model": ("pose", "static"),
            "frame": ("pose",)}
 
+#: deepest nesting of ``<model>`` elements read (the top model is level 0)
+MAX_MODEL_DEPTH = 32
+
 _TRUE, _FALSE = ("true", "1"), ("false", "0")
 _PARALLEL_TOL = 1e-9
 
 
-def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True):
+def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True,
+             max_bytes=None):
     """Read an SDFormat file into a :class:`~treedyn.graph.JointGraph`.
 
     Parameters
@@ -117,8 +132,10 @@ def read_sdf(path, floating_base=False, free_group="SE3", gravity=None, strict_i
         (0, 0, -9.81) m/s²).
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
+    max_bytes : int, optional
+        Refuse files larger than this (default: $TREEDYN_MAX_FILE_BYTES, else 256 MiB).
     """
-    path, text = read_bytes(path)
+    path, text = read_bytes(path, max_bytes)
     return parse_sdf_string(text, floating_base, free_group, gravity, filename=path,
                             strict_inertia=strict_inertia)
 
@@ -129,6 +146,13 @@ def parse_sdf_string(text, floating_base=False, free_group="SE3", gravity=None,
     root = parse_root(text, filename, "sdf", free_group,
                       " (a file with the .sdf extension is read as SDFormat XML)")
     return _SdfReader(filename).build(root, floating_base, free_group, gravity, strict_inertia)
+
+
+def _listed(names, at_most=10):
+    """``names`` for a message: all of them, or the first ones and how many."""
+    if len(names) <= at_most:
+        return str(names)
+    return f"{names[:at_most]} and {len(names) - at_most} more ({len(names)} in all)"
 
 
 class _Scope:
@@ -248,18 +272,26 @@ class _SdfReader(_Reader):
                   where, field)
 
     def attached_link(self, node, where):
-        """The link (or world) a frame node moves with."""
-        seen = []
+        """The link (or world) a frame node moves with (memoized: each node of a chain
+        of ``attached_to`` is followed once, however long the chain)."""
+        path, on_path = [], set()
         while True:
             kind, key = node
             if kind == "world":
-                return WORLD
+                link = WORLD
+                break
             if kind == "link":
-                return key
-            if node in seen:
-                self.fail(f"the frames {[k for _, k in seen]} are attached to each other in a "
-                          f"cycle", where, "attached_to")
-            seen.append(node)
+                link = key
+                break
+            if node in self.attached:
+                link = self.attached[node]
+                break
+            if node in on_path:
+                cycle = _listed([k for _, k in path[path.index(node):]])
+                self.fail(f"the frames {cycle} are attached to each other in a cycle", where,
+                          "attached_to")
+            path.append(node)
+            on_path.add(node)
             if kind == "model":
                 node = ("link", self.canonical_link(key, where))
             elif kind == "joint":
@@ -269,6 +301,9 @@ class _SdfReader(_Reader):
                 att = (el.get("attached_to") or "").strip()
                 node = self.lookup(att, scope, self.frame_where(key), "attached_to") if att \
                     else ("model", scope.prefix)
+        for n in path:
+            self.attached[n] = link
+        return link
 
     def canonical_link(self, prefix, where):
         scope = self.scopes[prefix]
@@ -290,16 +325,34 @@ class _SdfReader(_Reader):
 
     # ------------------------------------------------------------------ world poses
     def world_pose(self, node, where):
-        """4×4 pose at q = 0 in the world of a frame node (memoized, cycles refused)."""
+        """4×4 pose at q = 0 in the world of a frame node (memoized, cycles refused; a
+        chain of poses each relative to the next is walked once, without recursion)."""
         if node[0] == "world":
             return np.eye(4)
-        if node in self.poses:
-            return self.poses[node]
-        if node in self.resolving:
-            names = [k or "__model__" for _, k in self.resolving]
-            self.fail(f"the poses of {names} are defined relative to each other in a cycle",
-                      where, "relative_to")
-        self.resolving.append(node)
+        chain, on_chain = [], set()
+        cur = node
+        while cur[0] != "world" and cur not in self.poses:
+            if cur in on_chain:
+                first = [n for n, *_ in chain].index(cur)
+                names = _listed([k or "__model__" for (_, k), *_ in chain[first:]])
+                self.fail(f"the poses of {names} are defined relative to each other in a "
+                          f"cycle", where, "relative_to")
+            on_chain.add(cur)
+            base, pose_el, el_where = self.pose_base(cur)
+            chain.append((cur, base, pose_el, el_where))
+            cur = base
+        for cur, base, pose_el, el_where in reversed(chain):
+            T_base = np.eye(4) if base[0] == "world" else self.poses[base]
+            with np.errstate(over="ignore", invalid="ignore"):
+                T = T_base @ self.pose_value(pose_el, el_where)
+            if not np.all(np.isfinite(T)):
+                self.fail("the pose at q = 0 overflows the float64 range (composed with the "
+                          "poses it is relative to)", el_where + "<pose>", "pose")
+            self.poses[cur] = T
+        return self.poses[node]
+
+    def pose_base(self, node):
+        """(the frame node a node's ``<pose>`` is relative to, the ``<pose>``, the element)."""
         kind, key = node
         if kind == "model":
             scope = self.scopes[key]
@@ -332,14 +385,7 @@ class _SdfReader(_Reader):
             base = ("world", None)
         else:
             base = self.lookup(rel, lookup_scope, el_where + "<pose>", "relative_to")
-        with np.errstate(over="ignore", invalid="ignore"):
-            T = self.world_pose(base, el_where) @ self.pose_value(pose_el, el_where)
-        if not np.all(np.isfinite(T)):
-            self.fail("the pose at q = 0 overflows the float64 range (composed with the "
-                      "poses it is relative to)", el_where + "<pose>", "pose")
-        self.resolving.pop()
-        self.poses[node] = T
-        return T
+        return base, pose_el, el_where
 
     # ------------------------------------------------------------------ reading
     def build(self, root, floating_base, free_group, gravity, strict_inertia):
@@ -364,6 +410,7 @@ class _SdfReader(_Reader):
 
         # ---- collect every scope, link, joint and frame (document order)
         self.scopes, self.links, self.joints, self.frame_els = {}, {}, {}, {}
+        self.claimed = {}
         self.collect(model_el, "", None, where_m)
         if not self.links:
             self.fail("the model has no link", where_m, "link")
@@ -384,7 +431,7 @@ class _SdfReader(_Reader):
                     self.fail("the child of a joint cannot be the world", where, "child")
                 ends.append(self.lookup(text, scope, where, role))
             self.joint_ends[jname] = (jtype, ends[0], ends[1])
-        self.poses, self.resolving = {}, []
+        self.poses, self.attached = {}, {}
 
         # ---- bodies
         g = JointGraph(name, gravity=file_gravity if gravity is None else gravity,
@@ -396,6 +443,11 @@ class _SdfReader(_Reader):
             mass, com, inertia = self.inertial(el, where)
             g.add_body(lname, mass=mass, com=com, inertia=inertia, frame=frame,
                        source=(self.file, where))
+            for tag, default, why in (
+                    ("gravity", True, "treedyn applies gravity to every link"),
+                    ("kinematic", False, "treedyn moves every link by the dynamics")):
+                if self.flag(self.single(el, tag, where), where, tag, default) != default:
+                    self.skip(f"{where}<{tag}>{str(not default).lower()}</{tag}>", why)
 
         # ---- joints: link ends, spanning tree
         bodies = {}
@@ -446,6 +498,8 @@ class _SdfReader(_Reader):
 
         for jname in tree_joints:
             self.add_joint(g, jname, bodies[jname], loop[jname])
+        for jname, (el, _) in self.joints.items():
+            self.joint_dynamics(el, f'<joint name="{jname}">')
         tree_parent = {bodies[j][1]: j for j in tree_joints if not loop[j]}
         for jname, (jtype, _, _) in self.joint_ends.items():
             if jtype == "gearbox":
@@ -462,7 +516,21 @@ class _SdfReader(_Reader):
             g._check_mimic()
         except ModelError as exc:                     # pragma: no cover - sources are set
             self.fail(str(exc), where_m)
+        self.warn_not_read()
         return g
+
+    def joint_dynamics(self, el, where):
+        """Report non-zero damping, friction and springs of ``<axis>``/``<axis2>``."""
+        for tag in ("axis", "axis2"):
+            ax = el.find(tag)
+            dyn = ax.find("dynamics") if ax is not None else None
+            if dyn is None:
+                continue
+            for key in ("damping", "friction", "spring_stiffness"):
+                sub = dyn.find(key)
+                if sub is not None and self.number(sub, f"{where}<{tag}><dynamics>", key) != 0:
+                    self.skip(f"{where}<{tag}><dynamics><{key}>{(sub.text or '').strip()}"
+                              f"</{key}>", "treedyn has no joint damping, friction or springs")
 
     def find_model(self, root):
         """The model element and the gravity of the file."""
@@ -480,20 +548,41 @@ class _SdfReader(_Reader):
                 grav = self.single(phys, "gravity", where_w + "<physics>")
             if grav is not None:
                 gravity = tuple(self.values(grav, 3, where_w, "gravity"))
+            for j in w.findall("joint"):
+                self.fail("a <joint> of the <world> is not read (it would change how the "
+                          "model is attached): put it inside the model",
+                          f'{where_w}<joint name="{j.get("name")}">', "joint")
             models = [m for m in w.findall("model")
                       if not self.flag(m.find("static"), f'<model name="{m.get("name")}">',
                                        "static")]
+            outside = [(el.tag, (el.findtext("uri") or "").strip())
+                       for el in w if el.tag in ("include", "population")]
             if len(models) != 1:
+                more = (f" (the {len(outside)} <include>/<population> elements of the world "
+                        f"are not read: treedyn reads self-contained files)" if outside else "")
                 self.fail(f"the world holds {len(models)} non-static models; treedyn reads "
-                          f"exactly one", where_w, "model")
+                          f"exactly one{more}", where_w, "model")
+            if outside:
+                listed = ", ".join(f"<{tag}>" + (f" {uri}" if uri else "") for tag, uri in outside)
+                warn_user(f"{self.file}: {where_w}: {listed} not read (treedyn reads "
+                          f"self-contained files; it reads the model "
+                          f"'{models[0].get('name')}' alone)")
             return models[0], gravity
         if len(models) != 1:
             self.fail(f"the file holds {len(models)} <model> elements; treedyn reads exactly one",
                       "<sdf>", "model")
         return models[0], gravity
 
-    def collect(self, model_el, prefix, parent, where):
-        """Register the scope ``prefix`` and, recursively, its nested models."""
+    def collect(self, model_el, prefix, parent, where, depth=0):
+        """Register the scope ``prefix`` and, recursively, its nested models.
+
+        Every element gets its scoped name (``outer::inner::name``); two elements
+        with the same scoped name are refused, naming both, even when the name is
+        written differently (``<link name="n::x">`` at the top and ``<link
+        name="x">`` in ``<model name="n">``, possible before SDFormat 1.8)."""
+        if depth > MAX_MODEL_DEPTH:
+            self.fail(f"nested models deeper than {MAX_MODEL_DEPTH} levels (treedyn reads "
+                      f"at most {MAX_MODEL_DEPTH})", where, "model")
         self.check(model_el, "model", where)
         if model_el.find("include") is not None:
             self.fail("<include> needs other files (model:// URIs): treedyn reads "
@@ -523,6 +612,7 @@ class _SdfReader(_Reader):
             if other == kind or (other is not None and self.version >= (1, 7)):
                 self.fail(f"duplicate name '{local}' ({other} and {kind})", where_c, "name")
             names[local] = kind
+            self.claim(full, kind, local, scope, where_c)
             if kind == "link":
                 self.links[full] = (child, scope)
             elif kind == "joint":
@@ -533,7 +623,19 @@ class _SdfReader(_Reader):
             else:
                 if self.flag(child.find("static"), where_c, "static"):
                     self.fail("static nested models are not supported", where_c, "static")
-                self.collect(child, full + "::", scope, where_c)
+                self.collect(child, full + "::", scope, where_c, depth + 1)
+
+    def claim(self, full, kind, local, scope, where):
+        """Record that the element ``<kind name=local>`` of ``scope`` has the scoped name
+        ``full``; refuse a second element with that scoped name (same kind, or any kind
+        from SDFormat 1.7, whose frame names are unique across kinds)."""
+        here = (f'<{kind} name="{local}"> in ' +
+                (f"nested model '{scope.prefix[:-2]}'" if scope.prefix else "the top model"))
+        for other_kind, other in self.claimed.get(full, ()):
+            if other_kind == kind or self.version >= (1, 7):
+                self.fail(f"two elements have the scoped name '{full}': {other} and {here}; "
+                          f"treedyn does not merge them (rename one)", where, "name")
+        self.claimed.setdefault(full, []).append((kind, here))
 
     def inertial(self, el, where):
         inl = self.single(el, "inertial", where)
@@ -603,7 +705,9 @@ class _SdfReader(_Reader):
         R = self.world_pose(frame, where_a)[:3, :3]
         return R @ local
 
-    def limits(self, jname, where):
+    def limits(self, jname, where, position=True):
+        """``<axis><limit>``: lower/upper (unless ``position`` is False: a continuous
+        joint has no position limits), effort and velocity."""
         el, _ = self.joints[jname]
         ax = el.find("axis")
         lim = ax.find("limit") if ax is not None else None
@@ -612,7 +716,8 @@ class _SdfReader(_Reader):
         where_l = where + "<axis><limit>"
         self.check(lim, "limit", where_l)
         out = {}
-        for key in ("lower", "upper", "effort", "velocity"):
+        for key in ("lower", "upper", "effort", "velocity") if position else \
+                ("effort", "velocity"):
             sub = lim.find(key)
             if sub is None:
                 continue
@@ -629,8 +734,8 @@ class _SdfReader(_Reader):
         where = f'<joint name="{jname}">'
         T = self.world_pose(("joint", jname), where)
         kwargs = dict(point=T[:3, 3], loop=loop, source=(self.file, where))
-        if t in ("revolute", "prismatic", "helical"):
-            kwargs["limits"] = self.limits(jname, where)
+        if t in ("revolute", "prismatic", "helical", "continuous"):
+            kwargs["limits"] = self.limits(jname, where, position=t != "continuous")
         if t in ("revolute", "continuous", "prismatic", "helical"):
             kwargs["axis"] = self.axis(jname, "axis", where)
         if t == "universal":

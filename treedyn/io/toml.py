@@ -6,7 +6,9 @@ construction frame at q = 0; bodies optionally carry a frame; joints marked
 """
 from __future__ import annotations
 
+import math
 import os
+import stat
 import tomllib
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from .. import lie
 from ..errors import RobotFileError
 from ..graph import MAX_ANGLE, JointGraph, _array, _short
+from .files import _kind, read_file_bytes
 
 __all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
 
@@ -24,15 +27,18 @@ _FRAME_KEYS = {"name", "body", "origin", "rpy", "rotation"}
 _MIMIC_KEYS = {"joint", "leader", "multiplier", "offset"}
 _TOP_KEYS = {"model", "body", "joint", "frame", "mimic"}
 
+#: deepest nesting of arrays and tables read (the document is level 0; ``[[body]]``
+#: is level 1, a body level 2, its inertia array level 3 and the inertia's rows
+#: level 4, the deepest a robot file needs)
+MAX_NESTING = 16
 
-def read_toml(path, gravity=None, strict_inertia=True):
-    """Read a treedyn TOML robot file into a :class:`~treedyn.graph.JointGraph`."""
+
+def read_toml(path, gravity=None, strict_inertia=True, max_bytes=None):
+    """Read a treedyn TOML robot file into a :class:`~treedyn.graph.JointGraph`
+    (a regular file of at most ``max_bytes``, see :mod:`treedyn.io.files`)."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+        text = read_file_bytes(path, max_bytes).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RobotFileError(f"not UTF-8 text: {exc}", file=path) from None
     return parse_toml_string(text, gravity=gravity, filename=path, strict_inertia=strict_inertia)
@@ -44,7 +50,52 @@ def parse_toml_string(text, gravity=None, filename="<string>", strict_inertia=Tr
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RobotFileError(f"malformed TOML: {exc}", file=filename) from None
+    except ValueError as exc:            # e.g. an integer beyond Python's 4300 digits
+        raise RobotFileError(f"unreadable TOML value: {exc}", file=filename) from None
+    except RecursionError:               # tomllib recurses once per nested array/table
+        _fail(f"arrays or tables nested too deeply (treedyn reads at most {MAX_NESTING} "
+              f"levels)", filename, "top level")
+    _check_values(doc, filename)
     return _build(doc, gravity, filename, strict_inertia)
+
+
+def _element(path, doc):
+    """The element (as the reader's messages name it) and the field of a value's key path."""
+    if len(path) >= 2 and path[0] in ("body", "joint", "frame") and isinstance(path[1], int):
+        entry = doc[path[0]][path[1]]
+        name = entry.get("name", f"#{path[1]}") if isinstance(entry, dict) else f"#{path[1]}"
+        element, rest = f'[[{path[0]}]] "{name}"', path[2:]
+    elif len(path) >= 2 and path[0] == "mimic" and isinstance(path[1], int):
+        element, rest = f"[[mimic]] #{path[1]}", path[2:]
+    elif path and path[0] == "model":
+        element, rest = "[model]", path[1:]
+    else:
+        element, rest = "top level", path
+    field = ""
+    for p in rest:
+        field += f"[{p}]" if isinstance(p, int) else (f".{p}" if field else str(p))
+    return element, field or None
+
+
+def _check_values(doc, file):
+    """Nesting of at most MAX_NESTING levels; every integer within the float64 range
+    (walked without recursion: a deep document cannot overflow the stack)."""
+    stack = [(doc, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, (dict, list)):
+            if len(path) > MAX_NESTING:
+                _fail(f"arrays or tables nested more than {MAX_NESTING} levels deep (treedyn "
+                      f"reads at most {MAX_NESTING})", file, *_element(path[:2], doc))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((v, path + (k,)) for k, v in items)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            try:
+                float(value)
+            except OverflowError:
+                digits = math.floor(value.bit_length() * math.log10(2)) + 1
+                _fail(f"an integer of about {digits} digits is out of the float64 range "
+                      f"(|x| > 1.8e308)", file, *_element(path, doc))
 
 
 def _fail(msg, file, element, field=None):
@@ -102,9 +153,8 @@ def _build(doc, gravity, file, strict_inertia=True):
         _fail(f"expected the model name (a string), got {_short(name)}", file, "[model]", "name")
     bodies = _array_of_tables(doc, "body", file)
     joints = _array_of_tables(doc, "joint", file)
-    if not bodies or not joints:
-        missing = " and ".join(f"[[{k}]]" for k, v in (("body", bodies), ("joint", joints))
-                               if not v)
+    if "body" not in doc or "joint" not in doc:       # (body = [] and joint = []: empty model)
+        missing = " and ".join(f"[[{k}]]" for k in ("body", "joint") if k not in doc)
         _fail(f"the file describes no {missing}: a robot needs at least one [[body]] and one "
               f"[[joint]] connecting it (docs/robot-format.md)", file, "top level")
     grav = gravity if gravity is not None else meta.get("gravity", (0.0, 0.0, -9.81))
@@ -219,8 +269,44 @@ def graph_to_dict(graph):
 
 
 def write_toml(graph, path):
-    """Write ``graph`` to ``path`` in the treedyn TOML format (floats written exactly)."""
+    """Write ``graph`` to ``path`` in the treedyn TOML format (floats written exactly).
+
+    Only a regular file (or a new one) is written; failures are a RobotFileError
+    naming the file."""
     import tomli_w
-    with open(os.fspath(path), "wb") as f:
-        f.write(b"# treedyn robot file (docs/robot-format.md); written by treedyn.save\n")
-        tomli_w.dump(graph_to_dict(graph), f)
+    path = os.fspath(path)
+    try:
+        text = (b"# treedyn robot file (docs/robot-format.md); written by treedyn.save\n"
+                + tomli_w.dumps(graph_to_dict(graph)).encode("utf-8"))
+    except UnicodeEncodeError as exc:        # e.g. a lone surrogate in a name
+        raise RobotFileError(f"cannot write file: a name is not valid Unicode text "
+                             f"({exc.object[exc.start:exc.end]!r})", file=path) from None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError) as exc:
+        raise RobotFileError(f"cannot write file: {getattr(exc, 'strerror', None) or exc}",
+                             file=path) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise RobotFileError(f"cannot write file: it is {_kind(st.st_mode)}, not a regular "
+                             f"file", file=path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) \
+        | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise RobotFileError(f"cannot write file: it is {_kind(st.st_mode)}, not a "
+                                     f"regular file", file=path)
+            view = memoryview(text)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, RobotFileError):
+            raise
+        raise RobotFileError(f"cannot write file: {getattr(exc, 'strerror', None) or exc}",
+                             file=path) from None

@@ -4,6 +4,11 @@ Parses with ``defusedxml`` (entity expansion, DTDs and external references are
 refused), reads links and joints (direct children of ``<robot>``), ignores
 visual/collision geometry, transmissions and ``<gazebo>`` blocks, and builds a
 :class:`treedyn.graph.JointGraph` in the world construction frame at q = 0.
+A warning names what is read past although it would change the dynamics: a
+joint's non-zero ``<dynamics>`` damping or friction, and children of
+``<link>``, ``<joint>`` and ``<inertial>`` that URDF does not define (a typo
+such as ``<inertail>`` would otherwise leave a massless link).  A ``<mimic>``
+whose leader is a fixed joint is an error.
 
 URDF semantics used here (ROS URDF specification):
 
@@ -29,7 +34,7 @@ import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes
+from .xmlfile import parse_root, read_bytes, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
@@ -44,6 +49,13 @@ _SINGLE = {"joint": ("parent", "child", "origin", "axis", "limit", "mimic", "dyn
            "link": ("inertial",),
            "inertial": ("origin", "mass", "inertia")}
 
+#: children of <link>, <joint>, <inertial> that URDF defines (or that common tools
+#: add: PyBullet's <contact>); any other child is reported as not read
+_KNOWN = {"link": {"inertial", "visual", "collision", "contact"},
+          "joint": {"parent", "child", "origin", "axis", "limit", "mimic", "dynamics",
+                    "calibration", "safety_controller"},
+          "inertial": {"origin", "mass", "inertia"}}
+
 _URDF_TYPES = {
     "revolute": "revolute",
     "continuous": "continuous",
@@ -54,7 +66,8 @@ _URDF_TYPES = {
 }
 
 
-def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True):
+def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_inertia=True,
+              max_bytes=None):
     """Read a URDF file into a :class:`~treedyn.graph.JointGraph`.
 
     Parameters
@@ -69,8 +82,10 @@ def read_urdf(path, floating_base=False, free_group="SE3", gravity=None, strict_
         World-frame gravity (default (0, 0, -9.81) m/s²).
     strict_inertia : bool
         Raise on non-physical link inertias (default); ``False`` warns instead.
+    max_bytes : int, optional
+        Refuse files larger than this (default: $TREEDYN_MAX_FILE_BYTES, else 256 MiB).
     """
-    path, text = read_bytes(path)
+    path, text = read_bytes(path, max_bytes)
     return parse_urdf_string(text, floating_base, free_group, gravity, filename=path,
                              strict_inertia=strict_inertia)
 
@@ -85,6 +100,26 @@ def parse_urdf_string(text, floating_base=False, free_group="SE3", gravity=None,
 class _Reader:
     def __init__(self, filename):
         self.file = filename
+        self.not_read = {}           # reason -> elements read past, each named
+
+    def skip(self, item, reason):
+        """Note an element that is read past; :meth:`warn_not_read` reports it."""
+        self.not_read.setdefault(reason, []).append(item)
+
+    def unknown_children(self, elem, kind, where):
+        """Report children of ``elem`` that are not part of the format (e.g. a typo)."""
+        for child in elem:
+            if isinstance(child.tag, str) and child.tag not in _KNOWN[kind]:
+                self.skip(f"{where}<{child.tag}>", "not URDF elements")
+
+    def warn_not_read(self):
+        """One warning naming the elements read past, by reason, if any."""
+        parts = []
+        for reason, items in self.not_read.items():
+            more = f" and {len(items) - 10} more" if len(items) > 10 else ""
+            parts.append(f"{', '.join(items[:10])}{more} ({reason})")
+        if parts:
+            warn_user(f"{self.file}: not read: {'; '.join(parts)}")
 
     def fail(self, msg, element, field=None):
         raise RobotFileError(msg, file=self.file, element=element, field=field)
@@ -145,9 +180,11 @@ class _Reader:
             if lname in links:
                 self.fail(f"duplicate link name '{lname}'", f'<link name="{lname}">', "name")
             self.check_children(el, "link", f'<link name="{lname}">')
+            self.unknown_children(el, "link", f'<link name="{lname}">')
             inl = el.find("inertial")
             if inl is not None:
                 self.check_children(inl, "inertial", f'<link name="{lname}"><inertial>')
+                self.unknown_children(inl, "inertial", f'<link name="{lname}"><inertial>')
             links[lname] = el
         if not links:
             self.fail("the robot has no links", "<robot>")
@@ -160,6 +197,14 @@ class _Reader:
             if jname in joints:
                 self.fail(f"duplicate joint name '{jname}'", where, "name")
             self.check_children(el, "joint", where)
+            self.unknown_children(el, "joint", where)
+            dyn = el.find("dynamics")
+            if dyn is not None:
+                for key in ("damping", "friction"):
+                    if dyn.get(key) is not None and \
+                            float(self.floats(dyn, key, 1, where + "<dynamics>")[0]) != 0.0:
+                        self.skip(f"{where}<dynamics {key}={dyn.get(key).strip()!r}>",
+                                  "treedyn has no joint damping, friction or springs")
             jtype = el.get("type")
             if jtype not in _URDF_TYPES:
                 self.fail(f"unknown joint type {jtype!r} (URDF types: "
@@ -247,9 +292,12 @@ class _Reader:
             R, p = frame[chi][:3, :3], frame[chi][:3, 3]
             limits = None
             lim = el.find("limit")
-            if lim is not None and t in ("revolute", "prismatic"):
+            if lim is not None and t in ("revolute", "prismatic", "continuous"):
                 limits = {}
-                for key in ("lower", "upper", "effort", "velocity"):
+                # a continuous joint has effort and velocity limits, no position limits
+                keys = ("effort", "velocity") if t == "continuous" else \
+                    ("lower", "upper", "effort", "velocity")
+                for key in keys:
                     if lim.get(key) is not None:
                         limits[key] = float(self.floats(lim, key, 1, where + "<limit>")[0])
             kwargs = dict(point=p, source=src, limits=limits)
@@ -275,6 +323,7 @@ class _Reader:
                 mult = self.floats(mim, "multiplier", 1, where + "<mimic>", (1.0,))[0]
                 off = self.floats(mim, "offset", 1, where + "<mimic>", (0.0,))[0]
                 g.add_mimic(jname, leader, mult, off, source=src)
+        self.warn_not_read()
         return g
 
     def inertial(self, el, where):

@@ -4,24 +4,24 @@ naming the file (and element)."""
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 import xml.etree.ElementTree as ET
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import RobotFileError
+from .files import read_file_bytes
 
-__all__ = ["read_bytes", "parse_root"]
+__all__ = ["read_bytes", "parse_root", "warn_user"]
 
 
-def read_bytes(path):
-    """(path as str, the file's bytes)."""
+def read_bytes(path, max_bytes=None):
+    """(path as str, the file's bytes): a regular file of at most the byte limit
+    (:mod:`treedyn.io.files`)."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            return path, f.read()
-    except OSError as exc:
-        raise RobotFileError(f"cannot read file: {exc.strerror}", file=path) from None
+    return path, read_file_bytes(path, max_bytes)
 
 
 def parse_root(text, filename, tag, free_group, malformed_hint=""):
@@ -34,6 +34,11 @@ def parse_root(text, filename, tag, free_group, malformed_hint=""):
                              file=filename, element=f"<{tag}>") from None
     except ET.ParseError as exc:
         raise RobotFileError(f"malformed XML: {exc}{malformed_hint}", file=filename) from None
+    except (LookupError, ValueError) as exc:     # the declared encoding: unknown, not a text
+        # codec, multi-byte (expat reads none but UTF-8/16), or failing (UnicodeError)
+        raise RobotFileError(f"unsupported XML encoding ({type(exc).__name__}: {exc}); "
+                             f"treedyn reads UTF-8, UTF-16 and single-byte encodings",
+                             file=filename, element="<?xml encoding=...?>") from None
     if root.tag != tag:
         raise RobotFileError(f"root element is <{root.tag}>, expected <{tag}>",
                              file=filename, element=f"<{root.tag}>")
@@ -41,3 +46,14 @@ def parse_root(text, filename, tag, free_group, malformed_hint=""):
         raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
                              file=filename)
     return root
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def warn_user(message):
+    """``warnings.warn(message)`` attributed to the first caller outside treedyn."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, stacklevel=level)
