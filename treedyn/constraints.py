@@ -50,7 +50,7 @@ import numpy as np
 
 from .errors import InputError, ModelError, SingularModelError
 from .graph import unit_vector
-from .lie import cross, so3_log
+from .lie import _so3_log, cross
 from .validation import _given
 from .validation import array_of_shape as _array_of_shape, name as _name, number as _number
 from .validation import vectors as _vectors
@@ -397,7 +397,7 @@ def _cross_rows(a, b):
 def _orientation_rows(P, C):
     """Relative rotation error log(R_Pᵀ R_C) in P's axes (3 rows)."""
     RP, RC = P.T[:3, :3], C.T[:3, :3]
-    phi = so3_log(RP.T @ RC)
+    phi = _so3_log(RP.T @ RC)
     # near zero error: rate = R_Pᵀ (ω_C − ω_P), second derivative at v̇=0:
     # R_Pᵀ(α_C − α_P) − ω_P × R_Pᵀ(ω_C − ω_P) (first order in the error)
     dw = C.w - P.w
@@ -412,7 +412,7 @@ def _helical_row(P, C, geo):
     θ̇ = e_P·(ω_C − ω_P) and θ̈ = ė_P·(ω_C − ω_P) + e_P·(α_C − α_P)."""
     e = geo["axis"]
     RP, RC = P.T[:3, :3], C.T[:3, :3]
-    theta = so3_log(RP.T @ RC) @ e
+    theta = _so3_log(RP.T @ RC) @ e
     xP, xC = P.point(geo["point"]), C.point(geo["point"])
     dx = (xC[0] - xP[0], xC[1] - xP[1], xC[2] - xP[2], xC[3] - xP[3])
     eP = P.direction(e)
