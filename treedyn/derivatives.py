@@ -23,7 +23,7 @@ from . import integrators as _integ
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .constraints import _pinv_solve
 from .errors import InputError
-from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat6, hat3
+from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, number, vectors
 
 

@@ -145,8 +145,11 @@ def _finite_out(fn):
 
     @functools.wraps(fn)
     def checked(*args):
-        with np.errstate(over="ignore", invalid="ignore"):
-            out = fn(*args)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fn(*args)
+        except OverflowError:                       # Python float arithmetic
+            out = np.inf
         if not np.isfinite(out).all():
             raise InputError(f"{fn.__name__}: the result overflowed to infinity or NaN "
                              f"although the input is finite: it is too large for float64 "
@@ -310,6 +313,7 @@ def _dinvp(phi):
 # hat / vee
 # ===========================================================================
 
+@_finite_out
 def hat3(w):
     """Skew-symmetric matrix of a 3-vector.
 
@@ -338,6 +342,7 @@ def _hat3(w):
                      [-w[1], w[0], 0.0]])
 
 
+@_finite_out
 def vee3(W):
     """Inverse of :func:`hat3`.
 
@@ -359,6 +364,7 @@ def _vee3(W):
     return 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
 
 
+@_finite_out
 def hat6(X):
     """4x4 se(3) matrix of screw coordinates ``X = (x, y)`` (angular first).
 
@@ -381,6 +387,7 @@ def _hat6(X):
     return M
 
 
+@_finite_out
 def vee6(Xhat):
     """Inverse of :func:`hat6`.
 
@@ -454,6 +461,7 @@ def _so3_exp(w):
     return _I3 + _sinc(phi) * W + _f2(phi) * (W @ W)
 
 
+@_finite_out
 def so3_log(R):
     """Principal logarithm of a rotation matrix, as a rotation vector.
 
@@ -579,6 +587,7 @@ def se3_exp(X):
     return _make_pose(_so3_exp(x), _so3_dexp(x) @ y)
 
 
+@_finite_out
 def se3_log(C):
     """Principal logarithm on SE(3), as screw coordinates ``(x, y)``.
 
@@ -599,6 +608,7 @@ def se3_log(C):
     return np.concatenate([x, _so3_dexp_inv(x) @ r])
 
 
+@_finite_out
 def se3_inv(C):
     """Inverse of a homogeneous transform: ``[[R^T, -R^T r], [0, 1]]``.
 
@@ -614,6 +624,7 @@ def se3_inv(C):
     return _make_pose(R.T, -(R.T @ r))
 
 
+@_finite_out
 def Ad(C):
     """Adjoint of ``C = (R, r)`` acting on screw coordinates (angular first).
 
@@ -638,6 +649,7 @@ def Ad(C):
     return A
 
 
+@_finite_out
 def Ad_inv(C):
     """``Ad(se3_inv(C)) = [[R^T, 0], [-R^T hat3(r), R^T]]``, computed directly.
 
@@ -657,6 +669,7 @@ def Ad_inv(C):
     return A
 
 
+@_finite_out
 def ad(X):
     """Adjoint of se(3): ``ad(X) = [[hat3(x), 0], [hat3(y), hat3(x)]]``.
 
@@ -797,6 +810,7 @@ def _so3_cay(c):
     return _I3 + (2.0 / (1.0 + c @ c)) * (C + C @ C)
 
 
+@_finite_out
 def so3_cay_inv(R):
     """Inverse Cayley map: ``c = vee(R - R^T)/(1 + tr R)``.
 
@@ -887,6 +901,7 @@ def se3_cay(X):
     return _make_pose(R, (_I3 + R) @ X[3:])
 
 
+@_finite_out
 def se3_cay_inv(C):
     """Inverse of :func:`se3_cay`: ``c = so3_cay_inv(R)``, ``d = (I - c^) r / 2``.
 
@@ -990,6 +1005,7 @@ def _quat_mul(p, q):
     return out
 
 
+@_finite_out
 def quat_conj(q):
     """Conjugate ``(w, -x, -y, -z)`` (the inverse of a unit quaternion).
 
@@ -1005,6 +1021,7 @@ def quat_conj(q):
     return np.array([q[0], -q[1], -q[2], -q[3]])
 
 
+@_finite_out
 def quat_to_rot(q):
     """Rotation matrix of a quaternion ``(w, x, y, z)``.
 
@@ -1025,6 +1042,7 @@ def quat_to_rot(q):
     return _I3 + 2.0 * (q[0] * P + P @ P)
 
 
+@_finite_out
 def rot_to_quat(R):
     """Unit quaternion ``(w, x, y, z)`` with ``w >= 0`` of a rotation matrix.
 
@@ -1096,6 +1114,7 @@ def quat_exp(w):
     return q
 
 
+@_finite_out
 def quat_log(q):
     """Rotation vector of a quaternion (inverse of :func:`quat_exp`).
 
@@ -1181,6 +1200,7 @@ def rpy_to_rot(rpy):
     ])
 
 
+@_finite_out
 def rot_to_rpy(R):
     """URDF roll-pitch-yaw of a rotation matrix (inverse of :func:`rpy_to_rot`).
 

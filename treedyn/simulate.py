@@ -232,12 +232,13 @@ class Trajectory:
         rows = self._chunk_rows(max(self._state_row_bytes(), 64 * ncols))
         buf = np.empty((min(rows, len(self.t)), ncols))
         line = ",".join([_CSV_FORMAT] * ncols) + "\n"
-        with _text_writer(path) as write:
-            write(",".join(names) + "\n")
-            for a, b in self._chunks(rows):
-                block = buf[:b - a]
-                self._fill_rows(a, b, block, extras)
-                write((line * (b - a)) % tuple(block.ravel().tolist()))
+        with _os_errors("Trajectory.to_csv", path):
+            with _text_writer(path) as write:
+                write(",".join(names) + "\n")
+                for a, b in self._chunks(rows):
+                    block = buf[:b - a]
+                    self._fill_rows(a, b, block, extras)
+                    write((line * (b - a)) % tuple(block.ravel().tolist()))
         return path
 
     def to_npz(self, path):
@@ -249,10 +250,32 @@ class Trajectory:
                 raise InputError(f"Trajectory.to_npz: extra[{key!r}]: the key clashes with "
                                  f"a recorded series ({', '.join(_NPZ_KEYS)})")
         self._model("Trajectory.to_npz")
-        np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, momentum=self.momentum,
-                 joint_names=np.array(self.joint_names), method=self.method,
-                 local_map=self.local_map, **{key: arr for key, arr, _ in extras})
+        energy, momentum = self.energy, self.momentum
+        with _os_errors("Trajectory.to_npz", path):
+            np.savez(path, t=self.t, q=self.q, v=self.v, energy=energy, momentum=momentum,
+                     joint_names=np.array(self.joint_names), method=self.method,
+                     local_map=self.local_map, **{key: arr for key, arr, _ in extras})
         return path
+
+
+class _os_errors:
+    """Context manager: an OSError (unwritable path, a directory, a full disk) as an
+    InputError naming the function and the path."""
+
+    def __init__(self, where, path):
+        self.where, self.path = where, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, OSError):
+            what = self.path if isinstance(self.path, (str, bytes)) or hasattr(
+                self.path, "__fspath__") else type(self.path).__name__
+            reason = exc.strerror or str(exc)
+            raise InputError(f"{self.where}: path: cannot write {str(what)!r}: "
+                             f"{reason}") from exc
+        return False
 
 
 class _text_writer:
