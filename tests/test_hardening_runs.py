@@ -263,6 +263,34 @@ def test_simulate_refuses_non_models(bad):
         td.simulate(bad, np.zeros(1), np.zeros(1), 0.1, 1e-3)
 
 
+_ENTRY_POINTS = {
+    "linearize": lambda m, q, z: td.derivatives.linearize(m, q, z, z),
+    "step": lambda m, q, z: td.derivatives.step(m, q, z, z, 1e-3),
+    "step_derivatives": lambda m, q, z: td.derivatives.step_derivatives(m, q, z, z, 1e-3),
+    "velocity_transport": lambda m, q, z: td.derivatives.velocity_transport(m, z),
+    "state_tangent_basis": lambda m, q, z: td.derivatives.state_tangent_basis(m, q, z),
+    "constrained_forward_dynamics_derivatives":
+        lambda m, q, z: td.derivatives.constrained_forward_dynamics_derivatives(m, q, z, z),
+    "constrained_forward_dynamics": lambda m, q, z: con.constrained_forward_dynamics(m, None, q, z, z),
+    "project_position": lambda m, q, z: con.project_position(m, None, q),
+    "project_velocity": lambda m, q, z: con.project_velocity(m, None, q, z),
+    "assemble": lambda m, q, z: con.assemble(m, None, q),
+    "constraint_wrenches": lambda m, q, z: con.constraint_wrenches(m, None, q, z),
+    "closed_loop_inverse_dynamics":
+        lambda m, q, z: con.closed_loop_inverse_dynamics(m, None, ["j"], [0], [0], [0]),
+    "ConstraintSet": lambda m, q, z: con.ConstraintSet(m),
+    "Trajectory.energy": lambda m, q, z: td.Trajectory(t=[0.0], q=[q], v=[z], model=m).energy,
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRY_POINTS))
+@pytest.mark.parametrize("bad", [None, "four_bar"])
+def test_entry_points_refuse_non_models(entry, bad):
+    model = _model("four_bar")
+    with pytest.raises(InputError, match=r"model: expected a treedyn.Model|has no model"):
+        _ENTRY_POINTS[entry](bad, model.neutral(), np.zeros(model.nv))
+
+
 @pytest.mark.parametrize("rng", ["x", 1.5, -1, [1.5], object(), {"a": 1}])
 def test_random_configuration_names_a_bad_rng(rng):
     model = _model("panda.urdf")

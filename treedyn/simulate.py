@@ -98,7 +98,7 @@ class Trajectory:
         if self.model is None:
             raise InputError(f"{where}: the trajectory has no model: energy and momentum "
                              f"cannot be computed")
-        return self.model
+        return model_of(self.model, where)
 
     @staticmethod
     def _chunk_rows(row_bytes):

@@ -77,10 +77,15 @@ def _masked(x, argument, where):
                      f"the unmasked rows)")
 
 
+_MODEL_CLASS = []
+
+
 def model_of(model, where):
     """``model`` if it is a :class:`treedyn.Model`, else InputError (e.g. None)."""
-    from .model import Model                     # imports flow one way: model imports us
-    if not isinstance(model, Model):
+    if not _MODEL_CLASS:
+        from .model import Model                 # imports flow one way: model imports us
+        _MODEL_CLASS.append(Model)
+    if not isinstance(model, _MODEL_CLASS[0]):
         raise InputError(f"{where}: model: expected a treedyn.Model (e.g. from "
                          f"treedyn.load), got {_given(model)}")
     return model
