@@ -653,7 +653,8 @@ cdef class ModelCore:
         cdef Data d
         cdef _Team team
         cdef int code = 0, nth, L = TD_VL
-        cdef Py_ssize_t s, ng = 0
+        cdef Py_ssize_t s, ng = 0, items, per, i0, i1
+        cdef double tick = 0.0
         cdef int[::1] errs
         if N < 0:
             d = self._data(data)
@@ -684,27 +685,48 @@ cdef class ModelCore:
             ng = N // L
         team = self._team(nth, ng > 0)
         errs = np.zeros(N, dtype=np.int32)
-        # items 0 … ng − 1: groups of L samples; then the remaining samples one by one
-        if nth == 1:
-            with nogil:
-                for s in range(ng + N - ng * L):
-                    if s < ng:
-                        group(self, &team.c[0], c, s * L, &errs[s * L])
-                    else:
-                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[0], c,
-                                                             s - ng + ng * L)
-        else:
-            _omp_started = True
-            with nogil:
-                for s in prange(ng + N - ng * L, schedule="dynamic",
-                                chunksize=16 if ng == 0 else 4, num_threads=nth):
-                    if s < ng:
-                        group(self, &team.c[threadid()], c, s * L, &errs[s * L])
-                    else:
-                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()], c,
-                                                             s - ng + ng * L)
+        # items 0 … ng − 1: groups of L samples; then the remaining samples one by one.
+        # Large batches run in chunks of items of 1–4 ms, signals handled between
+        # them (Ctrl-C: KeyboardInterrupt, the outputs are dropped by the caller)
+        items = ng + N - ng * L
+        per = items if N * (work if work >= 0 else self.nv) < 65536 else 64 * nth
+        i0 = 0
+        if per < items:
+            from time import perf_counter
+        try:
+            while i0 < items:
+                i1 = min(items, i0 + per)
+                if per < items:
+                    tick = perf_counter()
+                if nth == 1:
+                    with nogil:
+                        for s in range(i0, i1):
+                            if s < ng:
+                                group(self, &team.c[0], c, s * L, &errs[s * L])
+                            else:
+                                errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[0], c,
+                                                                     s - ng + ng * L)
+                else:
+                    _omp_started = True
+                    with nogil:
+                        for s in prange(i0, i1, schedule="dynamic",
+                                        chunksize=16 if ng == 0 else 4, num_threads=nth):
+                            if s < ng:
+                                group(self, &team.c[threadid()], c, s * L, &errs[s * L])
+                            else:
+                                errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()],
+                                                                     c, s - ng + ng * L)
+                i0 = i1
+                if i0 < items:
+                    tick = perf_counter() - tick
+                    if tick < 1e-3:
+                        per *= 2
+                    elif tick > 4e-3 and per > nth:
+                        per //= 2
+                    PyErr_CheckSignals()
+        finally:
+            self._team_done(team)
         _lane_groups_run += ng
-        self._team_done(team)
         for s in range(N):
             if errs[s]:
                 self._raise_code(errs[s], s, what)
