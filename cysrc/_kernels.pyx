@@ -861,6 +861,8 @@ cdef class ModelCore:
 
     cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
         cdef cnp.ndarray fa
+        if isinstance(f_ext, np.ma.MaskedArray):
+            raise InputError("f_ext: expected real numbers, got a numpy masked array")
         try:
             fa = np.asarray(f_ext)
             if fa.dtype.kind not in "fiu" or fa.dtype == np.bool_:
@@ -2128,11 +2130,14 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
     """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
     cdef cnp.ndarray arr
     cdef int nd
-    if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
+    if cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
             and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
         arr = <cnp.ndarray>x
     else:
+        if isinstance(x, np.ma.MaskedArray):        # masked entries have no value
+            raise InputError(f"{name}: expected real numbers, got a numpy masked array "
+                             f"(pass np.ma.filled(x, value) or the unmasked rows)")
         try:
             arr = np.asarray(x)
         except Exception as exc:

@@ -357,7 +357,9 @@ def _masked(x):
 
 
 @pytest.mark.parametrize("call", ["q0", "v0", "t_final", "tau", "gravity", "f_ext",
-                                  "kinetic_energy", "linearize", "so3_exp", "traj"])
+                                  "kinetic_energy", "linearize", "so3_exp", "traj",
+                                  "forward_kinematics", "inverse_dynamics_batch", "id_f_ext",
+                                  "mass_matrix", "jacobian", "forward_dynamics_v"])
 def test_masked_arrays_are_refused_by_name(call):
     model = _model("ur5.urdf")
     q, v = model.neutral(), np.zeros(model.nv)
@@ -372,6 +374,13 @@ def test_masked_arrays_are_refused_by_name(call):
         "linearize": lambda: td.derivatives.linearize(model, q, v, _masked(v)),
         "so3_exp": lambda: td.lie.so3_exp(_masked([0.1, 0.2, 0.3])),
         "traj": lambda: td.Trajectory(t=_masked([0.0, 1.0]), q=np.zeros((2, 6)), v=np.zeros((2, 6))),
+        "forward_kinematics": lambda: model.forward_kinematics(_masked(q)),
+        "inverse_dynamics_batch": lambda: model.inverse_dynamics(_masked(np.tile(q, (4, 1))),
+                                                                 np.zeros((4, 6)), np.zeros((4, 6))),
+        "id_f_ext": lambda: model.inverse_dynamics(q, v, v, f_ext=_masked(np.zeros((model.nb, 6)))),
+        "mass_matrix": lambda: model.mass_matrix(_masked(q)),
+        "jacobian": lambda: model.jacobian(_masked(q), model.body_names[-1]),
+        "forward_dynamics_v": lambda: model.forward_dynamics(q, _masked(v), v),
     }[call]
     with pytest.raises(InputError, match="masked array"):
         run()
