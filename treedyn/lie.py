@@ -109,28 +109,34 @@ def _public_caller():
     return ""
 
 
-def _as_array(a, shape, name):
-    """``a`` as a float64 array of shape ``shape`` (real, finite numbers)."""
+def _as_array(a, shape, name, finite=True):
+    """``a`` as a float64 array of shape ``shape`` (real numbers; finite unless
+    ``finite`` is False, when the caller's own check catches NaN and infinity)."""
     try:
-        return array_of_shape(a, shape, name)
+        return array_of_shape(a, shape, name, finite=finite)
     except InputError as exc:
         raise InputError(f"{_public_caller()}: {exc}") from None
 
 
-def _rotation(R, name="R", where=""):
-    """``R`` checked: a finite (3, 3) rotation matrix to ROTATION_TOL, det > 0."""
-    R = _as_array(R, (3, 3), name) if where != "pose" else R
-    E = R.T @ R
-    E[0, 0] -= 1.0
-    E[1, 1] -= 1.0
-    E[2, 2] -= 1.0
-    err = float(np.abs(E).max())
+def _rotation(R, name="R", rows=None):
+    """``R`` checked: a finite (3, 3) rotation matrix to ROTATION_TOL, det > 0.
+    ``rows``: R.tolist() if the caller has it (R then already checked finite)."""
+    if rows is None:
+        R = _as_array(R, (3, 3), name, finite=False)
+        rows = R.tolist()
+    (a, b, c), (d, e, f), (g, h, i) = rows[0][:3], rows[1][:3], rows[2][:3]
+    # RᵀR − I entry by entry (Python floats: a few times cheaper than NumPy on 3 × 3;
+    # NaN or infinity makes err NaN or infinite)
+    err = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0),
+              abs(c * c + f * f + i * i - 1.0), abs(a * b + d * e + g * h),
+              abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
     if not err <= ROTATION_TOL:
+        if not all(map(math.isfinite, (a, b, c, d, e, f, g, h, i))):
+            raise InputError(f"{_public_caller()}: {name}: expected finite numbers (a "
+                             f"rotation matrix), got NaN or infinity")
         raise InputError(f"{_public_caller()}: {name}: expected a rotation matrix (RᵀR = I "
                          f"to {ROTATION_TOL:g}), got max |RᵀR − I| = {err:.3g}")
-    det = (R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1])
-           - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0])
-           + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0]))
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
     if det < 0.0:
         raise InputError(f"{_public_caller()}: {name}: expected a rotation matrix (det R "
                          f"= +1), got a reflection (det R = {det:.6g})")
@@ -313,7 +319,6 @@ def _dinvp(phi):
 # hat / vee
 # ===========================================================================
 
-@_finite_out
 def hat3(w):
     """Skew-symmetric matrix of a 3-vector.
 
@@ -364,7 +369,6 @@ def _vee3(W):
     return 0.5 * np.array([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
 
 
-@_finite_out
 def hat6(X):
     """4x4 se(3) matrix of screw coordinates ``X = (x, y)`` (angular first).
 
@@ -408,13 +412,17 @@ def vee6(Xhat):
 def _pose(C, name="C"):
     """(R, r) of a checked pose: finite (4, 4), rotation block within ROTATION_TOL,
     last row (0, 0, 0, 1) within ROTATION_TOL."""
-    C = _as_array(C, (4, 4), name)
-    last = np.abs(C[3] - (0.0, 0.0, 0.0, 1.0)).max()
-    if not last <= ROTATION_TOL:
+    C = _as_array(C, (4, 4), name, finite=False)
+    rows = C.tolist()
+    w, x, y, z = rows[3]
+    if not max(abs(w), abs(x), abs(y), abs(z - 1.0)) <= ROTATION_TOL:
         raise InputError(f"{_public_caller()}: {name}: expected a pose [[R, r], [0, 1]], "
-                         f"got the last row "
-                         f"{C[3].tolist()} (not (0, 0, 0, 1))")
-    return _rotation(C[:3, :3], f"{name}[:3, :3]", "pose"), C[:3, 3]
+                         f"got the last row {rows[3]} (not (0, 0, 0, 1))")
+    if not (math.isfinite(rows[0][3]) and math.isfinite(rows[1][3])
+            and math.isfinite(rows[2][3])):
+        raise InputError(f"{_public_caller()}: {name}: expected finite numbers (a pose), "
+                         f"got NaN or infinity in the translation")
+    return _rotation(C[:3, :3], f"{name}[:3, :3]", rows), C[:3, 3]
 
 
 def _make_pose(R, r):
@@ -461,7 +469,6 @@ def _so3_exp(w):
     return _I3 + _sinc(phi) * W + _f2(phi) * (W @ W)
 
 
-@_finite_out
 def so3_log(R):
     """Principal logarithm of a rotation matrix, as a rotation vector.
 
@@ -1005,7 +1012,6 @@ def _quat_mul(p, q):
     return out
 
 
-@_finite_out
 def quat_conj(q):
     """Conjugate ``(w, -x, -y, -z)`` (the inverse of a unit quaternion).
 
@@ -1021,7 +1027,6 @@ def quat_conj(q):
     return np.array([q[0], -q[1], -q[2], -q[3]])
 
 
-@_finite_out
 def quat_to_rot(q):
     """Rotation matrix of a quaternion ``(w, x, y, z)``.
 
@@ -1042,7 +1047,6 @@ def quat_to_rot(q):
     return _I3 + 2.0 * (q[0] * P + P @ P)
 
 
-@_finite_out
 def rot_to_quat(R):
     """Unit quaternion ``(w, x, y, z)`` with ``w >= 0`` of a rotation matrix.
 
@@ -1200,7 +1204,6 @@ def rpy_to_rot(rpy):
     ])
 
 
-@_finite_out
 def rot_to_rpy(R):
     """URDF roll-pitch-yaw of a rotation matrix (inverse of :func:`rpy_to_rot`).
 
