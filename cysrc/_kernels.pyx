@@ -2065,6 +2065,7 @@ cdef class ModelCore:
         return Q, V, err
 
 
+
 def _parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
     """Per closure: 1 if its joint axis e_P, e_C stay parallel for every q, else 0.
     So it is when every rotation on the paths world → P and world → C turns about an
