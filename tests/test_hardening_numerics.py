@@ -1,7 +1,5 @@
 """Issue 25, numerics: Tableau consistency checks, input checks of treedyn.lie,
 named errors of Trajectory.to_csv / to_npz for unwritable paths."""
-import time
-
 import numpy as np
 import pytest
 
@@ -210,17 +208,6 @@ def test_se3_inv_of_a_pose_still_inverts():
 def test_bad_quaternions_are_refused(fn, q):
     with pytest.raises(InputError, match="q: expected"):
         fn(q)
-
-
-def test_checks_keep_public_calls_cheap():
-    """The checks cost a few µs per call (generous bound; measures nothing else)."""
-    R, w = _rot(5), np.array([0.1, 0.2, 0.3])
-    for fn, arg in ((lie.so3_log, R), (lie.so3_exp, w)):
-        fn(arg)
-        t0 = time.perf_counter()
-        for _ in range(2000):
-            fn(arg)
-        assert (time.perf_counter() - t0) / 2000 < 2e-4
 
 
 # ----------------------------------------------------------------- to_csv / to_npz
