@@ -21,6 +21,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, threadid
 cimport openmp
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport isfinite, sin, cos, fmax, fabs, sqrt, INFINITY
 from libc.string cimport memcpy, memset, memcmp
 from libc.stdint cimport uint64_t
@@ -652,7 +653,8 @@ cdef class ModelCore:
         cdef Data d
         cdef _Team team
         cdef int code = 0, nth, L = TD_VL
-        cdef Py_ssize_t s, ng = 0
+        cdef Py_ssize_t s, ng = 0, items, per, i0, i1
+        cdef double tick = 0.0
         cdef int[::1] errs
         if N < 0:
             d = self._data(data)
@@ -683,27 +685,48 @@ cdef class ModelCore:
             ng = N // L
         team = self._team(nth, ng > 0)
         errs = np.zeros(N, dtype=np.int32)
-        # items 0 … ng − 1: groups of L samples; then the remaining samples one by one
-        if nth == 1:
-            with nogil:
-                for s in range(ng + N - ng * L):
-                    if s < ng:
-                        group(self, &team.c[0], c, s * L, &errs[s * L])
-                    else:
-                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[0], c,
-                                                             s - ng + ng * L)
-        else:
-            _omp_started = True
-            with nogil:
-                for s in prange(ng + N - ng * L, schedule="dynamic",
-                                chunksize=16 if ng == 0 else 4, num_threads=nth):
-                    if s < ng:
-                        group(self, &team.c[threadid()], c, s * L, &errs[s * L])
-                    else:
-                        errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()], c,
-                                                             s - ng + ng * L)
+        # items 0 … ng − 1: groups of L samples; then the remaining samples one by one.
+        # Large batches run in chunks of items of 1–4 ms, signals handled between
+        # them (Ctrl-C: KeyboardInterrupt, the outputs are dropped by the caller)
+        items = ng + N - ng * L
+        per = items if N * (work if work >= 0 else self.nv) < 65536 else 64 * nth
+        i0 = 0
+        if per < items:
+            from time import perf_counter
+        try:
+            while i0 < items:
+                i1 = min(items, i0 + per)
+                if per < items:
+                    tick = perf_counter()
+                if nth == 1:
+                    with nogil:
+                        for s in range(i0, i1):
+                            if s < ng:
+                                group(self, &team.c[0], c, s * L, &errs[s * L])
+                            else:
+                                errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[0], c,
+                                                                     s - ng + ng * L)
+                else:
+                    _omp_started = True
+                    with nogil:
+                        for s in prange(i0, i1, schedule="dynamic",
+                                        chunksize=16 if ng == 0 else 4, num_threads=nth):
+                            if s < ng:
+                                group(self, &team.c[threadid()], c, s * L, &errs[s * L])
+                            else:
+                                errs[s - ng + ng * L] = _call_sample(fn, self, &team.c[threadid()],
+                                                                     c, s - ng + ng * L)
+                i0 = i1
+                if i0 < items:
+                    tick = perf_counter() - tick
+                    if tick < 1e-3:
+                        per *= 2
+                    elif tick > 4e-3 and per > nth:
+                        per //= 2
+                    PyErr_CheckSignals()
+        finally:
+            self._team_done(team)
         _lane_groups_run += ng
-        self._team_done(team)
         for s in range(N):
             if errs[s]:
                 self._raise_code(errs[s], s, what)
@@ -838,6 +861,8 @@ cdef class ModelCore:
 
     cdef cnp.ndarray _wrenches(self, cnp.ndarray qa, object f_ext):
         cdef cnp.ndarray fa
+        if isinstance(f_ext, np.ma.MaskedArray):
+            raise InputError("f_ext: expected real numbers, got a numpy masked array")
         try:
             fa = np.asarray(f_ext)
             if fa.dtype.kind not in "fiu" or fa.dtype == np.bool_:
@@ -1850,20 +1875,35 @@ cdef class ModelCore:
     def _run(self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
              int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
              Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
-             bint project=False, double tol=1e-12, int max_iter=20):
+             bint project=False, double tol=1e-12, int max_iter=20, Py_ssize_t save_every=1):
         """Integrate nsteps fixed steps (or one step with an error estimate when bhat
-        is given and nsteps == 1).  Returns (Q (nsteps+1, nq), V (nsteps+1, nv), err).
+        is given and nsteps == 1).  Returns (Q (rows, nq), V (rows, nv), err).
+
+        ``save_every`` k ≥ 1: Q and V hold the initial state, the state after every
+        k-th step and the final state: rows = nsteps // k + 1, plus one if k does not
+        divide nsteps (k = 1: every step).  The other steps' states live in two
+        scratch rows; every row is bitwise the one of a k = 1 run.  With k > 1 a
+        non-finite state raises InputError here (naming the step and its time).
+
+        The steps run in chunks of a few milliseconds (at most ``chunk`` steps if
+        chunk > 0); between chunks ``progress(steps done)`` is called (if given) and
+        signals are handled: Ctrl-C raises KeyboardInterrupt within milliseconds and
+        the partial run is dropped (this run's Data is its own: the model is
+        untouched).
 
         ``constrained``: the stages solve the index-1 equations of the loop closures
         (loops.pxi, Baumgarte gains k1 = 2α/Δt, k2 = (β/Δt)²); with ``project`` the
         initial state and every step are projected onto the constraints
         (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
-        steps, then velocities).  Then returns (Q, V, err, R), R (nsteps+1,) the
-        max |g| of every configuration."""
+        steps, then velocities).  Then returns (Q, V, err, R), R (rows,) the
+        max |g| of every saved configuration."""
+        from time import perf_counter
         cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
         cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
         if cnp.PyArray_NDIM(qa) != 1:
             raise InputError("q0: one initial state expected, shape (nq,)")
+        if save_every < 1:
+            raise InputError(f"save_every: expected an integer >= 1, got {save_every}")
         self._check_unit_quaternions(qa, "q0")
         cdef int nq = self.nq, nv = self.nv, nb = self.nb
         cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
@@ -1898,71 +1938,115 @@ cdef class ModelCore:
             fframe = self._wrench_frame(f_ext_frame)
             fa = self._wrenches(qa, f_ext)
             fp = <double*>cnp.PyArray_DATA(fa)
-        Q = np.empty((nsteps + 1, nq))
-        V = np.empty((nsteps + 1, nv))
+        cdef Py_ssize_t rows = nsteps // save_every + 1 + (1 if nsteps % save_every else 0)
+        Q = np.empty((rows, nq))
+        V = np.empty((rows, nv))
         err = np.zeros(2 * nv)
         Q[0] = qa
         V[0] = va
         cdef double[:, ::1] Qv = Q, Vv = V
+        # the unsaved steps' states alternate between two scratch rows
+        cdef double[:, ::1] Sq = np.empty((2, nq + 1)), Sv = np.empty((2, nv + 1))
         cdef double[::1] ev = err
         cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
         cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
-        cdef Py_ssize_t k, k0 = 0, kend
+        cdef Py_ssize_t k = 0, k0 = 0, kend, row = 0, cap = chunk
         cdef int code = 0
         cdef int piter = max_iter if project else 0
         cdef bint stop = False          # a non-finite q (overflow): reported by the caller
+        cdef bint saved
+        cdef double rk = 0.0, tick
+        cdef const double* qi = &Qv[0, 0]
+        cdef const double* vi = &Vv[0, 0] if nv else NULL
+        cdef double* qo
+        cdef double* vo
         # with loops, project_kernel runs on every step's q before the step (with
         # piter = 0 it only evaluates the rows): its joint steps and factors serve
         # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
-        R = np.zeros(nsteps + 1)
+        R = np.zeros(rows)
         cdef double[::1] Rv = R
         if constrained:
             self._require_loops()
             code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
                                   tol, piter, 1e-10, &Rv[0])
-        if chunk <= 0:
-            chunk = nsteps if nsteps > 0 else 1
+        chunk = 1                       # grown or shrunk to 1–4 ms of steps
         while k0 < nsteps and code == 0 and not stop:
             kend = min(nsteps, k0 + chunk)
+            tick = perf_counter()
             if controller is None:
                 with nogil:
                     for k in range(k0, kend):
+                        saved = (k + 1) % save_every == 0 or k + 1 == nsteps
+                        if saved:
+                            qo = &Qv[row + 1, 0]
+                            vo = &Vv[row + 1, 0] if nv else NULL
+                        else:
+                            qo = &Sq[k & 1, 0]
+                            vo = &Sv[k & 1, 0] if nv else NULL
                         code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                                       t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
-                                       fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
-                                       &Vv[k + 1, 0] if nv else NULL,
-                                       &ev[0] if nv else NULL, constrained, k1, k2, constrained)
+                                       t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
+                                       qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
+                                       constrained)
                         if code == 0 and constrained:
-                            if not _finite_bits(&Qv[k + 1, 0], nq):
+                            if not _finite_bits(qo, nq):
                                 stop = True     # the rows (and the rest) left for the
-                                break           # caller's check of the run
-                            code = project_kernel(self, &data.c, &Qv[k + 1, 0],
-                                                  &Vv[k + 1, 0] if (nv and project) else NULL,
-                                                  tol, piter, 1e-10, &Rv[k + 1])
-                        if code:
+                            else:               # caller's check of the run
+                                code = project_kernel(self, &data.c, qo, vo if project else NULL,
+                                                      tol, piter, 1e-10, &rk)
+                        elif code == 0 and save_every > 1:
+                            stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
+                        if saved:
+                            row += 1
+                            Rv[row] = rk
+                        qi = qo
+                        vi = vo
+                        if code or stop:
                             break
-            else:
+            else:                       # the controller's stages need the GIL
                 for k in range(k0, kend):
+                    saved = (k + 1) % save_every == 0 or k + 1 == nsteps
+                    if saved:
+                        qo = &Qv[row + 1, 0]
+                        vo = &Vv[row + 1, 0] if nv else NULL
+                    else:
+                        qo = &Sq[k & 1, 0]
+                        vo = &Sv[k & 1, 0] if nv else NULL
                     code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                                   t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
-                                   fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
-                                   &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
-                                   constrained, k1, k2, constrained)
+                                   t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
+                                   qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
+                                   constrained)
                     if code == 0 and constrained:
-                        if not _finite_bits(&Qv[k + 1, 0], nq):
-                            stop = True
-                            break
-                        code = project_kernel(self, &data.c, &Qv[k + 1, 0],
-                                              &Vv[k + 1, 0] if (nv and project) else NULL,
-                                              tol, piter, 1e-10, &Rv[k + 1])
-                    if code:
+                        if not _finite_bits(qo, nq):
+                            stop = True     # the rows (and the rest) left for the
+                        else:               # caller's check of the run
+                            code = project_kernel(self, &data.c, qo, vo if project else NULL,
+                                                  tol, piter, 1e-10, &rk)
+                    elif code == 0 and save_every > 1:
+                        stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
+                    if saved:
+                        row += 1
+                        Rv[row] = rk
+                    qi = qo
+                    vi = vo
+                    if code or stop:
                         break
             if progress is not None and code == 0:
                 progress(kend - k0)
             k0 = kend
+            tick = perf_counter() - tick
+            if tick < 1e-3 and (cap <= 0 or chunk < cap):
+                chunk *= 2
+            elif tick > 4e-3 and chunk > 1:
+                chunk //= 2
+            PyErr_CheckSignals()        # Ctrl-C: KeyboardInterrupt, the run is dropped
+        if stop and save_every > 1:
+            raise InputError(f"simulate: the simulation diverged: the state overflowed to "
+                             f"infinity or NaN at step {k + 1} (t = {t0 + (k + 1) * h:.6g} s) "
+                             f"although the inputs are finite: they are too large for "
+                             f"float64, or dt is too large for this motion")
         if stop:                        # never hand back uninitialized rows
-            Q[k + 2:] = np.nan
-            V[k + 2:] = np.nan
+            Q[row + 1:] = np.nan
+            V[row + 1:] = np.nan
         if code == STEP_CONTROLLER_ERROR:
             raise pyc.error
         if code == STEP_DIVERGED:
@@ -2047,11 +2131,14 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
     """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
     cdef cnp.ndarray arr
     cdef int nd
-    if cnp.PyArray_Check(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
+    if cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
             and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
         arr = <cnp.ndarray>x
     else:
+        if isinstance(x, np.ma.MaskedArray):        # masked entries have no value
+            raise InputError(f"{name}: expected real numbers, got a numpy masked array "
+                             f"(pass np.ma.filled(x, value) or the unmasked rows)")
         try:
             arr = np.asarray(x)
         except Exception as exc:

@@ -50,10 +50,10 @@ import numpy as np
 
 from .errors import InputError, ModelError, SingularModelError
 from .graph import unit_vector
-from .lie import cross, so3_log
+from .lie import _so3_log, cross
 from .validation import _given
 from .validation import array_of_shape as _array_of_shape, name as _name, number as _number
-from .validation import vectors as _vectors
+from .validation import model_of as _model_of, vectors as _vectors
 
 __all__ = ["ConstraintSet", "constrained_forward_dynamics", "constraint_wrenches",
            "project_velocity", "project_position", "assemble", "closed_loop_inverse_dynamics"]
@@ -206,6 +206,7 @@ class ConstraintSet:
     """
 
     def __init__(self, model):
+        model = _model_of(model, "ConstraintSet")
         self.model = model
         self.closures = []
         for lc in model.loop_closures:
@@ -397,7 +398,7 @@ def _cross_rows(a, b):
 def _orientation_rows(P, C):
     """Relative rotation error log(R_Pᵀ R_C) in P's axes (3 rows)."""
     RP, RC = P.T[:3, :3], C.T[:3, :3]
-    phi = so3_log(RP.T @ RC)
+    phi = _so3_log(RP.T @ RC)
     # near zero error: rate = R_Pᵀ (ω_C − ω_P), second derivative at v̇=0:
     # R_Pᵀ(α_C − α_P) − ω_P × R_Pᵀ(ω_C − ω_P) (first order in the error)
     dw = C.w - P.w
@@ -412,7 +413,7 @@ def _helical_row(P, C, geo):
     θ̇ = e_P·(ω_C − ω_P) and θ̈ = ė_P·(ω_C − ω_P) + e_P·(α_C − α_P)."""
     e = geo["axis"]
     RP, RC = P.T[:3, :3], C.T[:3, :3]
-    theta = so3_log(RP.T @ RC) @ e
+    theta = _so3_log(RP.T @ RC) @ e
     xP, xC = P.point(geo["point"]), C.point(geo["point"])
     dx = (xC[0] - xP[0], xC[1] - xP[1], xC[2] - xP[2], xC[3] - xP[3])
     eP = P.direction(e)
@@ -474,6 +475,7 @@ def constrained_forward_dynamics(model, cs, q, v, tau, f_ext=None, gravity=None,
 
     q (nq,), v and tau (nv,), f_ext (nb, 6) and gravity (3,) must be finite real
     arrays; a result that overflows raises InputError naming it."""
+    model = _model_of(model, "constrained_forward_dynamics")
     where = "constrained_forward_dynamics"
     q = _vectors(q, model.nq, "q", where, batch=False)
     v = _vectors(v, model.nv, "v", where, batch=False)
@@ -531,6 +533,7 @@ def constraint_wrenches(model, cs, q, lam):
     multipliers ``lam`` (all constraint rows, ``cs.n_rows``, as returned by
     :func:`constrained_forward_dynamics`; the mimic rows come last and give no
     wrench)."""
+    model = _model_of(model, "constraint_wrenches")
     where = "constraint_wrenches"
     q = _vectors(q, model.nq, "q", where, batch=False)
     lam = _vectors(lam, cs.n_rows, "lam", where, batch=False)
@@ -546,6 +549,7 @@ def constraint_wrenches(model, cs, q, lam):
 
 def project_velocity(model, cs, q, v, rcond=1e-10):
     """The velocity nearest to v in the kinetic-energy metric with G v = 0."""
+    model = _model_of(model, "project_velocity")
     where = "project_velocity"
     q = _vectors(q, model.nq, "q", where, batch=False)
     v = _vectors(v, model.nv, "v", where, batch=False)
@@ -570,6 +574,7 @@ def project_position(model, cs, q, tol=1e-12, max_iter=20, rcond=1e-10):
     (small corrections; used after each time step).  Returns (q, max|g|).
 
     ``tol`` > 0 (finite) and ``max_iter`` >= 1 (an integer) are checked."""
+    model = _model_of(model, "project_position")
     where = "project_position"
     q = _vectors(q, model.nq, "q", where, batch=False)
     tol = _number(tol, "tol", where, minimum=0.0, strict=True)
@@ -599,6 +604,7 @@ def assemble(model, cs, q_guess, fixed=None, tol=1e-12, max_iter=200):
     values.  Raises ModelError with the residual if it does not converge; bad
     arguments (``tol`` not > 0, ``max_iter`` not an integer >= 1, unknown joint
     names in ``fixed``, NaN...) raise InputError."""
+    model = _model_of(model, "assemble")
     where = "assemble"
     q = _vectors(q_guess, model.nq, "q_guess", where, batch=False).copy()
     tol = _number(tol, "tol", where, minimum=0.0, strict=True)
@@ -658,6 +664,7 @@ def closed_loop_inverse_dynamics(model, cs, actuated, q_ind, v_ind, a_ind, q_gue
     (per closure, see Model.constraint_wrenches) and ``residual`` (how well the
     actuators and constraints balance τ; non-zero only for under-actuated demands).
     """
+    model = _model_of(model, "closed_loop_inverse_dynamics")
     where = "closed_loop_inverse_dynamics"
     if isinstance(actuated, str):
         actuated = [actuated]

@@ -23,8 +23,8 @@ from . import integrators as _integ
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .constraints import _pinv_solve
 from .errors import InputError
-from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat6, hat3
-from .validation import finite_result, number, vectors
+from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
+from .validation import finite_result, model_of as _model_of, number, vectors
 
 
 def _one_state(model, q, v, tau, where, with_tau=True):
@@ -53,6 +53,7 @@ def velocity_transport(model, v):
     rotations of spherical and SO(3)×R³ joints, −ad_V for free SE(3) joints and
     zero elsewhere (q' = q ⊕ δq moves with the body velocity v: d/dt δq =
     −ad_v δq + δv on each group).  Shape (nv, nv)."""
+    model = _model_of(model, "velocity_transport")
     T = np.zeros((model.nv, model.nv))
     for kind, o in _group_blocks(model):
         if kind == KIND_FREE_SE3:
@@ -99,6 +100,7 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
     equilibrium the manifold is invariant, A T = T (Tᵀ A T); elsewhere Tᵀ A T is
     the projection of A.
     """
+    model = _model_of(model, "linearize")
     q, v, tau = _one_state(model, q, v, tau, "linearize")
     if not isinstance(reduced, (bool, np.bool_)):
         raise InputError(f"linearize: reduced: expected True or False, got "
@@ -134,6 +136,7 @@ def state_tangent_basis(model, q, v, rcond=1e-10, eps=1e-3):
     ``eps``, as in :func:`constrained_forward_dynamics_derivatives`).  A model
     without loop closures gives the identity (2nv, 2nv).
     """
+    model = _model_of(model, "state_tangent_basis")
     where = "state_tangent_basis"
     q, v, _ = _one_state(model, q, v, None, where, with_tau=False)
     rcond = number(rcond, "rcond", where, minimum=0.0, strict=True)
@@ -250,6 +253,7 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     "exp" or "cayley" as there); with loop closures or mimic couplings, like
     simulate's default: (q, v) projected onto the constraints, the constrained
     dynamics in every stage, the result projected."""
+    model = _model_of(model, "step")
     tab, h = _step_setup(model, method, dt, "step", local_map)
     local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
@@ -327,6 +331,7 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     Fu : ndarray (2nv, nv)
         ∂(q1, v1)/∂τ.
     """
+    model = _model_of(model, "step_derivatives")
     tab, h = _step_setup(model, method, dt, "step_derivatives", local_map)
     q, v, tau = _one_state(model, q, v, tau, "step_derivatives")
     inputs = "q, v, tau, dt"
@@ -549,6 +554,7 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
         ∂v̇/∂q (1/s² per rad or m), ∂v̇/∂v (1/s), ∂v̇/∂τ (the constrained inverse
         inertia).
     """
+    model = _model_of(model, "constrained_forward_dynamics_derivatives")
     q, v, tau = _one_state(model, q, v, tau, "constrained_forward_dynamics_derivatives")
     eps = number(eps, "eps", "constrained_forward_dynamics_derivatives", minimum=0.0,
                  strict=True)

@@ -5,7 +5,8 @@ Every error is a subclass of :class:`TreedynError`, itself a ``ValueError``, so
 the element and the field.
 """
 
-__all__ = ["TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]
+__all__ = ["TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError",
+           "AccuracyWarning"]
 
 
 class TreedynError(ValueError):
@@ -50,3 +51,9 @@ class InputError(TreedynError):
 
 class SingularModelError(TreedynError):
     """The requested dynamics quantity does not exist for this model (e.g. a massless chain)."""
+
+
+class AccuracyWarning(UserWarning):
+    """A result is computed but probably inaccurate, e.g. :func:`treedyn.simulate`
+    of an unforced run whose energy drifts by more than
+    ``treedyn.simulate.ENERGY_RTOL`` (relative): reduce dt or use an adaptive method."""

@@ -43,7 +43,7 @@ import numpy as np
 from .errors import InputError
 from .validation import array_of_shape, number, real_array
 
-__all__ = ["Tableau", "METHODS", "LOCAL_MAPS", "get_method"]
+__all__ = ["Tableau", "METHODS", "LOCAL_MAPS", "TABLEAU_TOL", "get_method"]
 
 LOCAL_MAPS = {"exp": 0, "cayley": 1}
 SCHEME_RKMK, SCHEME_CG, SCHEME_VECTOR = 0, 1, 2
@@ -56,6 +56,22 @@ class Tableau:
     ``scheme`` is ``"rkmk"`` (Munthe-Kaas), ``"cg"`` (Crouch–Grossman) or
     ``"vector"`` (classical RK on (q, v) in vector space); ``bhat`` gives an
     embedded lower-order solution for step-size control.
+
+    The table is checked on construction (:class:`~treedyn.errors.InputError`
+    naming the condition that fails), to ``TABLEAU_TOL`` relative to the size of
+    the terms of each condition:
+
+    * ``c_i = Σ_j a_ij`` (the stage times are the row sums of A);
+    * ``b`` satisfies the classical (Butcher) order conditions of every order up
+      to ``min(order, 4)``: Σ b_i = 1; Σ b_i c_i = 1/2; Σ b_i c_i² = 1/3,
+      Σ b_i a_ij c_j = 1/6; Σ b_i c_i³ = 1/4, Σ b_i c_i a_ij c_j = 1/8,
+      Σ b_i a_ij c_j² = 1/12, Σ b_i a_ij a_jk c_k = 1/24 (orders above 4 are not
+      checked);
+    * ``bhat`` (if given) likewise up to order ``min(order − 1, 4)`` (at least 1).
+
+    For RKMK methods these are the order conditions of the method ([Munthe-Kaas
+    1998]); Crouch–Grossman methods need further conditions of their own from
+    order 3, which are not checked (the classical ones are necessary).
     """
     A: np.ndarray
     b: np.ndarray
@@ -80,8 +96,9 @@ class Tableau:
             raise InputError(f"{where}: order: expected an integer >= 1, got {order:g}")
         if np.any(np.triu(A) != 0):
             raise InputError("tableau: only explicit methods (A strictly lower triangular)")
-        if self.scheme not in ("rkmk", "cg", "vector"):
+        if not isinstance(self.scheme, str) or self.scheme not in ("rkmk", "cg", "vector"):
             raise InputError(f"tableau: unknown scheme {self.scheme!r}")
+        _check_consistency(A, b, c, bhat, int(order))
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "c", c)
@@ -90,6 +107,48 @@ class Tableau:
     @property
     def scheme_code(self):
         return {"rkmk": SCHEME_RKMK, "cg": SCHEME_CG, "vector": SCHEME_VECTOR}[self.scheme]
+
+
+#: Relative tolerance of the consistency checks of :class:`Tableau`.
+TABLEAU_TOL = 1e-12
+
+# The classical order conditions of orders 1–4, one per rooted tree: (order, text,
+# terms(A, b, c) -> the array whose sum must equal the value, value).
+_CONDITIONS = (
+    (1, "Σ b_i = 1", lambda A, b, c: b, 1.0),
+    (2, "Σ b_i c_i = 1/2", lambda A, b, c: b * c, 1 / 2),
+    (3, "Σ b_i c_i² = 1/3", lambda A, b, c: b * c * c, 1 / 3),
+    (3, "Σ b_i a_ij c_j = 1/6", lambda A, b, c: b[:, None] * A * c, 1 / 6),
+    (4, "Σ b_i c_i³ = 1/4", lambda A, b, c: b * c ** 3, 1 / 4),
+    (4, "Σ b_i c_i a_ij c_j = 1/8", lambda A, b, c: (b * c)[:, None] * A * c, 1 / 8),
+    (4, "Σ b_i a_ij c_j² = 1/12", lambda A, b, c: b[:, None] * A * c * c, 1 / 12),
+    (4, "Σ b_i a_ij a_jk c_k = 1/24",
+     lambda A, b, c: b[:, None, None] * A[:, :, None] * A[None, :, :] * c, 1 / 24),
+)
+
+
+def _check_consistency(A, b, c, bhat, order):
+    """InputError naming the first condition of :class:`Tableau` that fails."""
+    rows = A.sum(axis=1)
+    scale = np.abs(A).sum(axis=1)
+    bad = np.abs(rows - c) > TABLEAU_TOL * np.maximum(1.0, scale)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"tableau: c[{i}] = {c[i]:.17g} but row {i} of A sums to "
+                         f"{rows[i]:.17g}: the condition c_i = Σ_j a_ij fails")
+    for what, w, p in (("b", b, order), ("bhat", bhat, max(1, order - 1))):
+        if w is None:
+            continue
+        for k, text, terms, value in _CONDITIONS:
+            if k > min(p, 4):
+                break
+            t = terms(A, w, c)
+            total = float(t.sum())
+            if abs(total - value) > TABLEAU_TOL * max(1.0, float(np.abs(t).sum())):
+                claim = (f"order = {order} claimed" if what == "b" else
+                         f"the embedded weights need order {p} (order - 1)")
+                raise InputError(f"tableau: {what}: the order-{k} condition {text} fails "
+                                 f"({text.split(' = ')[0]} = {total:.17g}; {claim})")
 
 
 _RK4 = dict(A=[[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1, 0]],

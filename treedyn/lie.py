@@ -35,6 +35,16 @@ Conventions follow ``docs/conventions.md``:
   ``R v == quat_rotate(q, v)`` (active rotation, ``q v q*``).
 * Roll-pitch-yaw follows URDF: ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 
+Input checks (at the public functions; the private ``_name`` twins used inside
+treedyn skip them): every argument must hold real, finite numbers of the stated
+shape; a rotation matrix must be orthonormal to ``ROTATION_TOL`` = 1e-6
+(max |RᵀR − I|) with det R > 0 (reflections are refused); a pose
+``[[R, r], [0, 1]]`` must have such an R and the last row (0, 0, 0, 1) (to
+``ROTATION_TOL``); a quaternion must be nonzero (it is normalised: any nonzero
+multiple of a unit quaternion stands for the same rotation); results that
+overflow from finite inputs (``so3_exp`` of a vector of norm 1e200) raise.
+All violations raise :class:`~treedyn.errors.InputError`.
+
 All coefficients that suffer from cancellation or 0/0 at small angles are
 evaluated by helper functions collected in the section "Small-angle
 coefficient functions" below; they switch to Maclaurin series below a
@@ -52,6 +62,7 @@ formula in so(3)", BIT 41 (2001).
 
 from fractions import Fraction
 import math
+import sys
 
 import numpy as np
 
@@ -68,7 +79,7 @@ __all__ = [
     "quat_mul", "quat_conj", "quat_to_rot", "rot_to_quat", "quat_exp",
     "quat_log", "quat_rotate",
     "rpy_to_rot", "rot_to_rpy",
-    "bch_so3",
+    "bch_so3", "ROTATION_TOL",
     "hat3_batch", "ad_batch", "Ad_batch", "coad_bar_batch", "cross",
 ]
 
@@ -79,9 +90,78 @@ _I3 = np.eye(3)
 # Input validation
 # ---------------------------------------------------------------------------
 
-def _as_array(a, shape, name):
-    """``a`` as a float64 array of shape ``shape`` (real numbers only; NaN allowed)."""
-    return array_of_shape(a, shape, name, finite=False)
+#: Tolerance of the rotation checks: a matrix R given as a rotation (or as the
+#: rotation block of a pose) must satisfy max |RᵀR − I| ≤ ROTATION_TOL and
+#: det R > 0 (reflections are refused); a pose's last row must be (0, 0, 0, 1)
+#: to ROTATION_TOL.
+ROTATION_TOL = 1e-6
+
+
+def _public_caller():
+    """Name of the public function of this module on the call stack (for messages;
+    only evaluated when an error is raised)."""
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_name
+        if f.f_globals is globals() and name in __all__:
+            return name
+        f = f.f_back
+    return ""
+
+
+def _as_array(a, shape, name, finite=True):
+    """``a`` as a float64 array of shape ``shape`` (real numbers; finite unless
+    ``finite`` is False, when the caller's own check catches NaN and infinity)."""
+    try:
+        return array_of_shape(a, shape, name, finite=finite)
+    except InputError as exc:
+        raise InputError(f"{_public_caller()}: {exc}") from None
+
+
+def _rotation(R, name="R", rows=None):
+    """``R`` checked: a finite (3, 3) rotation matrix to ROTATION_TOL, det > 0.
+    ``rows``: R.tolist() if the caller has it (R then already checked finite)."""
+    if rows is None:
+        R = _as_array(R, (3, 3), name, finite=False)
+        rows = R.tolist()
+    (a, b, c), (d, e, f), (g, h, i) = rows[0][:3], rows[1][:3], rows[2][:3]
+    # RᵀR − I entry by entry (Python floats: a few times cheaper than NumPy on 3 × 3;
+    # NaN or infinity makes err NaN or infinite)
+    err = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0),
+              abs(c * c + f * f + i * i - 1.0), abs(a * b + d * e + g * h),
+              abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
+    if not err <= ROTATION_TOL:
+        if not all(map(math.isfinite, (a, b, c, d, e, f, g, h, i))):
+            raise InputError(f"{_public_caller()}: {name}: expected finite numbers (a "
+                             f"rotation matrix), got NaN or infinity")
+        raise InputError(f"{_public_caller()}: {name}: expected a rotation matrix (RᵀR = I "
+                         f"to {ROTATION_TOL:g}), got max |RᵀR − I| = {err:.3g}")
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    if det < 0.0:
+        raise InputError(f"{_public_caller()}: {name}: expected a rotation matrix (det R "
+                         f"= +1), got a reflection (det R = {det:.6g})")
+    return R
+
+
+def _finite_out(fn):
+    """The public function ``fn`` with its (array) result checked finite: an
+    overflow of finite inputs (e.g. ``so3_exp([1e200, 0, 0])``) raises InputError
+    instead of returning NaN or infinity."""
+    import functools
+
+    @functools.wraps(fn)
+    def checked(*args):
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = fn(*args)
+        except OverflowError:                       # Python float arithmetic
+            out = np.inf
+        if not np.isfinite(out).all():
+            raise InputError(f"{fn.__name__}: the result overflowed to infinity or NaN "
+                             f"although the input is finite: it is too large for float64 "
+                             f"(e.g. a rotation vector of norm 1e200)")
+        return out
+    return checked
 
 
 def _vec3(a, name="w"):
@@ -96,7 +176,7 @@ def _quat(a, name="q"):
     q = _as_array(a, (4,), name)
     n = math.sqrt(q @ q)
     if not n > 0.0 or not math.isfinite(n):
-        raise InputError(f"{name} must be a nonzero finite quaternion, got {q}")
+        raise InputError(f"{_public_caller()}: {name}: expected a nonzero quaternion, got {q}")
     return q / n
 
 
@@ -267,6 +347,7 @@ def _hat3(w):
                      [-w[1], w[0], 0.0]])
 
 
+@_finite_out
 def vee3(W):
     """Inverse of :func:`hat3`.
 
@@ -310,6 +391,7 @@ def _hat6(X):
     return M
 
 
+@_finite_out
 def vee6(Xhat):
     """Inverse of :func:`hat6`.
 
@@ -328,8 +410,19 @@ def vee6(Xhat):
 
 
 def _pose(C, name="C"):
-    C = _as_array(C, (4, 4), name)
-    return C[:3, :3], C[:3, 3]
+    """(R, r) of a checked pose: finite (4, 4), rotation block within ROTATION_TOL,
+    last row (0, 0, 0, 1) within ROTATION_TOL."""
+    C = _as_array(C, (4, 4), name, finite=False)
+    rows = C.tolist()
+    w, x, y, z = rows[3]
+    if not max(abs(w), abs(x), abs(y), abs(z - 1.0)) <= ROTATION_TOL:
+        raise InputError(f"{_public_caller()}: {name}: expected a pose [[R, r], [0, 1]], "
+                         f"got the last row {rows[3]} (not (0, 0, 0, 1))")
+    if not (math.isfinite(rows[0][3]) and math.isfinite(rows[1][3])
+            and math.isfinite(rows[2][3])):
+        raise InputError(f"{_public_caller()}: {name}: expected finite numbers (a pose), "
+                         f"got NaN or infinity in the translation")
+    return _rotation(C[:3, :3], f"{name}[:3, :3]", rows), C[:3, 3]
 
 
 def _make_pose(R, r):
@@ -343,6 +436,7 @@ def _make_pose(R, r):
 # SO(3)
 # ===========================================================================
 
+@_finite_out
 def so3_exp(w):
     """Rotation matrix ``exp(hat3(w))`` of a rotation vector (Rodrigues).
 
@@ -391,13 +485,13 @@ def so3_log(R):
     Parameters
     ----------
     R : (3, 3) array_like
-        Rotation matrix (assumed orthonormal, not checked).
+        Rotation matrix (checked: RᵀR = I to ``ROTATION_TOL``, det R > 0).
 
     Returns
     -------
     (3,) ndarray ``w`` with ``so3_exp(w) == R`` and ``|w| <= pi``.
     """
-    R = _as_array(R, (3, 3), "R")
+    R = _rotation(R)
     return _so3_log(R)
 
 
@@ -419,6 +513,7 @@ def _so3_log(R):
     return theta * n
 
 
+@_finite_out
 def so3_dexp(w):
     """Right-trivialised differential of exp on SO(3) (the "left Jacobian").
 
@@ -445,6 +540,7 @@ def _so3_dexp(w):
     return _I3 + _f2(phi) * W + _f3(phi) * (W @ W)
 
 
+@_finite_out
 def so3_dexp_inv(w):
     """Inverse of :func:`so3_dexp`.
 
@@ -473,6 +569,7 @@ def _so3_dexp_inv(w):
 # SE(3)
 # ===========================================================================
 
+@_finite_out
 def se3_exp(X):
     """Exponential of screw coordinates ``X = (x, y)`` (angular first).
 
@@ -497,6 +594,7 @@ def se3_exp(X):
     return _make_pose(_so3_exp(x), _so3_dexp(x) @ y)
 
 
+@_finite_out
 def se3_log(C):
     """Principal logarithm on SE(3), as screw coordinates ``(x, y)``.
 
@@ -505,7 +603,8 @@ def se3_log(C):
     Parameters
     ----------
     C : (4, 4) array_like
-        Homogeneous transform ``[[R, r], [0, 1]]`` (last row not read).
+        Homogeneous transform ``[[R, r], [0, 1]]`` (checked as a pose, see the
+        module's "Input checks").
 
     Returns
     -------
@@ -516,6 +615,7 @@ def se3_log(C):
     return np.concatenate([x, _so3_dexp_inv(x) @ r])
 
 
+@_finite_out
 def se3_inv(C):
     """Inverse of a homogeneous transform: ``[[R^T, -R^T r], [0, 1]]``.
 
@@ -531,6 +631,7 @@ def se3_inv(C):
     return _make_pose(R.T, -(R.T @ r))
 
 
+@_finite_out
 def Ad(C):
     """Adjoint of ``C = (R, r)`` acting on screw coordinates (angular first).
 
@@ -555,6 +656,7 @@ def Ad(C):
     return A
 
 
+@_finite_out
 def Ad_inv(C):
     """``Ad(se3_inv(C)) = [[R^T, 0], [-R^T hat3(r), R^T]]``, computed directly.
 
@@ -574,6 +676,7 @@ def Ad_inv(C):
     return A
 
 
+@_finite_out
 def ad(X):
     """Adjoint of se(3): ``ad(X) = [[hat3(x), 0], [hat3(y), hat3(x)]]``.
 
@@ -618,6 +721,7 @@ def _dexp_Q(x, y):
             + xy * (_f2p(phi) * Xh + _f3p(phi) * XX))
 
 
+@_finite_out
 def se3_dexp(X):
     """Right-trivialised differential of exp on SE(3) ("left Jacobian").
 
@@ -650,6 +754,7 @@ def se3_dexp(X):
     return D
 
 
+@_finite_out
 def se3_dexp_inv(X):
     """Inverse of :func:`se3_dexp` ([Müller, abs. coord.] eqs. 46-47).
 
@@ -683,6 +788,7 @@ def se3_dexp_inv(X):
 # Cayley map
 # ===========================================================================
 
+@_finite_out
 def so3_cay(c):
     """Cayley map on SO(3): ``cay(c) = I + 2/(1+|c|^2) (c^ + c^2) = (I - c^)^-1 (I + c^)``.
 
@@ -711,6 +817,7 @@ def _so3_cay(c):
     return _I3 + (2.0 / (1.0 + c @ c)) * (C + C @ C)
 
 
+@_finite_out
 def so3_cay_inv(R):
     """Inverse Cayley map: ``c = vee(R - R^T)/(1 + tr R)``.
 
@@ -724,7 +831,7 @@ def so3_cay_inv(R):
     -------
     (3,) ndarray ``c`` with ``so3_cay(c) == R``.
     """
-    R = _as_array(R, (3, 3), "R")
+    R = _rotation(R)
     return _so3_cay_inv(R)
 
 
@@ -736,6 +843,7 @@ def _so3_cay_inv(R):
     return np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]]) / den
 
 
+@_finite_out
 def so3_dcay(c):
     """Right-trivialised differential of :func:`so3_cay`.
 
@@ -756,6 +864,7 @@ def so3_dcay(c):
     return (2.0 / (1.0 + c @ c)) * (_I3 + _hat3(c))
 
 
+@_finite_out
 def so3_dcay_inv(c):
     """Inverse of :func:`so3_dcay`: ``(1+|c|^2)/2 I + (c^2 - c^)/2``.
 
@@ -778,6 +887,7 @@ def _so3_dcay_inv(c):
     return 0.5 * ((1.0 + c @ c) * _I3 - C + C @ C)
 
 
+@_finite_out
 def se3_cay(X):
     """Cayley map on SE(3) for extended Rodrigues parameters ``X = (c, d)``.
 
@@ -798,6 +908,7 @@ def se3_cay(X):
     return _make_pose(R, (_I3 + R) @ X[3:])
 
 
+@_finite_out
 def se3_cay_inv(C):
     """Inverse of :func:`se3_cay`: ``c = so3_cay_inv(R)``, ``d = (I - c^) r / 2``.
 
@@ -814,6 +925,7 @@ def se3_cay_inv(C):
     return np.concatenate([c, 0.5 * (r - np.cross(c, r))])
 
 
+@_finite_out
 def se3_dcay(X):
     """Right-trivialised differential of :func:`se3_cay`.
 
@@ -842,6 +954,7 @@ def se3_dcay(X):
     return D
 
 
+@_finite_out
 def se3_dcay_inv(X):
     """Inverse of :func:`se3_dcay` ([Müller, abs. coord.] eq. 49).
 
@@ -869,6 +982,7 @@ def se3_dcay_inv(X):
 # Quaternions (scalar first, Hamilton product)
 # ===========================================================================
 
+@_finite_out
 def quat_mul(p, q):
     """Hamilton product ``p q`` of quaternions ``(w, x, y, z)``.
 
@@ -945,13 +1059,13 @@ def rot_to_quat(R):
     Parameters
     ----------
     R : (3, 3) array_like
-        Rotation matrix (assumed orthonormal).
+        Rotation matrix (checked: RᵀR = I to ``ROTATION_TOL``, det R > 0).
 
     Returns
     -------
     (4,) ndarray.
     """
-    R = _as_array(R, (3, 3), "R")
+    R = _rotation(R)
     tr = R[0, 0] + R[1, 1] + R[2, 2]
     k = int(np.argmax([tr, R[0, 0], R[1, 1], R[2, 2]]))
     if k == 0:
@@ -979,6 +1093,7 @@ def rot_to_quat(R):
     return q / math.sqrt(q @ q)
 
 
+@_finite_out
 def quat_exp(w):
     """Unit quaternion of a rotation vector: ``(cos(phi/2), sinc(phi/2) w/2)``.
 
@@ -1003,6 +1118,7 @@ def quat_exp(w):
     return q
 
 
+@_finite_out
 def quat_log(q):
     """Rotation vector of a quaternion (inverse of :func:`quat_exp`).
 
@@ -1028,6 +1144,7 @@ def quat_log(q):
     return (2.0 / _sinc(h)) * v
 
 
+@_finite_out
 def quat_rotate(q, v):
     """Rotate a vector by a quaternion: ``q v q*`` == ``quat_to_rot(q) @ v``.
 
@@ -1053,6 +1170,7 @@ def quat_rotate(q, v):
 # Roll-pitch-yaw (URDF)
 # ===========================================================================
 
+@_finite_out
 def rpy_to_rot(rpy):
     """Rotation matrix of URDF roll-pitch-yaw angles.
 
@@ -1105,7 +1223,7 @@ def rot_to_rpy(R):
     -------
     (3,) ndarray ``(roll, pitch, yaw)``.
     """
-    R = _as_array(R, (3, 3), "R")
+    R = _rotation(R)
     roll = math.atan2(R[2, 1], R[2, 2])
     cr, sr = math.cos(roll), math.sin(roll)
     # columns 1, 2 of M = R Rx(roll)^T (column 0 of M equals column 0 of R)
@@ -1121,6 +1239,7 @@ def rot_to_rpy(R):
 # BCH formula on SO(3)
 # ===========================================================================
 
+@_finite_out
 def bch_so3(x, y):
     """Closed-form Baker-Campbell-Hausdorff formula on SO(3).
 

@@ -194,7 +194,13 @@ class Model(ModelCore):
         limits, angles are uniform in [-π, π] and distances in [-1, 1] m;
         quaternions are uniform on SO(3); free-joint positions uniform in [-1, 1]³ m.
         """
-        rng = np.random.default_rng(rng)
+        try:
+            rng = np.random.default_rng(rng)
+        except (TypeError, ValueError) as exc:   # NumPy's own words, named here
+            raise InputError(f"random_configuration: rng: expected None, a non-negative int "
+                             f"seed (or a sequence of them) or a numpy.random Generator, "
+                             f"BitGenerator or SeedSequence, got {type(rng).__name__} "
+                             f"{rng!r:.60} ({exc})") from None
         q = np.empty(self.nq)
         for i, k in enumerate(self.kind):
             o, n = self.qoff[i], self.nqj[i]

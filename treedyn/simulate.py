@@ -2,15 +2,25 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputError
-from .validation import _shape_text, array_of_shape, name, number, vectors
+from .errors import AccuracyWarning, InputError
+from .validation import _shape_text, array_of_shape, model_of, name, number, vectors
 from .integrators import get_method, local_map_code
 
-__all__ = ["simulate", "Trajectory"]
+__all__ = ["simulate", "Trajectory", "ENERGY_RTOL"]
+
+#: Relative energy change above which :func:`simulate` warns (AccuracyWarning) for
+#: an unforced run: max |E(t) − E(0)| > ENERGY_RTOL · max(|E(0)|, max T(t)), T the
+#: kinetic energy, over up to ``ENERGY_SAMPLES`` evenly spaced saved samples.
+ENERGY_RTOL = 1e-3
+#: Most samples of a trajectory whose energy the check above evaluates.
+ENERGY_SAMPLES = 2000
+#: Rows of the blocks in which adaptive runs collect their accepted steps.
+_BLOCK_ROWS = 4096
 
 #: Rows of a :class:`Trajectory` processed at a time by ``energy``, ``momentum``,
 #: ``columns()`` and ``to_csv`` (at most: fewer when a row needs more than
@@ -64,6 +74,10 @@ class Trajectory:
 
     def __post_init__(self):
         self._cache = {}
+        for key in ("t", "q", "v"):
+            if isinstance(getattr(self, key), np.ma.MaskedArray):
+                raise InputError(f"Trajectory: {key}: expected real numbers, got a numpy "
+                                 f"masked array (masked entries have no value)")
         self.t, self.q, self.v = np.asarray(self.t), np.asarray(self.q), np.asarray(self.v)
         if self.t.ndim != 1:
             raise InputError(f"Trajectory: t: expected shape (n,), got "
@@ -84,7 +98,7 @@ class Trajectory:
         if self.model is None:
             raise InputError(f"{where}: the trajectory has no model: energy and momentum "
                              f"cannot be computed")
-        return self.model
+        return model_of(self.model, where)
 
     @staticmethod
     def _chunk_rows(row_bytes):
@@ -218,12 +232,13 @@ class Trajectory:
         rows = self._chunk_rows(max(self._state_row_bytes(), 64 * ncols))
         buf = np.empty((min(rows, len(self.t)), ncols))
         line = ",".join([_CSV_FORMAT] * ncols) + "\n"
-        with _text_writer(path) as write:
-            write(",".join(names) + "\n")
-            for a, b in self._chunks(rows):
-                block = buf[:b - a]
-                self._fill_rows(a, b, block, extras)
-                write((line * (b - a)) % tuple(block.ravel().tolist()))
+        with _os_errors("Trajectory.to_csv", path):
+            with _text_writer(path) as write:
+                write(",".join(names) + "\n")
+                for a, b in self._chunks(rows):
+                    block = buf[:b - a]
+                    self._fill_rows(a, b, block, extras)
+                    write((line * (b - a)) % tuple(block.ravel().tolist()))
         return path
 
     def to_npz(self, path):
@@ -235,10 +250,32 @@ class Trajectory:
                 raise InputError(f"Trajectory.to_npz: extra[{key!r}]: the key clashes with "
                                  f"a recorded series ({', '.join(_NPZ_KEYS)})")
         self._model("Trajectory.to_npz")
-        np.savez(path, t=self.t, q=self.q, v=self.v, energy=self.energy, momentum=self.momentum,
-                 joint_names=np.array(self.joint_names), method=self.method,
-                 local_map=self.local_map, **{key: arr for key, arr, _ in extras})
+        energy, momentum = self.energy, self.momentum
+        with _os_errors("Trajectory.to_npz", path):
+            np.savez(path, t=self.t, q=self.q, v=self.v, energy=energy, momentum=momentum,
+                     joint_names=np.array(self.joint_names), method=self.method,
+                     local_map=self.local_map, **{key: arr for key, arr, _ in extras})
         return path
+
+
+class _os_errors:
+    """Context manager: an OSError (unwritable path, a directory, a full disk) as an
+    InputError naming the function and the path."""
+
+    def __init__(self, where, path):
+        self.where, self.path = where, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, OSError):
+            what = self.path if isinstance(self.path, (str, bytes)) or hasattr(
+                self.path, "__fspath__") else type(self.path).__name__
+            reason = exc.strerror or str(exc)
+            raise InputError(f"{self.where}: path: cannot write {str(what)!r}: "
+                             f"{reason}") from exc
+        return False
 
 
 class _text_writer:
@@ -378,7 +415,7 @@ _STABILIZATIONS = ("projection", "baumgarte")
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
              rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
-             baumgarte=(1.0, 1.0)):
+             baumgarte=(1.0, 1.0), save_every=1):
     """Integrate the equations of motion from (q0, v0) over [0, t_final].
 
     Parameters
@@ -421,10 +458,35 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         of order 1: rad, m), that of the velocities by ``atol + rtol·|v|``.
     max_steps : int
         Upper bound on the number of steps (attempted steps for ``rkmk45``).
+    save_every : int
+        Keep every ``save_every``-th state (k ≥ 1; default 1: all): the
+        trajectory holds the initial state, the states after steps k, 2k, … (for
+        ``rkmk45``: after every k-th accepted step) and the final state, and
+        ``t`` their times (fixed steps: t = 0, k h, 2k h, …, then t_final if k
+        does not divide the number of steps).  The stepping itself is unchanged:
+        every kept row is bitwise the one of a ``save_every=1`` run.  Memory:
+        8 (1 + nq + nv) bytes per kept row (plus ``constraint_residual``, 8 bytes,
+        for loops), i.e. about 8 (1 + nq + nv) n_steps / k bytes, plus a fixed
+        workspace independent of the number of steps.
 
     Returns
     -------
     Trajectory
+
+    Warns
+    -----
+    AccuracyWarning
+        Once per call, when the run is unforced (no ``tau`` or all zero, no
+        controller, no ``f_ext`` or all zero) and its energy changes by more than
+        ``ENERGY_RTOL`` = 1e-3 relative: max |E(t) − E(0)| > 1e-3 ·
+        max(|E(0)|, max T(t)) over the kept samples (at most ``ENERGY_SAMPLES``
+        of them, evenly spaced, checked), T the kinetic energy.  The dynamics
+        conserve energy, so the integration is inaccurate there: reduce dt or
+        use the adaptive ``rkmk45``.
+
+    Ctrl-C (SIGINT) stops a run within milliseconds: the steps run in chunks of
+    a few ms with signals handled between them; the partial trajectory is
+    dropped, KeyboardInterrupt propagates and the model stays usable.
 
     Raises
     ------
@@ -433,6 +495,7 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         a non-finite or wrongly shaped controller output (with the time); a
         state that overflows to infinity or NaN during the run (with the time).
     """
+    model = model_of(model, "simulate")
     tab = get_method(method)
     local = local_map_code(local_map)
     if tab.scheme == "cg" and local_map != "exp":
@@ -444,6 +507,7 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     rtol = number(rtol, "rtol", "simulate", minimum=0.0)
     atol = number(atol, "atol", "simulate", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "simulate", minimum=1.0))
+    save_every = _save_every(save_every)
     if tab.scheme == "vector" and local_map != "exp":
         raise InputError("rk4_vector integrates in vector space: local_map does not apply")
     if stabilization is not None and not (isinstance(stabilization, str)
@@ -466,10 +530,15 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         gravity = array_of_shape(gravity, (3,), "gravity", "simulate")
     if controller is not None:
         controller = _checked_controller(controller, model.nv)
+    unforced = (controller is None and (tau is None or not tau.any())
+                and (f_ext is None or not f_ext.any()))
     if model.loop_closures or model.mimic:
-        return _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
+        traj = _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
                                      tau, f_ext, f_ext_frame, gravity, stabilization,
-                                     baumgarte, progress, max_steps)
+                                     baumgarte, progress, max_steps, save_every)
+        if unforced:                 # rkmk45 is not available with loops
+            _check_energy(traj, dt, tab.name, constrained=True)
+        return traj
     args = (tab.scheme_code, tab.A, tab.b, tab.c)
     if tab.bhat is None:
         nsteps = _step_count(t_final, dt, max_steps)
@@ -478,33 +547,85 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         try:
             Q, V, _ = model._run(q0, v0, 0.0, h, nsteps, *args, None, local, controller, tau,
                                  f_ext, f_ext_frame, gravity, update,
-                                 max(1, nsteps // 200) if update else 0)
+                                 max(1, nsteps // 200) if update else 0,
+                                 save_every=save_every)
         finally:
             if bar is not None:
                 bar.close()
-        t = np.arange(nsteps + 1) * h
+        t = _saved_times(nsteps, h, save_every)
     else:
         t, Q, V = _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext,
-                            f_ext_frame, gravity, rtol, atol, max_steps, progress)
+                            f_ext_frame, gravity, rtol, atol, max_steps, progress, save_every)
     _check_finite_run(Q, V, t)
     qn, vn = _names(model)
-    return Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
+    traj = Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
                       joint_names=list(model.joint_names), q_names=qn, v_names=vn,
                       method=tab.name, local_map=local_map)
+    if unforced:
+        _check_energy(traj, dt, tab.name)
+    return traj
+
+
+def _save_every(k):
+    """save_every as an int >= 1 (bools and non-integral numbers refused)."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise InputError(f"simulate: save_every: expected an integer >= 1, got "
+                         f"{type(k).__name__} {k!r:.60}")
+    if k < 1:
+        raise InputError(f"simulate: save_every: expected an integer >= 1, got {k}")
+    return int(k)
+
+
+def _saved_times(nsteps, h, k):
+    """Times of the rows kept by a fixed-step run of nsteps steps of h with
+    save_every k: 0, k h, 2k h, …, and nsteps h if k does not divide nsteps
+    (each bitwise n h as in np.arange(nsteps + 1) * h)."""
+    n = np.arange(0, nsteps + 1, k)
+    if nsteps % k:
+        n = np.append(n, nsteps)
+    return n * h
+
+
+def _check_energy(traj, dt, method, constrained=False):
+    """AccuracyWarning (once) if the energy of an unforced run drifts by more than
+    ENERGY_RTOL (see simulate)."""
+    n = len(traj.t)
+    if n < 2 or traj.model.nv == 0:
+        return
+    rows = np.unique(np.linspace(0, n - 1, min(n, ENERGY_SAMPLES)).astype(np.intp))
+    q, v = traj.q[rows], traj.v[rows]
+    with np.errstate(over="ignore", invalid="ignore"):
+        kinetic = traj.model.kinetic_energy(q, v)
+        e = kinetic + traj.model.potential_energy(q, traj.gravity)
+        drift = np.abs(e - e[0])
+        scale = max(abs(float(e[0])), float(np.max(kinetic)), 1e-300)
+    k = int(np.argmax(drift))
+    if not drift[k] > ENERGY_RTOL * scale:
+        return
+    warnings.warn(f"simulate: the energy of this unforced run changed by {e[k] - e[0]:+.3g} J "
+                  f"({drift[k] / scale:.2g} relative, above {ENERGY_RTOL:g}) by t = "
+                  f"{traj.t[rows[k]]:.6g} s: the {method} steps of dt = {dt:g} s are too "
+                  f"coarse for this motion (e.g. near a singular pose); use a smaller dt"
+                  + ("" if constrained else " or the adaptive method 'rkmk45'"),
+                  AccuracyWarning, stacklevel=3)
 
 
 def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_ext_frame,
-              gravity, rtol, atol, max_steps, progress):
-    """Embedded-pair step-size control (Hairer, Nørsett & Wanner, §II.4)."""
+              gravity, rtol, atol, max_steps, progress, save_every=1):
+    """Embedded-pair step-size control (Hairer, Nørsett & Wanner, §II.4).  Keeps the
+    initial state, every save_every-th accepted step and the last one, copied into
+    blocks of _BLOCK_ROWS rows (8 (1 + nq + nv) bytes per kept step)."""
     p = min(tab.order, 5)
     t, h = 0.0, min(dt, t_final) if t_final > 0 else dt
-    ts, qs, vs = [0.0], [q0], [v0]
+    nq, nv = model.nq, model.nv
+    store = _Rows(1 + nq + nv)
+    store.append(0.0, q0, v0)
     q, v = q0, v0
-    steps = 0
+    steps = accepted = 0
     expected = t_final / dt
     update, bar = _progress_bar(progress, max(1, int(min(expected, 1e12))))
-    nv = model.nv
     h_min = 16 * np.finfo(float).eps * t_final           # the last step is >= 1e-14 t_final
+    ones = np.ones(nv)
     try:
         while t < t_final * (1 - 1e-14) and t_final > 0:
             h = min(h, t_final - t)
@@ -520,7 +641,7 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
                 raise InputError(f"simulate: the simulation diverged: the configuration q or "
                                  f"the error estimate overflowed to infinity or NaN in the step "
                                  f"starting at t = {t:.6g} s although the inputs are finite")
-            scale = np.concatenate([atol + rtol * np.ones(nv),
+            scale = np.concatenate([atol + rtol * ones,
                                     atol + rtol * np.maximum(np.abs(v), np.abs(V[1]))])
             with np.errstate(over="ignore"):
                 e = float(np.sqrt(np.mean((err / scale) ** 2))) if nv else 0.0
@@ -531,16 +652,48 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
             if e <= 1.0:
                 t += h
                 q, v = Q[1], V[1]
-                ts.append(t)
-                qs.append(q)
-                vs.append(v)
+                accepted += 1
+                if accepted % save_every == 0:
+                    store.append(t, q, v)
                 if update:
                     update(1)
             h *= min(5.0, max(0.2, 0.9 * (e if e > 0 else 1e-10) ** (-1.0 / p)))
+        if accepted % save_every:
+            store.append(t, q, v)
     finally:
         if bar is not None:
             bar.close()
-    return np.array(ts), np.array(qs), np.array(vs)
+    return store.split(nq)
+
+
+class _Rows:
+    """Rows of ``width`` doubles appended one at a time into blocks of _BLOCK_ROWS
+    (no per-row Python objects kept)."""
+
+    def __init__(self, width):
+        self.width, self.blocks, self.n = width, [], 0
+
+    def append(self, t, q, v):
+        k = self.n % _BLOCK_ROWS
+        if k == 0:
+            self.blocks.append(np.empty((_BLOCK_ROWS, self.width)))
+        row = self.blocks[-1][k]
+        row[0] = t
+        row[1:1 + len(q)] = q
+        row[1 + len(q):] = v
+        self.n += 1
+
+    def split(self, nq):
+        """(t (n,), q (n, nq), v (n, width − 1 − nq)), the blocks released on the way."""
+        t, q, v = (np.empty((self.n,) + shape) for shape in ((), (nq,),
+                                                              (self.width - 1 - nq,)))
+        a = 0
+        while self.blocks:
+            block = self.blocks.pop(0)
+            b = min(self.n, a + _BLOCK_ROWS)
+            t[a:b], q[a:b], v[a:b] = block[:b - a, 0], block[:b - a, 1:1 + nq], block[:b - a, 1 + nq:]
+            a = b
+        return t, q, v
 
 
 def _baumgarte_gains(stabilization, baumgarte, h):
@@ -557,7 +710,8 @@ def _baumgarte_gains(stabilization, baumgarte, h):
 
 
 def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller, tau, f_ext,
-                          f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps):
+                          f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps,
+                          save_every=1):
     """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations, every
     stage and the projections in the kernels (cysrc/loops.pxi, integrators.pxi)."""
     if tab.bhat is not None or tab.scheme == "vector":
@@ -573,11 +727,12 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
                                   None, local_map_code(local_map), controller, tau, f_ext,
                                   f_ext_frame, gravity, update,
                                   max(1, nsteps // 200) if update else 0, constrained=True,
-                                  k1=k1, k2=k2, project=stabilization == "projection")
+                                  k1=k1, k2=k2, project=stabilization == "projection",
+                                  save_every=save_every)
     finally:
         if bar is not None:
             bar.close()
-    t = np.arange(nsteps + 1) * h
+    t = _saved_times(nsteps, h, save_every)
     _check_finite_run(Q, V, t)
     qn, vn = _names(model)
     return Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,

@@ -16,6 +16,7 @@ Rules shared by all checks:
   cast (a complex value would silently lose its imaginary part);
 * integer, float32 and non-native byte order inputs are converted to float64;
 * NaN and infinity are refused (``finite=False`` lets them through);
+* masked arrays (``numpy.ma``) are refused: a masked entry has no value;
 * arrays are returned C-contiguous float64, so they can go to the kernels as is.
 
 The compiled kernels check their own arguments in the dispatcher
@@ -30,7 +31,7 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["vectors", "array_of_shape", "real_array", "same_batch", "states", "number", "name",
-           "finite_result", "finite_results"]
+           "finite_result", "finite_results", "model_of"]
 
 
 def _where(where, argument):
@@ -52,7 +53,10 @@ def _shape_text(shape):
 
 def _real(x, argument, where, expected):
     """``np.asarray(x)``, refused unless it holds real numbers.  ``expected`` (str, or
-    a callable returning it, evaluated only for a message) describes the shape."""
+    a callable returning it, evaluated only for a message) describes the shape.
+    Masked arrays are refused: their masked entries hold no values."""
+    if isinstance(x, np.ma.MaskedArray):
+        _masked(x, argument, where)
     try:
         arr = np.asarray(x)
     except Exception as exc:                           # ragged lists, exotic objects
@@ -65,6 +69,26 @@ def _real(x, argument, where, expected):
         raise InputError(f"{_where(where, argument)}: expected real numbers of {expected}, "
                          f"got dtype {arr.dtype}{given}")
     return arr
+
+
+def _masked(x, argument, where):
+    raise InputError(f"{_where(where, argument)}: expected real numbers, got a numpy masked "
+                     f"array (masked entries have no value: pass np.ma.filled(x, value) or "
+                     f"the unmasked rows)")
+
+
+_MODEL_CLASS = []
+
+
+def model_of(model, where):
+    """``model`` if it is a :class:`treedyn.Model`, else InputError (e.g. None)."""
+    if not _MODEL_CLASS:
+        from .model import Model                 # imports flow one way: model imports us
+        _MODEL_CLASS.append(Model)
+    if not isinstance(model, _MODEL_CLASS[0]):
+        raise InputError(f"{where}: model: expected a treedyn.Model (e.g. from "
+                         f"treedyn.load), got {_given(model)}")
+    return model
 
 
 def _finite(arr, argument, where, expected):
