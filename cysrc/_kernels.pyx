@@ -72,6 +72,14 @@ include "loops.pxi"
 include "closed_loop_id.pxi"
 include "integrators.pxi"
 
+#: the kernels' codes and column layouts with which treedyn.tables builds the tables
+KERNEL_CODES = dict(
+    FAST_REV_X=FAST_REV_X, FAST_SCREW=FAST_SCREW, G_OFFP=G_OFFP, G_OFFC=G_OFFC,
+    G_POINT=G_POINT, G_AXIS=G_AXIS, G_U1=G_U1, G_U2=G_U2, G_A1=G_A1, G_A2=G_A2,
+    G_C12=G_C12, G_PITCH=G_PITCH, G_WIDTH=G_WIDTH, B_PNT_P=B_PNT_P, B_PNT_C=B_PNT_C,
+    B_ORG_P=B_ORG_P, B_ORG_C=B_ORG_C, B_AX_P=B_AX_P, B_AX_C=B_AX_C, B_U1_P=B_U1_P,
+    B_U2_P=B_U2_P, B_A1_P=B_A1_P, B_A2_C=B_A2_C, B_WIDTH=B_WIDTH)
+
 #: stands for zero velocities or accelerations in the library's own calls
 #: (bias_forces, gravity_forces) so that they need not allocate them in Python.
 _ZERO = object()
@@ -435,10 +443,15 @@ cdef long _next_serial = 0
 
 
 cdef class ModelCore:
-    """Kernel-side arrays of a compiled model (see ``treedyn.model.Model``)."""
+    """Kernel-side arrays of a compiled model (see ``treedyn.model.Model``).
 
-    cdef readonly int nb, nq, nv
-    cdef readonly long serial          # identifies the model a Data was made for
+    Every array is a read-only view of an immutable ``bytes`` object (the tables of
+    ``treedyn.tables``): nothing reachable from Python can make it writable, so
+    what the kernels read cannot change after the model is built."""
+
+    cdef readonly int nq, nv           # sizes of q and v
+    cdef int nb
+    cdef long serial                   # identifies the model a Data was made for
     cdef const int[::1] parent
     cdef const int[::1] kind
     cdef const int[::1] qoff
@@ -449,10 +462,10 @@ cdef class ModelCore:
     cdef const double[:, ::1] X        # (nv, 6): body-fixed joint screws at q = 0
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
-    cdef readonly const int[::1] screw_rev   # FAST_SCREW revolute about a coordinate axis
+    cdef const int[::1] screw_rev      # FAST_SCREW revolute about a coordinate axis
                                        # direction k: 1 + k, else 0 (joint_pose_offset)
     cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
-    cdef readonly const int[::1] univ  # 1: two revolute screws whose axes meet (universal)
+    cdef const int[::1] univ           # 1: two revolute screws whose axes meet (universal)
     cdef const double[:, ::1] univ_pt  # (nb, 3) that point, body frame (universal_calc)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
@@ -464,125 +477,124 @@ cdef class ModelCore:
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef double max_armature
-    cdef readonly int max_pending      # most subtrees waiting for their parent, leaves to roots
-    cdef readonly bint fd_recursive    # forward-dynamics derivatives: M⁻¹ products by recursion
+    cdef int max_pending               # most subtrees waiting for their parent, leaves to roots
+    cdef bint fd_recursive             # forward-dynamics derivatives: M⁻¹ products by recursion
     cdef const double[::1] grav        # (3,)
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
     cdef dict _targets                 # body or frame name -> (body, frame index or -1)
     # loop closures and mimic couplings (loops.pxi; set by _init_loops)
-    cdef readonly int n_crows          # constraint rows m
+    cdef int n_crows                   # constraint rows m
     cdef const int[:, ::1] cl_int      # (closures, 3): row kind, parent-side, child-side body
     cdef const double[:, ::1] cl_geo   # (closures, G_WIDTH): attachment frames and geometry
     cdef const double[:, ::1] cl_body  # (closures, B_WIDTH): the geometry in body coordinates
-    cdef readonly const int[::1] cl_parallel  # 1: the closure's axes stay parallel for every q
+    cdef const int[::1] cl_parallel    # 1: the closure's axes stay parallel for every q
     cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
+    #: the kernel tables by name (the arrays above, read-only; test and debug access)
+    cdef readonly dict _tables
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
     cdef list _pool                    # state: no result depends on them)
     cdef list _teams                   # idle teams of Data for batches (likewise)
 
-    def _init_core(self, dict arr, dict names):
-        """Set the kernel arrays from the compiler's dict (called once per model)."""
+    @property
+    def _nb(self):
+        return self.nb
+
+    @property
+    def _n_crows(self):
+        return self.n_crows
+
+    @property
+    def _serial(self):
+        return self.serial
+
+    def _init_core(self, dict t, dict names):
+        """Set the kernel tables (``treedyn.tables.core_tables``: arrays on immutable
+        memory, checked here) from the compiler; called once per model."""
         global _next_serial
-        cdef int nb = arr["parent"].shape[0]
-        cdef int nv = int(arr["nvj"].sum())
-        B = np.asarray(arr["B"], dtype=np.float64).reshape(nb, 4, 4)
-        Bref = np.empty((nb, 12))
-        Bref[:, :9] = B[:, :3, :3].reshape(nb, 9)
-        Bref[:, 9:] = B[:, :3, 3]
-        inert = np.zeros((nb, 22))
-        inert[:, 0] = arr["mass"]
-        inert[:, 1:4] = arr["com"]
-        inert[:, 4:13] = np.asarray(arr["inertia"]).reshape(nb, 9)
-        inert[:, 13:22] = np.asarray(arr["spatial_inertia"]).reshape(nb, 6, 6)[:, :3, :3].reshape(nb, 9)
         _next_serial += 1
         self.serial = _next_serial
-        self.nb = nb
-        self.nq = int(arr["nqj"].sum())
-        self.nv = nv
-        self.parent = np.ascontiguousarray(arr["parent"], dtype=np.int32)
-        self.kind = np.ascontiguousarray(arr["kind"], dtype=np.int32)
-        self.qoff = np.ascontiguousarray(arr["qoff"], dtype=np.int32)
-        self.voff = np.ascontiguousarray(arr["voff"], dtype=np.int32)
-        self.nqj = np.ascontiguousarray(arr["nqj"], dtype=np.int32)
-        self.nvj = np.ascontiguousarray(arr["nvj"], dtype=np.int32)
-        self.Bref = Bref
-        # keep one dummy row when nv == 0 so that &X[0, 0] stays a valid address
-        self.X = np.ascontiguousarray(arr["X"], dtype=np.float64).reshape(nv, 6) if nv > 0 else np.zeros((1, 6))
-        self.center = np.ascontiguousarray(arr["center"], dtype=np.float64).reshape(nb, 3)
-        self.inert = inert
-        self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
-        self.max_armature = float(np.abs(self.armature).max())
-        self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
-        self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
-        self.screw_rev, self.screw_pt = _offset_axes(self.fast, self.voff, self.X)
-        self.univ, self.univ_pt = _universal_points(self.kind, self.nvj, self.voff, self.X)
-        root = np.arange(nb, dtype=np.int32)
-        for i in range(nb):                 # parents precede children
-            if arr["parent"][i] >= 0:
-                root[i] = root[arr["parent"][i]]
-        self.root = root
-        path_nv = np.zeros(nb, dtype=np.int32)
-        for i in range(nb):
-            path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
-        self.path_nv = path_nv
-        self.max_pending, self.fd_recursive = _fd_product_choice(arr["parent"], arr["nvj"],
-                                                                 path_nv)
-        self.anc_ptr, self.anc_run = _ancestor_runs(arr["parent"], arr["voff"], arr["nvj"])
-        dof_parent = np.full(max(nv, 1), -1, dtype=np.int32)
-        for i in range(nb):
-            o, par = arr["voff"][i], arr["parent"][i]
-            for k in range(arr["nvj"][i]):
-                if k > 0:
-                    dof_parent[o + k] = o + k - 1
-                elif par >= 0 and arr["nvj"][par] > 0:
-                    dof_parent[o] = arr["voff"][par] + arr["nvj"][par] - 1
-                elif par >= 0:          # a parent without freedoms: look further up
-                    pp = par
-                    while pp >= 0 and arr["nvj"][pp] == 0:
-                        pp = arr["parent"][pp]
-                    if pp >= 0:
-                        dof_parent[o] = arr["voff"][pp] + arr["nvj"][pp] - 1
-        self.dof_parent = dof_parent
-        fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
-        foff = np.empty((fo.shape[0], 12))
-        foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
-        foff[:, 9:] = fo[:, :3, 3]
-        self.fbody = np.ascontiguousarray(arr["frame_body"], dtype=np.int32)
-        self.foff = foff
+        self._tables = {}
+        self.parent = self._table(t, "parent")
+        self.kind = self._table(t, "kind")
+        self.qoff = self._table(t, "qoff")
+        self.voff = self._table(t, "voff")
+        self.nqj = self._table(t, "nqj")
+        self.nvj = self._table(t, "nvj")
+        self.nb = self.parent.shape[0]
+        self.nq = int(np.sum(t["nqj"]))
+        self.nv = int(np.sum(t["nvj"]))
+        self.Bref = self._table(t, "Bref")
+        self.X = self._table(t, "X")
+        self.center = self._table(t, "center")
+        self.inert = self._table(t, "inert")
+        self.armature = self._table(t, "armature")
+        self.max_armature = float(np.abs(t["armature"]).max())
+        self.grav = self._table(t, "grav")
+        self.fast = self._table(t, "fast")
+        self.screw_rev = self._table(t, "screw_rev")
+        self.screw_pt = self._table(t, "screw_pt")
+        self.univ = self._table(t, "univ")
+        self.univ_pt = self._table(t, "univ_pt")
+        self.root = self._table(t, "root")
+        self.path_nv = self._table(t, "path_nv")
+        self.max_pending = t["max_pending"]
+        self.fd_recursive = t["fd_recursive"]
+        self._tables["max_pending"] = self.max_pending
+        self._tables["fd_recursive"] = self.fd_recursive
+        self.anc_ptr = self._table(t, "anc_ptr")
+        self.anc_run = self._table(t, "anc_run")
+        self.dof_parent = self._table(t, "dof_parent")
+        self.fbody = self._table(t, "fbody")
+        self.foff = self._table(t, "foff")
         targets = {}
         for k, name in enumerate(names["frame_names"]):
-            targets[name] = (int(arr["frame_body"][k]), k)
+            targets[name] = (int(t["fbody"][k]), k)
         for i, name in enumerate(names["body_names"]):
             targets[name] = (i, -1)
         self._targets = targets
         self._pool = []
         self._teams = []
         self.n_crows = 0
-        self.cl_int = np.zeros((0, 3), dtype=np.int32)
-        self.cl_geo = np.zeros((0, G_WIDTH))
-        self.cl_body = np.zeros((0, B_WIDTH))
-        self.cl_parallel = np.zeros(1, dtype=np.int32)
-        self.mm_int = np.zeros((0, 4), dtype=np.int32)
-        self.mm_dbl = np.zeros((0, 2))
+        empty = {"cl_int": (np.int32, (0, 3)), "cl_geo": (np.float64, (0, G_WIDTH)),
+                 "cl_body": (np.float64, (0, B_WIDTH)), "cl_parallel": (np.int32, (1,)),
+                 "mm_int": (np.int32, (0, 4)), "mm_dbl": (np.float64, (0, 2))}
+        e = {k: np.frombuffer(bytes(np.zeros(shape, dt).nbytes), dt).reshape(shape)
+             for k, (dt, shape) in empty.items()}
+        self.cl_int = self._table(e, "cl_int")
+        self.cl_geo = self._table(e, "cl_geo")
+        self.cl_body = self._table(e, "cl_body")
+        self.cl_parallel = self._table(e, "cl_parallel")
+        self.mm_int = self._table(e, "mm_int")
+        self.mm_dbl = self._table(e, "mm_dbl")
 
-    def _init_loops(self, cl_int, cl_geo, mm_int, mm_dbl, int n_rows, A, Y):
-        """Set the compiled loop closures (treedyn.constraints.ConstraintSet.packed);
-        A (nb, 4, 4) and Y (nv, 6) are the compiler's body poses and world screws at
-        q = 0.  Called once, while the model is built, before any Data exists."""
+    cdef object _table(self, dict t, str name):
+        """t[name], kept in _tables, if its memory is an immutable bytes object (then
+        no view of it can be made writable); else ValueError."""
+        a = t[name]
+        base = a
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if not (isinstance(a, np.ndarray) and not a.flags.writeable and isinstance(base, bytes)
+                and a.flags.c_contiguous):
+            raise ValueError(f"kernel table {name}: expected a read-only array on bytes "
+                             f"(treedyn.tables.frozen)")
+        self._tables[name] = a
+        return a
+
+    def _init_loops(self, dict t):
+        """Set the compiled loop closures (``treedyn.tables.closure_tables``).  Called
+        once, while the model is built, before any Data exists."""
         if self._idle is not None or self._pool or self._teams:
             raise RuntimeError("_init_loops after Data were created")
-        self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
-        self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
-        self.cl_body = _closure_body_geometry(np.asarray(self.cl_geo))
-        self.cl_parallel = _parallel_axis_closures(
-            np.asarray(self.kind), np.asarray(self.nvj), np.asarray(self.voff),
-            np.asarray(self.parent), np.asarray(A), np.asarray(Y),
-            np.asarray(self.cl_int), np.asarray(self.cl_body))
-        self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
-        self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
-        self.n_crows = n_rows
+        self.cl_int = self._table(t, "cl_int")
+        self.cl_geo = self._table(t, "cl_geo")
+        self.cl_body = self._table(t, "cl_body")
+        self.cl_parallel = self._table(t, "cl_parallel")
+        self.mm_int = self._table(t, "mm_int")
+        self.mm_dbl = self._table(t, "mm_dbl")
+        self.n_crows = t["n_rows"]
 
     # ------------------------------------------------------------------ Data
     def create_data(self):
@@ -1982,67 +1994,6 @@ cdef class ModelCore:
 
 
 
-def _parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
-    """Per closure: 1 if its joint axis e_P, e_C stay parallel for every q, else 0.
-    So it is when every rotation on the paths world → P and world → C turns about an
-    axis parallel to e at q = 0 (translations do not turn directions; rotations
-    about axes parallel to e keep them parallel to e): a planar loop.  Then the
-    rows u_k · (e_P × e_C) of revolute, helical, cylindrical and planar closures
-    vanish for every q and loop_rows writes them as zeros without evaluating them.
-    Spherical and free joints on a path, or an axis off by more than 1e-14 rad (the
-    rounding of a file's transforms; such tilts add up along the loop), give 0."""
-    nc = cl_int.shape[0]
-    flags = np.zeros(max(nc, 1), dtype=np.int32)
-    for c in range(nc):
-        bp, bc = cl_int[c, 1], cl_int[c, 2]
-        e = cl_body[c, B_AX_P:B_AX_P + 3]
-        e = e if bp < 0 else A[bp, :3, :3] @ e
-        if abs(np.linalg.norm(e) - 1.0) > 1e-14:
-            continue
-        ok = True
-        for b in (bp, bc):
-            i = b
-            while i >= 0 and ok:
-                if kind[i] != KIND_SCREWS:
-                    ok = False
-                for j in range(voff[i], voff[i] + nvj[i]):
-                    w = Y[j, :3]                     # rotation axis at q = 0, world
-                    if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-14:
-                        ok = False
-                i = parent[i]
-        flags[c] = ok
-    return flags
-
-
-def _closure_body_geometry(geo):
-    """cl_body (loops.pxi B_* columns) from cl_geo: the joint point, the frames'
-    origins and the axes expressed in the two bodies' coordinates, x_body =
-    R_off x_frame + p_off (directions: R_off e), with (R_off, p_off) the pose of
-    the attachment frame in its body."""
-    n = geo.shape[0]
-    out = np.zeros((n, B_WIDTH))
-    RP = geo[:, G_OFFP:G_OFFP + 9].reshape(n, 3, 3)
-    RC = geo[:, G_OFFC:G_OFFC + 9].reshape(n, 3, 3)
-    pP = geo[:, G_OFFP + 9:G_OFFP + 12]
-    pC = geo[:, G_OFFC + 9:G_OFFC + 12]
-
-    def put(col, R, x, p=None):
-        out[:, col:col + 3] = np.einsum("nij,nj->ni", R, x) + (0.0 if p is None else p)
-
-    point = geo[:, G_POINT:G_POINT + 3]
-    put(B_PNT_P, RP, point, pP)
-    put(B_PNT_C, RC, point, pC)
-    out[:, B_ORG_P:B_ORG_P + 3] = pP
-    out[:, B_ORG_C:B_ORG_C + 3] = pC
-    put(B_AX_P, RP, geo[:, G_AXIS:G_AXIS + 3])
-    put(B_AX_C, RC, geo[:, G_AXIS:G_AXIS + 3])
-    put(B_U1_P, RP, geo[:, G_U1:G_U1 + 3])
-    put(B_U2_P, RP, geo[:, G_U2:G_U2 + 3])
-    put(B_A1_P, RP, geo[:, G_A1:G_A1 + 3])
-    put(B_A2_C, RC, geo[:, G_A2:G_A2 + 3])
-    return out
-
-
 cdef cnp.ndarray _as_states(object x, int width, str name):
     """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
     cdef cnp.ndarray arr
@@ -2071,65 +2022,6 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
                          f"NaN or infinity (first at flat index "
                          f"{int(np.flatnonzero(~np.isfinite(arr))[0])})")
     return arr
-
-
-def _ancestor_runs(parent, voff, nvj):
-    """(ptr (nb + 1), runs (2 × total)) of the freedoms of each body's ancestors as
-    runs [lo, hi) of consecutive indices, nearest ancestor first (a chain numbered
-    depth first is one run).  Built from the parent's runs, O(total runs)."""
-    nb = len(parent)
-    ptr = np.zeros(nb + 1, dtype=np.int32)
-    runs_of = [()] * nb
-    for i in range(nb):
-        p = parent[i]
-        if p < 0:
-            continue
-        lo = int(voff[p])
-        hi = lo + int(nvj[p])
-        rp = runs_of[p]
-        if hi == lo:
-            runs_of[i] = rp
-        elif rp and rp[0][1] == lo:            # the parent's nearest run ends at its freedoms
-            runs_of[i] = ((rp[0][0], hi),) + rp[1:]
-        else:
-            runs_of[i] = ((lo, hi),) + rp
-        ptr[i + 1] = len(runs_of[i])
-    ptr = np.cumsum(ptr, dtype=np.int64)
-    flat = np.zeros(2 * int(ptr[-1]) + 2, dtype=np.int32)
-    for i in range(nb):
-        for r, (lo, hi) in enumerate(runs_of[i]):
-            flat[2 * (ptr[i] + r)] = lo
-            flat[2 * (ptr[i] + r) + 1] = hi
-    return ptr.astype(np.int32), flat
-
-
-def _fd_product_choice(parent, nvj, path_nv):
-    """(max_pending, fd_recursive) of a model (aba_derivatives.pxi): the largest
-    number of finished subtrees waiting for their parent in a leaves-to-roots pass,
-    and whether the articulated-body recursion, about 36 nv + 12 nb multiply-adds per
-    column of M⁻¹ X in streaming loops, beats the dense product, Σ_j nnz(column j of
-    ∂τ/∂x) per column in register-blocked ones (taken as twice as fast; the
-    crossover is measured in benchmarks/bench_derivatives.py, "chain")."""
-    parent = np.asarray(parent)
-    nvj = np.asarray(nvj)
-    nb = parent.shape[0]
-    nv = int(nvj.sum())
-    stack = []
-    maxp = 0
-    for i in range(nb - 1, -1, -1):
-        while stack and parent[stack[len(stack) - 1]] == i:    # (no wraparound here)
-            stack.pop()
-        if parent[i] >= 0:
-            stack.append(i)
-            maxp = max(maxp, len(stack))
-    # nonzeros of column j: the freedoms of the ancestors (path_nv without its own
-    # joint's), of its body and below
-    sub = nvj.astype(np.int64).copy()
-    for i in range(nb - 1, -1, -1):
-        if parent[i] >= 0:
-            sub[parent[i]] += sub[i]
-    dense = int((nvj * (np.asarray(path_nv, dtype=np.int64) - nvj + sub)).sum())
-    return max(maxp, 1), 2 * (36 * nv + 12 * nb) < dense
 
 
 def _set_fd_products(int mode):
@@ -2164,77 +2056,6 @@ def _set_gil_release_nv(int n):
     old = _gil_release_nv
     _gil_release_nv = n
     return old
-
-
-def _fast_codes(kind, nvj, voff, X):
-    """Per-body 1-dof fast-path code (FAST_* in joints.pxi).
-
-    A revolute joint takes the axis path when its body-fixed screw is a coordinate
-    axis through the body origin up to round-off of the file's transforms
-    (components within 1e-12 of 0 or ±1, e.g. the 1e-33 m that URDF rpy chains
-    leave in the moment part); the path then uses the exact axis."""
-    codes = np.zeros(len(kind), dtype=np.int32)
-    X = np.asarray(X)
-    tol = 1e-12
-    for i in range(len(kind)):
-        if kind[i] != KIND_SCREWS or nvj[i] != 1:
-            continue
-        x = X[voff[i]]
-        codes[i] = FAST_SCREW
-        if np.all(np.abs(x[3:]) <= tol):
-            for k in range(3):
-                others = [j for j in range(3) if j != k]
-                if abs(abs(x[k]) - 1.0) <= tol and np.all(np.abs(x[others]) <= tol):
-                    codes[i] = FAST_REV_X + k
-    return codes
-
-
-def _offset_axes(fast, voff, X):
-    """Per body: 1 + k for a FAST_SCREW revolute joint whose axis direction is the
-    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k exactly), else 0; and
-    r = e × v, the axis point nearest the body origin (v = r × e = −e × r)."""
-    nb = len(fast)
-    codes = np.zeros(nb, dtype=np.int32)
-    pts = np.zeros((max(nb, 1), 3))
-    X = np.asarray(X)
-    for i in range(nb):
-        if fast[i] != FAST_SCREW:
-            continue
-        x = X[voff[i]]
-        e, v = x[:3], x[3:]
-        k = int(np.argmax(np.abs(e)))
-        if abs(e[k]) == 1.0 and np.count_nonzero(e) == 1 and e @ v == 0.0:
-            codes[i] = 1 + k
-            pts[i] = np.cross(e, v)
-    return codes, pts
-
-
-def _universal_points(kind, nvj, voff, X):
-    """Per body: 1 for a universal joint (two unit revolute screws, zero pitch, whose
-    axes meet), else 0; and the meeting point c (body frame: X_k = (ω_k, c × ω_k)).
-    These take universal_calc's closed form instead of the general screw chain."""
-    from treedyn.lie import hat3
-    nb = len(kind)
-    flags = np.zeros(nb, dtype=np.int32)
-    pts = np.zeros((max(nb, 1), 3))
-    X = np.asarray(X)
-    for i in range(nb):
-        if kind[i] != KIND_SCREWS or nvj[i] != 2:
-            continue
-        w1, v1 = X[voff[i], :3], X[voff[i], 3:]
-        w2, v2 = X[voff[i] + 1, :3], X[voff[i] + 1, 3:]
-        if (abs(w1 @ w1 - 1.0) > 1e-12 or abs(w2 @ w2 - 1.0) > 1e-12
-                or abs(w1 @ v1) > 1e-12 * max(1.0, np.abs(v1).max())
-                or abs(w2 @ v2) > 1e-12 * max(1.0, np.abs(v2).max())
-                or np.linalg.norm(np.cross(w1, w2)) < 1e-6):
-            continue
-        A = np.vstack([-hat3(w1), -hat3(w2)])          # c × ω = −ω̂ c
-        b = np.concatenate([v1, v2])
-        c = np.linalg.lstsq(A, b, rcond=None)[0]
-        if np.abs(A @ c - b).max() <= 1e-12 * max(1.0, np.abs(b).max()):
-            flags[i] = 1
-            pts[i] = c
-    return flags, pts
 
 
 # OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child

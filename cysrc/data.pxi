@@ -157,7 +157,7 @@ cdef class Data:
     """
     cdef DataC c
     cdef readonly int nb, nv
-    cdef readonly long model_serial
+    cdef long model_serial
     cdef double[::1] buf
     cdef int[::1] ibuf
     cdef double[::1] cbuf
