@@ -323,3 +323,45 @@ cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
         for n in range(6):
             Aacc[6 * i + n] = ap[n]
     return 0
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_aba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return aba_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def forward_dynamics(ModelCore self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+                     method="aba", data=None, out=None):
+    """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
+
+    Parameters
+    ----------
+    q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+    f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
+    method : {"aba", "cholesky"}
+        "aba": the O(n) articulated-body kernel (default); "cholesky": M from
+        the CRBA kernel and h from inverse dynamics, solved by a Cholesky
+        factorization (LAPACK).
+    data, out : as in :meth:`inverse_dynamics` (method "aba"; ``out`` (nv,) or (N, nv))
+
+    Returns
+    -------
+    ndarray, shape (nv,) or (N, nv)
+
+    Raises
+    ------
+    SingularModelError
+        If the model has no finite acceleration (e.g. a massless subtree
+        without armature); the message names the joint.
+    """
+    if method != "aba":
+        if method == "cholesky":
+            if data is not None or out is not None:
+                raise InputError("data= and out= are for method='aba'")
+            return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
+        raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
+    return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
+                                  data, out)

@@ -99,3 +99,28 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
     for k in range(nv):
         M[k * nv + k] += m.armature[k]
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return crba_kernel(m, d, c.q, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def mass_matrix(ModelCore self, q, data=None, out=None):
+    """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    data, out : as in :meth:`inverse_dynamics` (``out`` (nv, nv) or (N, nv, nv))
+
+    Returns
+    -------
+    ndarray, shape (nv, nv) or (N, nv, nv)
+        Symmetric, both triangles filled; armature on the diagonal.
+        Units: kg, kg·m, kg·m² by the coordinates involved.
+    """
+    return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")

@@ -217,3 +217,139 @@ cdef class _Controller:
             self.error = exc
             return STEP_CONTROLLER_ERROR
         return 0
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
+         int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
+         Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
+         bint project=False, double tol=1e-12, int max_iter=20):
+    """Integrate nsteps fixed steps (or one step with an error estimate when bhat
+    is given and nsteps == 1).  Returns (Q (nsteps+1, nq), V (nsteps+1, nv), err).
+
+    ``constrained``: the stages solve the index-1 equations of the loop closures
+    (loops.pxi, Baumgarte gains k1 = 2α/Δt, k2 = (β/Δt)²); with ``project`` the
+    initial state and every step are projected onto the constraints
+    (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
+    steps, then velocities).  Then returns (Q, V, err, R), R (nsteps+1,) the
+    max |g| of every configuration."""
+    cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
+    cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
+    if cnp.PyArray_NDIM(qa) != 1:
+        raise InputError("q0: one initial state expected, shape (nq,)")
+    self._check_unit_quaternions(qa, "q0")
+    cdef int nq = self.nq, nv = self.nv, nb = self.nb
+    cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
+    cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
+    cdef double[::1] cb_ = np.ascontiguousarray(c, dtype=np.float64)
+    cdef double[::1] bh
+    cdef int s = bb.shape[0]
+    cdef double* bhp = NULL
+    if bhat is not None:
+        bh = np.ascontiguousarray(bhat, dtype=np.float64)
+        bhp = &bh[0]
+    cdef double[::1] tau_c
+    if tau0 is None:
+        tau_c = np.zeros(nv)
+    else:
+        tarr = self._states(tau0, nv, "tau")
+        if cnp.PyArray_NDIM(tarr) != 1:
+            raise InputError(f"tau: constant torques of shape ({nv},) expected")
+        tau_c = tarr
+    cdef ConstTorque ct
+    ct.nv = nv
+    ct.tau = &tau_c[0] if nv else NULL
+    cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
+    cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
+    cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
+    cdef double gbuf[3]
+    cdef const double* gp = self._gravity_ptr(gravity, gbuf)
+    cdef cnp.ndarray fa = None
+    cdef const double* fp = NULL
+    cdef int fframe = 0
+    if f_ext is not None:
+        fframe = self._wrench_frame(f_ext_frame)
+        fa = self._wrenches(qa, f_ext)
+        fp = <double*>cnp.PyArray_DATA(fa)
+    Q = np.empty((nsteps + 1, nq))
+    V = np.empty((nsteps + 1, nv))
+    err = np.zeros(2 * nv)
+    Q[0] = qa
+    V[0] = va
+    cdef double[:, ::1] Qv = Q, Vv = V
+    cdef double[::1] ev = err
+    cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
+    cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
+    cdef Py_ssize_t k, k0 = 0, kend
+    cdef int code = 0
+    cdef int piter = max_iter if project else 0
+    cdef bint stop = False          # a non-finite q (overflow): reported by the caller
+    # with loops, project_kernel runs on every step's q before the step (with
+    # piter = 0 it only evaluates the rows): its joint steps and factors serve
+    # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
+    R = np.zeros(nsteps + 1)
+    cdef double[::1] Rv = R
+    if constrained:
+        self._require_loops()
+        code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
+                              tol, piter, 1e-10, &Rv[0])
+    if chunk <= 0:
+        chunk = nsteps if nsteps > 0 else 1
+    while k0 < nsteps and code == 0 and not stop:
+        kend = min(nsteps, k0 + chunk)
+        if controller is None:
+            with nogil:
+                for k in range(k0, kend):
+                    code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                                   t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
+                                   fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
+                                   &Vv[k + 1, 0] if nv else NULL,
+                                   &ev[0] if nv else NULL, constrained, k1, k2, constrained)
+                    if code == 0 and constrained:
+                        if not _finite_bits(&Qv[k + 1, 0], nq):
+                            stop = True     # the rows (and the rest) left for the
+                            break           # caller's check of the run
+                        code = project_kernel(self, &data.c, &Qv[k + 1, 0],
+                                              &Vv[k + 1, 0] if (nv and project) else NULL,
+                                              tol, piter, 1e-10, &Rv[k + 1])
+                    if code:
+                        break
+        else:
+            for k in range(k0, kend):
+                code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                               t0 + k * h, h, &Qv[k, 0], &Vv[k, 0] if nv else NULL,
+                               fn, ctx, gp, fp, fframe, &work[0], &Qv[k + 1, 0],
+                               &Vv[k + 1, 0] if nv else NULL, &ev[0] if nv else NULL,
+                               constrained, k1, k2, constrained)
+                if code == 0 and constrained:
+                    if not _finite_bits(&Qv[k + 1, 0], nq):
+                        stop = True
+                        break
+                    code = project_kernel(self, &data.c, &Qv[k + 1, 0],
+                                          &Vv[k + 1, 0] if (nv and project) else NULL,
+                                          tol, piter, 1e-10, &Rv[k + 1])
+                if code:
+                    break
+        if progress is not None and code == 0:
+            progress(kend - k0)
+        k0 = kend
+    if stop:                        # never hand back uninitialized rows
+        Q[k + 2:] = np.nan
+        V[k + 2:] = np.nan
+    if code == STEP_CONTROLLER_ERROR:
+        raise pyc.error
+    if code == STEP_DIVERGED:
+        raise InputError(f"the simulation diverged (non-finite state) in the step "
+                         f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
+                         f"higher-order method")
+    if code == CODE_MASS_NOT_PD:
+        raise SingularModelError("simulate: the mass matrix is not positive definite "
+                                 "(massless subtree without armature?)")
+    if code > 0:
+        self._raise_bad_quaternion(code - 1, -1)
+    if code < 0:
+        self._raise_singular(-code - 1)
+    if constrained:
+        return Q, V, err, R
+    return Q, V, err

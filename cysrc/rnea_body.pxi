@@ -130,3 +130,9 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
         if par >= 0:
             wrench_to_parent(&T[12 * i], &T[12 * i + 9], &F[6 * i], &F[6 * par])
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_rnea_body(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)

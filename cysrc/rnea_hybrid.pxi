@@ -139,3 +139,9 @@ cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double
                 F[6 * par + n] += F[6 * i + n] + u[n]
                 F[6 * par + 3 + n] += F[6 * i + 3 + n]
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)

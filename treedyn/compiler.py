@@ -25,7 +25,7 @@ import numpy as np
 from . import lie
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL
 from .errors import ModelError
-from .graph import JOINT_TYPES, WORLD
+from .joint_types import JOINT_TYPES, WORLD
 from .linalg import unit_vector
 from .model import LoopClosure, Model
 from .tables import core_tables

@@ -31,26 +31,12 @@ import networkx as nx
 import numpy as np
 
 from .errors import ModelError, RobotFileError
+from .joint_types import JOINT_TYPES, WORLD
 from .linalg import _power_of_two_scaled, unit_vector
 from .validation import _given
 
 __all__ = ["JointGraph", "JOINT_TYPES", "WORLD", "check_inertia", "unit_vector", "MAX_ANGLE"]
 
-WORLD = "world"
-
-#: joint type -> (nq, nv)
-JOINT_TYPES = {
-    "revolute": (1, 1),
-    "continuous": (1, 1),
-    "prismatic": (1, 1),
-    "helical": (1, 1),
-    "cylindrical": (2, 2),
-    "universal": (2, 2),
-    "planar": (3, 3),
-    "spherical": (4, 3),
-    "free": (7, 6),
-    "fixed": (0, 0),
-}
 FREE_GROUPS = ("SE3", "SO3xR3")
 
 _AXIS_TYPES = ("revolute", "continuous", "prismatic", "helical", "cylindrical", "planar")

@@ -21,7 +21,7 @@ from . import dynamics as _dyn
 from . import integrators as _integ
 from . import kinematics as _kin
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
-from ._ext import _ZERO
+from ._ext import _ZERO, kernels as _kernels
 from .errors import InputError, SingularModelError
 from .tables import closure_tables, frozen
 from .validation import (array_of_shape, finite_result, finite_results, name as _name, number,
@@ -107,6 +107,36 @@ class Model(ModelCore):
     graph : JointGraph
         The source description (used by ``treedyn.save``).
     """
+
+    # The compiled entries: each is defined, with its docstring, in the cysrc/ file
+    # of its algorithm (docs/architecture.md) and bound here as a method.
+    forward_kinematics = _kernels.forward_kinematics                        # fk.pxi
+    frame_poses = _kernels.frame_poses                                      # fk.pxi
+    jacobian = _kernels.jacobian                                            # jacobian.pxi
+    inverse_dynamics = _kernels.inverse_dynamics                            # rnea_common.pxi
+    mass_matrix = _kernels.mass_matrix                                      # crba.pxi
+    forward_dynamics = _kernels.forward_dynamics                            # aba.pxi
+    inverse_mass_matrix = _kernels.inverse_mass_matrix                      # minverse.pxi
+    inverse_dynamics_derivatives = _kernels.inverse_dynamics_derivatives    # rnea_derivatives.pxi
+    forward_dynamics_derivatives = _kernels.forward_dynamics_derivatives    # aba_derivatives.pxi
+    jacobian_derivatives = _kernels.jacobian_derivatives            # kinematic_derivatives.pxi
+    body_jerks = _kernels.body_jerks                                # kinematic_derivatives.pxi
+    _frame_acceleration_derivatives = _kernels._frame_acceleration_derivatives   # (same)
+    _body_motion = _kernels._body_motion                                    # kinematics.pxi
+    _spatial_screws = _kernels._spatial_screws                              # kinematics.pxi
+    _spatial_screw_rates = _kernels._spatial_screw_rates                    # kinematics.pxi
+    _retract = _kernels._retract                                            # lie_groups.pxi
+    _difference = _kernels._difference                                      # lie_groups.pxi
+    _local_rates = _kernels._local_rates                                    # lie_groups.pxi
+    _config_rate = _kernels._config_rate                                    # lie_groups.pxi
+    _integrate_jacobians = _kernels._integrate_jacobians                    # lie_jacobians.pxi
+    _difference_jacobians = _kernels._difference_jacobians                  # lie_jacobians.pxi
+    _project = _kernels._project                                            # loops.pxi
+    _loop_rows = _kernels._loop_rows                                        # loops.pxi
+    _constrained_forward_dynamics = _kernels._constrained_forward_dynamics  # loops.pxi
+    _assemble = _kernels._assemble                                          # closed_loop_id.pxi
+    _closed_loop_inverse_dynamics = _kernels._closed_loop_inverse_dynamics  # closed_loop_id.pxi
+    _run = _kernels._run                                                    # integrators.pxi
 
     def __init__(self, graph, arrays, names, closures, mimic, tables):
         """Called by :func:`treedyn.compiler.compile_model` with the compiler's
