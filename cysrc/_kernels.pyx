@@ -1,12 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled kernels of treedyn.
 
-``ModelCore`` holds the flat, read-only arrays of a compiled model that the
-kernels read (topological order, parent[i] < i) and exposes the per-state entry
-points; ``treedyn.model.Model`` subclasses it.  Everything a kernel writes goes
-into a ``Data`` (data.pxi) or into the caller's outputs, never into the model.
-Each algorithm lives in its own ``.pxi`` file included below; the inline SE(3)
-primitives are in ``se3.pxd``, the joint kinds in ``kinds.pxd``.
+This file is the include list and the shared core.  ``ModelCore`` holds the
+flat, read-only tables of a compiled model that the kernels read (topological
+order, parent[i] < i; computed by treedyn/tables.py), the Data pool, the
+dispatcher, batches and thread teams and the shared input checks;
+``treedyn.model.Model`` subclasses it.  Everything a kernel writes goes into a
+``Data`` (data.pxi) or into the caller's outputs, never into the model.  Each
+algorithm lives in its own ``.pxi`` file included below, with its kernel, its
+adapters to the dispatcher and its public entry (a module-level
+``def name(ModelCore self, ...)`` bound in ``Model`` by one line); the inline
+SE(3) primitives are in ``se3.pxd``, the joint kinds in ``kinds.pxd``.  The map:
+docs/architecture.md.
 
 The binding is one dispatcher (``ModelCore._dispatch``): an entry point checks
 its inputs, fills a ``Call`` with pointers and per-sample strides, and the

@@ -7,7 +7,7 @@
 # only the nonzero entries of ∂τ/∂x (freedoms on different branches do not
 # couple) and contiguous rows of the symmetric M⁻¹, or, where that costs less (long
 # chains: O(nb) instead of O(nv) per column), by the articulated-body recursion on
-# M⁻¹'s factors; ModelCore.fd_recursive holds the choice (_kernels.pyx).
+# M⁻¹'s factors; ModelCore.fd_recursive holds the choice (treedyn/tables.py).
 
 cdef extern from *:
     """

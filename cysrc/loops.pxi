@@ -45,7 +45,7 @@ cdef enum:
     G_C12 = 42
     G_PITCH = 43
     G_WIDTH = 44
-    # cl_body columns (ModelCore._init_loops): the same geometry in the bodies'
+    # cl_body columns (treedyn/tables.py closure_body_geometry): the same geometry in the bodies'
     # own coordinates, so that a row needs only the bodies' poses and motions
     B_PNT_P = 0      # joint point in body P, body C (3 + 3)
     B_PNT_C = 3

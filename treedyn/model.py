@@ -80,11 +80,16 @@ class LoopClosure:
 class Model(ModelCore):
     """An immutable, picklable compiled model.
 
+    Every array is read-only on immutable memory (``setflags(write=True)`` fails).
+    The compiled entries (``inverse_dynamics``, ``mass_matrix``, ...) are defined
+    with their docstrings in the ``cysrc/`` file of their algorithm and bound
+    below by one line each (docs/architecture.md); all public names: docs/api.md.
+
     Attributes (read-only)
     ----------------------
     nq, nv : int
         Sizes of the configuration and velocity vectors.
-    nb : int
+    n_bodies : int
         Number of moving bodies (``len(body_names)``).
     body_names, joint_names, joint_types : list of str
         Body ``i`` is moved by joint ``i`` relative to body ``parent[i]`` (-1: world).
