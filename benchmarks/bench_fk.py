@@ -92,13 +92,13 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("robots", "chain", "ba
             frame = JAC_FRAME[name]
             err, _, fid = _verify(m, pm, pd, q, qp, frame, key)
             out[f"robot/{key}/err"] = err
-            out[f"robot/{key}/nb"] = m.nb
+            out[f"robot/{key}/nb"] = m.n_bodies
             out[f"robot/{key}/nv"] = m.nv
             out[f"robot/{key}/td_nframes"] = len(m.frame_names)
             out[f"robot/{key}/pin_nframes"] = int(pm.nframes)
             out[f"robot/{key}/frame"] = frame
             g = dict(m=m, q=q, pin=pin, pm=pm, pd=pd, qp=qp, fid=fid, frame=frame,
-                     d=m.create_data(), C=np.empty((m.nb, 4, 4)), J=np.empty((6, m.nv)))
+                     d=m.create_data(), C=np.empty((m.n_bodies, 4, 4)), J=np.empty((6, m.nv)))
             for k, us in time_calls(stmts_for("frame"), g, **tkw).items():
                 out[f"robot/{key}/{k}"] = us
 

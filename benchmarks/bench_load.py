@@ -55,7 +55,7 @@ for _ in range(reps):
     m.inverse_dynamics(q, v, v, data=d, out=tau)
 t_id = (time.perf_counter() - t) / reps
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(dict(nb=m.nb, load_s=t_load, rss_import=rss0, rss_model=rss1, peak=peak,
+print(json.dumps(dict(nb=m.n_bodies, load_s=t_load, rss_import=rss0, rss_model=rss1, peak=peak,
                       model_bytes=model_bytes, data_bytes=d.nbytes,
                       id_us_per_joint=t_id * 1e6 / m.nv)))
 """

@@ -36,7 +36,7 @@ CALLS = {
     "inverse_dynamics": "m.inverse_dynamics(q, v, a)",
     "forward_dynamics": "m.forward_dynamics(q, v, a)",
     "mass_matrix": "m.mass_matrix(q)",
-    "jacobian": "m.jacobian(q, m.nb - 1)",
+    "jacobian": "m.jacobian(q, m.n_bodies - 1)",
 }
 GIL_ROBOTS = [("ur5", False), ("panda", False), ("solo12", True), ("talos_reduced", True),
               ("talos_full_v2", True)]

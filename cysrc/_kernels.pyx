@@ -1,12 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled kernels of treedyn.
 
-``ModelCore`` holds the flat, read-only arrays of a compiled model that the
-kernels read (topological order, parent[i] < i) and exposes the per-state entry
-points; ``treedyn.model.Model`` subclasses it.  Everything a kernel writes goes
-into a ``Data`` (data.pxi) or into the caller's outputs, never into the model.
-Each algorithm lives in its own ``.pxi`` file included below; the inline SE(3)
-primitives are in ``se3.pxd``, the joint kinds in ``kinds.pxd``.
+This file is the include list and the shared core.  ``ModelCore`` holds the
+flat, read-only tables of a compiled model that the kernels read (topological
+order, parent[i] < i; computed by treedyn/tables.py), the Data pool, the
+dispatcher, batches and thread teams and the shared input checks;
+``treedyn.model.Model`` subclasses it.  Everything a kernel writes goes into a
+``Data`` (data.pxi) or into the caller's outputs, never into the model.  Each
+algorithm lives in its own ``.pxi`` file included below, with its kernel, its
+adapters to the dispatcher and its public entry (a module-level
+``def name(ModelCore self, ...)`` bound in ``Model`` by one line); the inline
+SE(3) primitives are in ``se3.pxd``, the joint kinds in ``kinds.pxd``.  The map:
+docs/architecture.md.
 
 The binding is one dispatcher (``ModelCore._dispatch``): an entry point checks
 its inputs, fills a ``Call`` with pointers and per-sample strides, and the
@@ -72,6 +77,14 @@ include "ltl.pxi"
 include "loops.pxi"
 include "closed_loop_id.pxi"
 include "integrators.pxi"
+
+#: the kernels' codes and column layouts with which treedyn.tables builds the tables
+KERNEL_CODES = dict(
+    FAST_REV_X=FAST_REV_X, FAST_SCREW=FAST_SCREW, G_OFFP=G_OFFP, G_OFFC=G_OFFC,
+    G_POINT=G_POINT, G_AXIS=G_AXIS, G_U1=G_U1, G_U2=G_U2, G_A1=G_A1, G_A2=G_A2,
+    G_C12=G_C12, G_PITCH=G_PITCH, G_WIDTH=G_WIDTH, B_PNT_P=B_PNT_P, B_PNT_C=B_PNT_C,
+    B_ORG_P=B_ORG_P, B_ORG_C=B_ORG_C, B_AX_P=B_AX_P, B_AX_C=B_AX_C, B_U1_P=B_U1_P,
+    B_U2_P=B_U2_P, B_A1_P=B_A1_P, B_A2_C=B_A2_C, B_WIDTH=B_WIDTH)
 
 #: stands for zero velocities or accelerations in the library's own calls
 #: (bias_forces, gravity_forces) so that they need not allocate them in Python.
@@ -254,53 +267,7 @@ cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims):
 
 
 # kernel adapters: Call -> the kernel's own arguments
-cdef int _k_fk(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return fk_kernel(m, d, c.q, c.out)
 
-cdef int _k_frame_poses(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return frame_poses_kernel(m, d, c.q, c.out)
-
-cdef int _k_jacobian(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return frame_jacobian_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
-
-cdef int _k_rnea_body(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return rnea_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
-
-cdef int _k_rnea_spatial(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return rnea_spatial_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
-
-cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
-
-cdef inline bint _bound_is_cheaper(ModelCore m, int outputs) noexcept nogil:
-    """Whether the derivative kernels' overflow bound (rnea_derivatives.pxi) reads
-    fewer values than checking ``outputs`` nv × nv matrices."""
-    return outputs * m.nv * m.nv > 24 * m.nv + 44 * m.nb
-
-
-cdef inline int _bounded_outputs(int code, const Call* c, double B) noexcept nogil:
-    """For CHECK_KERNEL calls: code, or the check of all outputs unless their bound B
-    (the derivative kernels' overflow bound, +inf: none) proves them finite."""
-    if code or B <= 1e300:
-        return code
-    return _checked_outputs(0, c, CHECK_ALL)
-
-
-cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """CHECK_KERNEL (rnea_derivatives.pxi's bound)."""
-    cdef double B = INFINITY
-    cdef int code = rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
-                                            c.out, c.out2, c.out3, False,
-                                            &B if _bound_is_cheaper(m, 3) else NULL)
-    return _bounded_outputs(code, c, B)
-
-cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """CHECK_KERNEL (aba_derivatives.pxi's bound)."""
-    cdef double B = INFINITY
-    cdef int code = aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
-                                           c.out, c.out2, c.out3,
-                                           &B if _bound_is_cheaper(m, 2) else NULL)
-    return _bounded_outputs(code, c, B)
 
 # group adapters: TD_VL samples s0, s0 + 1, … of a batch at once (codes into errs[l])
 ctypedef void (*group_t)(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
@@ -342,104 +309,19 @@ cdef void _lane_errors(_LaneCalls* g, int* errs) noexcept nogil:
             errs[l] = _bounded_outputs(g.codes[l], &g.cs[l], g.B[l])
 
 
-cdef void _g_rnea_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
-                              int* errs) noexcept nogil:
-    """_k_rnea_derivatives on TD_VL samples (rnea_derivatives_lanes)."""
-    cdef _LaneCalls g
-    cdef int l
-    _lane_calls(c, s0, &g)
-    rnea_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
-                           g.B if _bound_is_cheaper(m, 3) else NULL)
-    for l in range(1, TD_VL):
-        g.B[l] = g.B[0]                 # one bound for the group
-    _lane_errors(&g, errs)
-
-
-cdef void _g_aba_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
-                             int* errs) noexcept nogil:
-    """_k_aba_derivatives on TD_VL samples (aba_derivatives_lanes)."""
-    cdef _LaneCalls g
-    _lane_calls(c, s0, &g)
-    aba_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
-                          g.B if _bound_is_cheaper(m, 2) else NULL)
-    _lane_errors(&g, errs)
-
-
-cdef void _g_minverse(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
-                      int* errs) noexcept nogil:
-    """_k_minverse on TD_VL samples (minverse_lanes)."""
-    cdef _LaneCalls g
-    _lane_calls(c, s0, &g)
-    minverse_lanes(m, d, g.q, g.o1, g.codes)
-    _lane_errors(&g, errs)
-
-
-cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return crba_kernel(m, d, c.q, c.out)
-
-cdef int _k_aba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    return aba_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
-
-cdef int _k_loop_rows(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out g (m), out2 G (m, nv), out3 Ġv (m) at (q, v)."""
-    return loop_rows_kernel(m, d, c.q, c.v, c.out, c.out2, c.out3)
-
-cdef int _k_constrained_fd(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out v̇ (nv), out2 λ (m), out3 g (m) at (q, v, τ = c.a)."""
-    return constrained_fd_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.k1, c.k2,
-                                 c.rcond, c.out, c.out2, c.out3)
-
-cdef int _k_body_motion(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out (nb, 12) world poses, out2 / out3 (nb, 6) body twists / derivatives."""
-    cdef int bad = body_motion_kernel(m, d, c.q, c.v, c.a)
-    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
-    if c.out2 != NULL:
-        memcpy(c.out2, d.v, 6 * m.nb * sizeof(double))
-    if c.out3 != NULL:
-        memcpy(c.out3, d.a, 6 * m.nb * sizeof(double))
-    return bad
-
-cdef int _k_spatial_screws(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out (nb, 12) world poses, out2 (nv, 6) spatial screws about the world origin."""
-    cdef int bad = body_motion_kernel(m, d, c.q, NULL, NULL)
-    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
-    world_screws(m, d, c.out2)
-    return bad
-
-cdef int _k_screw_rates(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out (nb, 12) world poses, out2 / out3 (nv, 6) spatial screws and their rates."""
-    cdef int bad = spatial_screw_rates_kernel(m, d, c.q, c.v, c.out2, c.out3)
-    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
-    return bad
-
-cdef int _k_jacobian_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out (6, nv, nv): ∂J/∂q of target c.body / c.frame in representation c.rep."""
-    return jacobian_derivatives_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
-
-cdef int _k_frame_acceleration_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out / out2 / out3 (6, nv): ∂A/∂q, ∂A/∂v, ∂A/∂a of target c.body / c.frame."""
-    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.a, c.body, c.frame, c.rep,
-                                                 c.out, c.out2, c.out3)
-
-cdef int _k_frame_velocity_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out / out2 (6, nv): ∂V/∂q, ∂V/∂v = J of target c.body / c.frame."""
-    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.v, c.body, c.frame, c.rep,
-                                                 NULL, c.out, c.out2, True)
-
-cdef int _k_body_jerks(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    """out (nb, 6) body jerks at (q, v, v̇ = c.a, v̈ = c.fext: the call's fourth input
-    rides in the wrench slot, stride c.sf)."""
-    return body_jerks_kernel(m, d, c.q, c.v, c.a, c.fext, c.rep, c.out)
-
-
 cdef long _next_serial = 0
 
 
 cdef class ModelCore:
-    """Kernel-side arrays of a compiled model (see ``treedyn.model.Model``)."""
+    """Kernel-side arrays of a compiled model (see ``treedyn.model.Model``).
 
-    cdef readonly int nb, nq, nv
-    cdef readonly long serial          # identifies the model a Data was made for
+    Every array is a read-only view of an immutable ``bytes`` object (the tables of
+    ``treedyn.tables``): nothing reachable from Python can make it writable, so
+    what the kernels read cannot change after the model is built."""
+
+    cdef readonly int nq, nv           # sizes of q and v
+    cdef int nb
+    cdef long serial                   # identifies the model a Data was made for
     cdef const int[::1] parent
     cdef const int[::1] kind
     cdef const int[::1] qoff
@@ -450,10 +332,10 @@ cdef class ModelCore:
     cdef const double[:, ::1] X        # (nv, 6): body-fixed joint screws at q = 0
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
-    cdef readonly const int[::1] screw_rev   # FAST_SCREW revolute about a coordinate axis
+    cdef const int[::1] screw_rev      # FAST_SCREW revolute about a coordinate axis
                                        # direction k: 1 + k, else 0 (joint_pose_offset)
     cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
-    cdef readonly const int[::1] univ  # 1: two revolute screws whose axes meet (universal)
+    cdef const int[::1] univ           # 1: two revolute screws whose axes meet (universal)
     cdef const double[:, ::1] univ_pt  # (nb, 3) that point, body frame (universal_calc)
     cdef const int[::1] root           # the body of each subtree that hangs from the world
     cdef const int[::1] path_nv        # freedoms on the path world -> body (inclusive)
@@ -465,125 +347,124 @@ cdef class ModelCore:
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
     cdef double max_armature
-    cdef readonly int max_pending      # most subtrees waiting for their parent, leaves to roots
-    cdef readonly bint fd_recursive    # forward-dynamics derivatives: M⁻¹ products by recursion
+    cdef int max_pending               # most subtrees waiting for their parent, leaves to roots
+    cdef bint fd_recursive             # forward-dynamics derivatives: M⁻¹ products by recursion
     cdef const double[::1] grav        # (3,)
     cdef const int[::1] fbody          # owning body of each named frame (-1: world)
     cdef const double[:, ::1] foff     # (n_frames, 12): pose of each frame in its body
     cdef dict _targets                 # body or frame name -> (body, frame index or -1)
     # loop closures and mimic couplings (loops.pxi; set by _init_loops)
-    cdef readonly int n_crows          # constraint rows m
+    cdef int n_crows                   # constraint rows m
     cdef const int[:, ::1] cl_int      # (closures, 3): row kind, parent-side, child-side body
     cdef const double[:, ::1] cl_geo   # (closures, G_WIDTH): attachment frames and geometry
     cdef const double[:, ::1] cl_body  # (closures, B_WIDTH): the geometry in body coordinates
-    cdef readonly const int[::1] cl_parallel  # 1: the closure's axes stay parallel for every q
+    cdef const int[::1] cl_parallel    # 1: the closure's axes stay parallel for every q
     cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
+    #: the kernel tables by name (the arrays above, read-only; test and debug access)
+    cdef readonly dict _tables
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
     cdef list _pool                    # state: no result depends on them)
     cdef list _teams                   # idle teams of Data for batches (likewise)
 
-    def _init_core(self, dict arr, dict names):
-        """Set the kernel arrays from the compiler's dict (called once per model)."""
+    @property
+    def _nb(self):
+        return self.nb
+
+    @property
+    def _n_crows(self):
+        return self.n_crows
+
+    @property
+    def _serial(self):
+        return self.serial
+
+    def _init_core(self, dict t, dict names):
+        """Set the kernel tables (``treedyn.tables.core_tables``: arrays on immutable
+        memory, checked here) from the compiler; called once per model."""
         global _next_serial
-        cdef int nb = arr["parent"].shape[0]
-        cdef int nv = int(arr["nvj"].sum())
-        B = np.asarray(arr["B"], dtype=np.float64).reshape(nb, 4, 4)
-        Bref = np.empty((nb, 12))
-        Bref[:, :9] = B[:, :3, :3].reshape(nb, 9)
-        Bref[:, 9:] = B[:, :3, 3]
-        inert = np.zeros((nb, 22))
-        inert[:, 0] = arr["mass"]
-        inert[:, 1:4] = arr["com"]
-        inert[:, 4:13] = np.asarray(arr["inertia"]).reshape(nb, 9)
-        inert[:, 13:22] = np.asarray(arr["spatial_inertia"]).reshape(nb, 6, 6)[:, :3, :3].reshape(nb, 9)
         _next_serial += 1
         self.serial = _next_serial
-        self.nb = nb
-        self.nq = int(arr["nqj"].sum())
-        self.nv = nv
-        self.parent = np.ascontiguousarray(arr["parent"], dtype=np.int32)
-        self.kind = np.ascontiguousarray(arr["kind"], dtype=np.int32)
-        self.qoff = np.ascontiguousarray(arr["qoff"], dtype=np.int32)
-        self.voff = np.ascontiguousarray(arr["voff"], dtype=np.int32)
-        self.nqj = np.ascontiguousarray(arr["nqj"], dtype=np.int32)
-        self.nvj = np.ascontiguousarray(arr["nvj"], dtype=np.int32)
-        self.Bref = Bref
-        # keep one dummy row when nv == 0 so that &X[0, 0] stays a valid address
-        self.X = np.ascontiguousarray(arr["X"], dtype=np.float64).reshape(nv, 6) if nv > 0 else np.zeros((1, 6))
-        self.center = np.ascontiguousarray(arr["center"], dtype=np.float64).reshape(nb, 3)
-        self.inert = inert
-        self.armature = np.ascontiguousarray(arr["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
-        self.max_armature = float(np.abs(self.armature).max())
-        self.grav = np.ascontiguousarray(arr["gravity"], dtype=np.float64)
-        self.fast = _fast_codes(self.kind, self.nvj, self.voff, self.X)
-        self.screw_rev, self.screw_pt = _offset_axes(self.fast, self.voff, self.X)
-        self.univ, self.univ_pt = _universal_points(self.kind, self.nvj, self.voff, self.X)
-        root = np.arange(nb, dtype=np.int32)
-        for i in range(nb):                 # parents precede children
-            if arr["parent"][i] >= 0:
-                root[i] = root[arr["parent"][i]]
-        self.root = root
-        path_nv = np.zeros(nb, dtype=np.int32)
-        for i in range(nb):
-            path_nv[i] = arr["nvj"][i] + (path_nv[arr["parent"][i]] if arr["parent"][i] >= 0 else 0)
-        self.path_nv = path_nv
-        self.max_pending, self.fd_recursive = _fd_product_choice(arr["parent"], arr["nvj"],
-                                                                 path_nv)
-        self.anc_ptr, self.anc_run = _ancestor_runs(arr["parent"], arr["voff"], arr["nvj"])
-        dof_parent = np.full(max(nv, 1), -1, dtype=np.int32)
-        for i in range(nb):
-            o, par = arr["voff"][i], arr["parent"][i]
-            for k in range(arr["nvj"][i]):
-                if k > 0:
-                    dof_parent[o + k] = o + k - 1
-                elif par >= 0 and arr["nvj"][par] > 0:
-                    dof_parent[o] = arr["voff"][par] + arr["nvj"][par] - 1
-                elif par >= 0:          # a parent without freedoms: look further up
-                    pp = par
-                    while pp >= 0 and arr["nvj"][pp] == 0:
-                        pp = arr["parent"][pp]
-                    if pp >= 0:
-                        dof_parent[o] = arr["voff"][pp] + arr["nvj"][pp] - 1
-        self.dof_parent = dof_parent
-        fo = np.asarray(arr["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
-        foff = np.empty((fo.shape[0], 12))
-        foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
-        foff[:, 9:] = fo[:, :3, 3]
-        self.fbody = np.ascontiguousarray(arr["frame_body"], dtype=np.int32)
-        self.foff = foff
+        self._tables = {}
+        self.parent = self._table(t, "parent")
+        self.kind = self._table(t, "kind")
+        self.qoff = self._table(t, "qoff")
+        self.voff = self._table(t, "voff")
+        self.nqj = self._table(t, "nqj")
+        self.nvj = self._table(t, "nvj")
+        self.nb = self.parent.shape[0]
+        self.nq = int(np.sum(t["nqj"]))
+        self.nv = int(np.sum(t["nvj"]))
+        self.Bref = self._table(t, "Bref")
+        self.X = self._table(t, "X")
+        self.center = self._table(t, "center")
+        self.inert = self._table(t, "inert")
+        self.armature = self._table(t, "armature")
+        self.max_armature = float(np.abs(t["armature"]).max())
+        self.grav = self._table(t, "grav")
+        self.fast = self._table(t, "fast")
+        self.screw_rev = self._table(t, "screw_rev")
+        self.screw_pt = self._table(t, "screw_pt")
+        self.univ = self._table(t, "univ")
+        self.univ_pt = self._table(t, "univ_pt")
+        self.root = self._table(t, "root")
+        self.path_nv = self._table(t, "path_nv")
+        self.max_pending = t["max_pending"]
+        self.fd_recursive = t["fd_recursive"]
+        self._tables["max_pending"] = self.max_pending
+        self._tables["fd_recursive"] = self.fd_recursive
+        self.anc_ptr = self._table(t, "anc_ptr")
+        self.anc_run = self._table(t, "anc_run")
+        self.dof_parent = self._table(t, "dof_parent")
+        self.fbody = self._table(t, "fbody")
+        self.foff = self._table(t, "foff")
         targets = {}
         for k, name in enumerate(names["frame_names"]):
-            targets[name] = (int(arr["frame_body"][k]), k)
+            targets[name] = (int(t["fbody"][k]), k)
         for i, name in enumerate(names["body_names"]):
             targets[name] = (i, -1)
         self._targets = targets
         self._pool = []
         self._teams = []
         self.n_crows = 0
-        self.cl_int = np.zeros((0, 3), dtype=np.int32)
-        self.cl_geo = np.zeros((0, G_WIDTH))
-        self.cl_body = np.zeros((0, B_WIDTH))
-        self.cl_parallel = np.zeros(1, dtype=np.int32)
-        self.mm_int = np.zeros((0, 4), dtype=np.int32)
-        self.mm_dbl = np.zeros((0, 2))
+        empty = {"cl_int": (np.int32, (0, 3)), "cl_geo": (np.float64, (0, G_WIDTH)),
+                 "cl_body": (np.float64, (0, B_WIDTH)), "cl_parallel": (np.int32, (1,)),
+                 "mm_int": (np.int32, (0, 4)), "mm_dbl": (np.float64, (0, 2))}
+        e = {k: np.frombuffer(bytes(np.zeros(shape, dt).nbytes), dt).reshape(shape)
+             for k, (dt, shape) in empty.items()}
+        self.cl_int = self._table(e, "cl_int")
+        self.cl_geo = self._table(e, "cl_geo")
+        self.cl_body = self._table(e, "cl_body")
+        self.cl_parallel = self._table(e, "cl_parallel")
+        self.mm_int = self._table(e, "mm_int")
+        self.mm_dbl = self._table(e, "mm_dbl")
 
-    def _init_loops(self, cl_int, cl_geo, mm_int, mm_dbl, int n_rows, A, Y):
-        """Set the compiled loop closures (treedyn.constraints.ConstraintSet.packed);
-        A (nb, 4, 4) and Y (nv, 6) are the compiler's body poses and world screws at
-        q = 0.  Called once, while the model is built, before any Data exists."""
+    cdef object _table(self, dict t, str name):
+        """t[name], kept in _tables, if its memory is an immutable bytes object (then
+        no view of it can be made writable); else ValueError."""
+        a = t[name]
+        base = a
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if not (isinstance(a, np.ndarray) and not a.flags.writeable and isinstance(base, bytes)
+                and a.flags.c_contiguous):
+            raise ValueError(f"kernel table {name}: expected a read-only array on bytes "
+                             f"(treedyn.tables.frozen)")
+        self._tables[name] = a
+        return a
+
+    def _init_loops(self, dict t):
+        """Set the compiled loop closures (``treedyn.tables.closure_tables``).  Called
+        once, while the model is built, before any Data exists."""
         if self._idle is not None or self._pool or self._teams:
             raise RuntimeError("_init_loops after Data were created")
-        self.cl_int = np.ascontiguousarray(cl_int, dtype=np.int32).reshape(-1, 3)
-        self.cl_geo = np.ascontiguousarray(cl_geo, dtype=np.float64).reshape(-1, G_WIDTH)
-        self.cl_body = _closure_body_geometry(np.asarray(self.cl_geo))
-        self.cl_parallel = _parallel_axis_closures(
-            np.asarray(self.kind), np.asarray(self.nvj), np.asarray(self.voff),
-            np.asarray(self.parent), np.asarray(A), np.asarray(Y),
-            np.asarray(self.cl_int), np.asarray(self.cl_body))
-        self.mm_int = np.ascontiguousarray(mm_int, dtype=np.int32).reshape(-1, 4)
-        self.mm_dbl = np.ascontiguousarray(mm_dbl, dtype=np.float64).reshape(-1, 2)
-        self.n_crows = n_rows
+        self.cl_int = self._table(t, "cl_int")
+        self.cl_geo = self._table(t, "cl_geo")
+        self.cl_body = self._table(t, "cl_body")
+        self.cl_parallel = self._table(t, "cl_parallel")
+        self.mm_int = self._table(t, "mm_int")
+        self.mm_dbl = self._table(t, "mm_dbl")
+        self.n_crows = t["n_rows"]
 
     # ------------------------------------------------------------------ Data
     def create_data(self):
@@ -903,55 +784,7 @@ cdef class ModelCore:
         return -1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
 
     # ------------------------------------------------------------------ kinematics
-    def forward_kinematics(self, q, data=None, out=None):
-        """Poses of all bodies in the world frame.
 
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-            Joint configuration(s), layout in docs/conventions.md.
-        data : Data, optional
-            Single state only: the Data to work in (``model.create_data()``);
-            its ``oMi`` holds the poses afterwards.
-        out : ndarray, optional
-            Output array of the result's shape (float64, C-contiguous).
-
-        Returns
-        -------
-        ndarray, shape (nb, 4, 4) or (N, nb, 4, 4)
-            Homogeneous transforms C_i (body frame -> world), in ``body_names`` order.
-        """
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.npy_intp dims[3]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        dims[0] = self.nb; dims[1] = 4; dims[2] = 4
-        cdef cnp.ndarray res = self._output(out, qa, 3, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.sq = self.nq
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = 16 * self.nb
-        c.check = CHECK_POSES
-        self._dispatch(_k_fk, &c, self._batch(qa), data, -1, "forward_kinematics: the body poses")
-        return res
-
-    def frame_poses(self, q, data=None, out=None):
-        """World poses of all named frames, shape (n_frames, 4, 4) (or (N, n_frames, 4, 4)),
-        in ``frame_names`` order: the world, every link (moving or merged), extra frames.
-        ``data`` / ``out`` as in :meth:`forward_kinematics`."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.npy_intp dims[3]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        dims[0] = self.fbody.shape[0]; dims[1] = 4; dims[2] = 4
-        cdef cnp.ndarray res = self._output(out, qa, 3, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.sq = self.nq
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = 16 * dims[0]
-        c.check = CHECK_POSES
-        self._dispatch(_k_frame_poses, &c, self._batch(qa), data, -1, "frame_poses: the frame poses")
-        return res
 
     cdef tuple _target(self, object frame):
         """(body or -1, named-frame index or -1) of a body index, body or frame name."""
@@ -964,28 +797,6 @@ cdef class ModelCore:
         except (KeyError, TypeError):
             raise InputError(f"frame: no body or frame named {frame!r}") from None
 
-    def jacobian(self, q, frame, representation="body", data=None, out=None):
-        """Geometric Jacobian (6, nv) (or (N, 6, nv)) of a body or named frame: its
-        twist in ``representation`` is ``J @ v``.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        frame : str or int
-            A body name, a named frame (any link, merged links included) or a
-            body index.
-        representation : {"body", "spatial", "hybrid", "mixed"}
-            "body": body frame at its origin (Pinocchio LOCAL); "spatial": world
-            frame at the world origin (WORLD); "hybrid": world axes at the frame's
-            origin, (ω, ṙ) (LOCAL_WORLD_ALIGNED); "mixed": (ω in the frame's
-            axes, ṙ in world axes).
-        data, out : as in :meth:`forward_kinematics` (``out`` (6, nv) or (N, 6, nv))
-
-        Only the joints on the path world → frame are visited; the other columns
-        are zero.
-        """
-        return self._frame_call(_k_jacobian, q, frame, representation, data, out, 2,
-                                "jacobian: the Jacobian")
 
     cdef object _frame_call(self, kernel_t fn, object q, object frame, object representation,
                             object data, object out, int nd, str what):
@@ -1043,67 +854,7 @@ cdef class ModelCore:
         return res
 
     # ------------------------------------------------------------------ dynamics
-    def inverse_dynamics(self, q, v, a, representation="body", f_ext=None, gravity=None,
-                         f_ext_frame="world", data=None, out=None):
-        """Joint forces τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ f_ext by the O(n) recursive
-        Newton–Euler algorithm.
 
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        v, a : array_like, shape (nv,) or (N, nv)
-            Velocities and accelerations (layout in docs/conventions.md).
-        representation : {"body", "spatial", "hybrid"}
-            Which recursion computes τ (Müller 2018, eqs. 66-67, 70-71, 75-76).
-            All three give the same τ; they differ in the frames of the
-            intermediate twists and wrenches (Data fields v/a_gf/f, sv/sa_gf/sf,
-            hv/ha_gf/hf).
-        f_ext : array_like, shape (nb, 6) or (N, nb, 6), optional
-            External wrench (torque, force) acting on each body, in ``f_ext_frame``.
-        gravity : array_like, shape (3,), optional
-            World-frame gravity in m/s² (default: ``model.gravity``).
-        f_ext_frame : {"world", "body", "hybrid"}
-            "world": about the world origin, world axes; "body": about the body
-            origin, body axes; "hybrid": about the body origin, world axes.
-        data : Data, optional
-            Single state: the Data to work in; holds the recursion's per-body
-            quantities afterwards.
-        out : ndarray, optional
-            Output array, shape (nv,) or (N, nv), float64, C-contiguous.
-
-        Returns
-        -------
-        ndarray, shape (nv,) or (N, nv)
-            Joint forces/torques (N, N·m; free joints: the wrench in the
-            joint's velocity coordinates).
-        """
-        cdef kernel_t fn
-        if representation == "body":
-            fn = _k_rnea_body
-        elif representation == "spatial":
-            fn = _k_rnea_spatial
-        elif representation == "hybrid":
-            fn = _k_rnea_hybrid
-        else:
-            raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
-                             f"got {representation!r}")
-        return self._joint_space_call(fn, q, v, a, "a", f_ext, gravity, f_ext_frame, data, out)
-
-    def mass_matrix(self, q, data=None, out=None):
-        """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        data, out : as in :meth:`inverse_dynamics` (``out`` (nv, nv) or (N, nv, nv))
-
-        Returns
-        -------
-        ndarray, shape (nv, nv) or (N, nv, nv)
-            Symmetric, both triangles filled; armature on the diagonal.
-            Units: kg, kg·m, kg·m² by the coordinates involved.
-        """
-        return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")
 
     cdef object _spd_matrix_call(self, kernel_t fn, object q, object data, object out,
                                  str what, group_t group=NULL):
@@ -1122,74 +873,6 @@ cdef class ModelCore:
         self._dispatch(fn, &c, self._batch(qa), data, -1, what, group)
         return res
 
-    def inverse_dynamics_derivatives(self, q, v, a, f_ext=None, gravity=None,
-                                     f_ext_frame="world", data=None, out=None):
-        """Partial derivatives of inverse dynamics τ(q, v, a) by one forward and one
-        backward recursion (cysrc/rnea_derivatives.pxi), with M = ∂τ/∂a.
-
-        Derivatives with respect to q are taken along each joint's group:
-        ``dtau_dq @ δ = d/dε τ(integrate(q, ε δ), v, a)`` at ε = 0, so every
-        matrix is nv × nv, also for spherical and free joints (docs/conventions.md,
-        "Derivatives and tangent spaces").  τ, hence its derivatives, do not depend on
-        the representation of :meth:`inverse_dynamics`.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        v, a : array_like, shape (nv,) or (N, nv)
-        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`.  A wrench
-            given in the world frame stays fixed in space while q varies; in the
-            body frame it moves with its body; in the hybrid frame it follows the
-            body's origin and keeps world axes.
-        data : Data, optional (single state)
-        out : tuple of three ndarrays, optional
-            (dtau_dq, dtau_dv, M) to write into, each (nv, nv) or (N, nv, nv).
-
-        Returns
-        -------
-        dtau_dq, dtau_dv, M : ndarray, shape (nv, nv) or (N, nv, nv)
-            Entry (i, j) is ∂τ_i/∂x_j (N·m/rad, N/m, N·m·s/rad, ... by the
-            coordinates involved); M is the mass matrix with armature.
-        """
-        return self._derivatives_call(_k_rnea_derivatives, _g_rnea_derivatives, q, v, a, "a",
-                                      f_ext, gravity,
-                                      f_ext_frame, data, out, ("dtau_dq", "dtau_dv", "M"),
-                                      "inverse_dynamics_derivatives")
-
-    def forward_dynamics_derivatives(self, q, v, tau, f_ext=None, gravity=None,
-                                     f_ext_frame="world", data=None, out=None):
-        """Partial derivatives of forward dynamics v̇(q, v, τ): ∂v̇/∂q = −M⁻¹ ∂τ/∂q and
-        ∂v̇/∂v = −M⁻¹ ∂τ/∂v at v̇, and ∂v̇/∂τ = M⁻¹ (cysrc/aba_derivatives.pxi: ABA,
-        the inverse-dynamics derivatives and the O(n²) M⁻¹ recursion in one call).
-
-        q-derivatives are taken along each joint's group as in
-        :meth:`inverse_dynamics_derivatives`.
-
-        Parameters
-        ----------
-        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
-        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics_derivatives`
-        data : Data, optional (single state)
-        out : tuple of three ndarrays, optional
-            (ddq_dq, ddq_dv, Minv) to write into, each (nv, nv) or (N, nv, nv).
-
-        Returns
-        -------
-        ddq_dq, ddq_dv, Minv : ndarray, shape (nv, nv) or (N, nv, nv)
-            Entry (i, j) is ∂v̇_i/∂x_j; Minv is M⁻¹ with armature, both triangles.
-
-        Raises
-        ------
-        SingularModelError
-            If M is singular (a massless subtree without armature).
-        """
-        return self._derivatives_call(_k_aba_derivatives,
-                                      <group_t>NULL if (_fd_by_recursion(self)
-                                                        or self.nv > LANES_MAX_NV)
-                                      else _g_aba_derivatives,
-                                      q, v, tau, "tau", f_ext, gravity,
-                                      f_ext_frame, data, out, ("ddq_dq", "ddq_dv", "Minv"),
-                                      "forward_dynamics_derivatives")
 
     cdef tuple _derivatives_call(self, kernel_t fn, group_t group, object q, object v,
                                  object x, str xname,
@@ -1223,269 +906,12 @@ cdef class ModelCore:
         self._dispatch(fn, &c, self._batch(qa), data, -1, what, group)
         return r1, r2, r3
 
-    def forward_dynamics(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
-                         method="aba", data=None, out=None):
-        """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
-
-        Parameters
-        ----------
-        q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
-        f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
-        method : {"aba", "cholesky"}
-            "aba": the O(n) articulated-body kernel (default); "cholesky": M from
-            the CRBA kernel and h from inverse dynamics, solved by a Cholesky
-            factorization (LAPACK).
-        data, out : as in :meth:`inverse_dynamics` (method "aba"; ``out`` (nv,) or (N, nv))
-
-        Returns
-        -------
-        ndarray, shape (nv,) or (N, nv)
-
-        Raises
-        ------
-        SingularModelError
-            If the model has no finite acceleration (e.g. a massless subtree
-            without armature); the message names the joint.
-        """
-        if method != "aba":
-            if method == "cholesky":
-                if data is not None or out is not None:
-                    raise InputError("data= and out= are for method='aba'")
-                return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
-            raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
-        return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
-                                      data, out)
-
-    def inverse_mass_matrix(self, q, data=None, out=None):
-        """Inverse of the joint-space mass matrix, M(q)⁻¹, in O(n²) without forming M:
-        the articulated-body recursion run on all unit-torque columns at once
-        (Carpentier & Mansard 2018; ``cysrc/minverse.pxi``).
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        data : Data, optional
-            Single state: the Data to work in; holds the articulated inertias
-            (``sIA``, frame s) and the joint screws afterwards.
-        out : ndarray, optional
-            Output array, shape (nv, nv) or (N, nv, nv), float64, C-contiguous.
-
-        Returns
-        -------
-        ndarray, shape (nv, nv) or (N, nv, nv)
-            Symmetric positive definite, both triangles filled; the armature is
-            part of M.  Units: the inverses of those of :meth:`mass_matrix`.
-
-        Raises
-        ------
-        SingularModelError
-            If M is singular (a massless subtree without armature); the message
-            names the joint, as :meth:`forward_dynamics` does.
-        """
-        return self._spd_matrix_call(_k_minverse, q, data, out, "inverse_mass_matrix: M⁻¹",
-                                     _g_minverse if self.nv <= LANES_MAX_NV else <group_t>NULL)
 
     # ------------------------------------------------------------------ motion
-    def _body_motion(self, q, v=None, a=None, data=None):
-        """World poses (…, nb, 12) and body-fixed twists and twist derivatives
-        (…, nb, 6) of all bodies (gravity not included); None where not asked."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = None, aa = None
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        c.v = NULL
-        c.a = NULL
-        c.out2 = NULL
-        c.out3 = NULL
-        if v is not None:
-            va = self._like(qa, v, self.nv, "v")
-            c.v = <double*>cnp.PyArray_DATA(va)
-        if a is not None:
-            if v is None:
-                raise InputError("a: accelerations need velocities v")
-            aa = self._like(qa, a, self.nv, "a")
-            c.a = <double*>cnp.PyArray_DATA(aa)
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        C = np.empty(lead + (self.nb, 12))
-        V = np.empty(lead + (self.nb, 6)) if v is not None else None
-        A = np.empty(lead + (self.nb, 6)) if a is not None else None
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.out = <double*>cnp.PyArray_DATA(C)
-        if V is not None:
-            c.out2 = <double*>cnp.PyArray_DATA(V)
-        if A is not None:
-            c.out3 = <double*>cnp.PyArray_DATA(A)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.so = 12 * self.nb
-        c.so2 = 6 * self.nb
-        c.so3 = 6 * self.nb
-        self._dispatch(_k_body_motion, &c, self._batch(qa), data, -1,
-                       "the body poses, twists or accelerations")
-        return C, V, A
 
-    def _spatial_screws(self, q):
-        """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
-        C = np.empty(lead + (self.nb, 12))
-        J = np.empty(lead + (self.nv if self.nv else 1, 6))
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.out = <double*>cnp.PyArray_DATA(C)
-        c.out2 = <double*>cnp.PyArray_DATA(J)
-        c.sq = self.nq
-        c.so = 12 * self.nb
-        c.so2 = 6 * self.nv
-        self._dispatch(_k_spatial_screws, &c, self._batch(qa), None, -1,
-                       "the body poses or joint screws")
-        return C, (J if self.nv else J[..., :0, :])
-
-    def _spatial_screw_rates(self, q, v):
-        """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)
-        for one state (used by the closed-form Coriolis matrix)."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError("q: one state expected here, shape (nq,)")
-        C = np.empty((self.nb, 12))
-        J = np.empty((self.nv if self.nv else 1, 6))
-        Jd = np.empty((self.nv if self.nv else 1, 6))
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.out = <double*>cnp.PyArray_DATA(C)
-        c.out2 = <double*>cnp.PyArray_DATA(J)
-        c.out3 = <double*>cnp.PyArray_DATA(Jd)
-        c.so = 12 * self.nb
-        c.so2 = 6 * self.nv
-        c.so3 = 6 * self.nv
-        self._dispatch(_k_screw_rates, &c, -1, None, -1, "the joint screws or their rates")
-        return C, J[:self.nv], Jd[:self.nv]
 
     # ------------------------------------------------------------------ kinematic derivatives
-    def jacobian_derivatives(self, q, frame, representation="body", data=None, out=None):
-        """Partial derivatives of a body's or frame's Jacobian with respect to q.
 
-        ``H[:, j, k] = ∂J[:, j]/∂q_k`` with ``J = jacobian(q, frame,
-        representation)``, the derivative taken along joint k's group:
-        ``H @ δ = d/dε J(integrate(q, ε δ))`` at ε = 0 (so the last axis is nv wide
-        also for quaternion joints).  Closed form from Lie brackets of the columns
-        (Müller 2018, eqs. 5, 15, 25; cysrc/kinematic_derivatives.pxi); the same
-        layout as Pinocchio's ``getJointKinematicHessian``.
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        frame : str or int
-            A body name, a named frame or a body index (as in :meth:`jacobian`).
-        representation : {"body", "spatial", "hybrid", "mixed"}
-            As in :meth:`jacobian` (Pinocchio LOCAL, WORLD, LOCAL_WORLD_ALIGNED).
-        data, out : as in :meth:`forward_kinematics` (``out`` (6, nv, nv) or
-            (N, 6, nv, nv))
-
-        Returns
-        -------
-        ndarray, shape (6, nv, nv) or (N, 6, nv, nv)
-            Units of J per rad or per m of the coordinate k.  Entries of freedoms
-            off the path world → frame are zero.
-        """
-        return self._frame_call(_k_jacobian_derivatives, q, frame, representation, data, out,
-                                3, "jacobian_derivatives: ∂J/∂q")
-
-    def _frame_acceleration_derivatives(self, q, v, a, frame, representation, data, out,
-                                        bint velocity=False):
-        """Binding of Model.frame_acceleration_derivatives (see there); with
-        ``velocity``, of Model.frame_velocity_derivatives (a unused, two outputs)."""
-        cdef bint vel = velocity
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = va if vel else self._like(qa, a, self.nv, "a")
-        cdef tuple tgt = self._target(frame)
-        cdef cnp.npy_intp dims[2]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        rep = self._rep_code(representation)
-        dims[0] = 6; dims[1] = self.nv
-        res = self._outputs(out, qa, 2, dims, ("dV_dq", "dV_dv") if vel else
-                            ("dA_dq", "dA_dv", "dA_da"))
-        for r in res:
-            memset(cnp.PyArray_DATA(r), 0, cnp.PyArray_NBYTES(r))
-        if tgt[0] < 0 or self.nv == 0:              # attached to the world
-            if data is not None:
-                self._data(data)
-            return res
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.a = <double*>cnp.PyArray_DATA(aa)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.body = tgt[0]
-        c.frame = tgt[1]
-        c.rep = rep
-        c.out = <double*>cnp.PyArray_DATA(res[0])
-        c.out2 = <double*>cnp.PyArray_DATA(res[1])
-        c.out3 = NULL if vel else <double*>cnp.PyArray_DATA(res[2])
-        c.so = 6 * self.nv
-        c.so2 = c.so
-        c.so3 = c.so
-        if vel:
-            self._dispatch(_k_frame_velocity_derivatives, &c, self._batch(qa), data,
-                           self.path_nv[c.body], "frame_velocity_derivatives")
-        else:
-            self._dispatch(_k_frame_acceleration_derivatives, &c, self._batch(qa), data,
-                           self.path_nv[c.body], "frame_acceleration_derivatives")
-        return res
-
-    def body_jerks(self, q, v, a, j, representation="body", data=None, out=None):
-        """Time derivatives of :meth:`body_accelerations`: the second time
-        derivatives of the twists of all bodies, gravity not included.
-
-        Recursive (Müller 2018, §2: the acceleration recursion differentiated once
-        more), body-fixed, then converted per body (cysrc/kinematic_derivatives.pxi).
-
-        Parameters
-        ----------
-        q : array_like, shape (nq,) or (N, nq)
-        v, a, j : array_like, shape (nv,) or (N, nv)
-            Velocities, their first (v̇ = a) and second (v̈ = j) time derivatives.
-        representation : {"body", "spatial", "hybrid", "mixed"}
-            As in ``body_accelerations``: "body" V̈ᵇ; "spatial" d²/dt² (Ad_C Vᵇ);
-            "hybrid" (d²ω/dt² in world axes, r⃛); "mixed" (d²ωᵇ/dt², r⃛).
-        data, out : as in :meth:`forward_kinematics` (``out`` (nb, 6) or (N, nb, 6))
-
-        Returns
-        -------
-        ndarray, shape (nb, 6) or (N, nb, 6)
-            Angular first: rad/s³ and m/s³.
-        """
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
-        cdef cnp.ndarray ja = self._like(qa, j, self.nv, "j")
-        cdef cnp.npy_intp dims[2]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        rep = self._rep_code(representation)
-        dims[0] = self.nb; dims[1] = 6
-        cdef cnp.ndarray res = self._output(out, qa, 2, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.a = <double*>cnp.PyArray_DATA(aa)
-        c.fext = <double*>cnp.PyArray_DATA(ja)      # the jerks v̈ (see _k_body_jerks)
-        c.rep = rep
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.sf = self.nv
-        c.out = <double*>cnp.PyArray_DATA(res)
-        c.so = 6 * self.nb
-        self._dispatch(_k_body_jerks, &c, self._batch(qa), data, -1, "body_jerks: the jerks")
-        return res
 
     # ------------------------------------------------------------------ loop closures
     cdef int _require_loops(self) except -1:
@@ -1493,253 +919,6 @@ cdef class ModelCore:
             raise InputError("the model has no loop closures or mimic couplings")
         return 0
 
-    def _project(self, q, v=None, double tol=1e-12, int max_iter=20):
-        """Compiled projection of one state onto the constraints (project_kernel):
-        Gauss–Newton steps of q in the kinetic-energy metric (at most max_iter; 0
-        leaves q alone), then v (if given) onto G v = 0.  Returns (q, v or None,
-        max |g(q)|); inputs are checked by the caller (unit quaternions here)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError(f"q: expected one state of shape ({self.nq},), got {np.shape(qa)}")
-        self._check_unit_quaternions(qa, "q")
-        self._require_loops()
-        qo = np.array(qa, dtype=np.float64)
-        vo = None if v is None else np.array(self._like(qa, v, self.nv, "v"), dtype=np.float64)
-        cdef double[::1] qv = qo
-        cdef double[::1] vv
-        cdef double* vp = NULL
-        cdef double res = 0.0
-        cdef int code
-        cdef Data data = self._data(None)
-        if vo is not None and self.nv > 0:
-            vv = vo
-            vp = &vv[0]
-        with nogil:
-            code = project_kernel(self, &data.c, &qv[0], vp, tol, max_iter, 1e-10, &res)
-        self._done(data, None)
-        if code:
-            self._raise_code(code, -1, "projection")
-        return qo, vo, res
-
-    def _loop_rows(self, q, v=None):
-        """Constraint rows (docs/constraints.md) at q (nq,) or (N, nq) and v (zero if
-        None): g (…, m), G (…, m, nv), Ġv (…, m)."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._zero_or_like(qa, _ZERO if v is None else v, "v")
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        self._require_loops()
-        cdef int mr = self.n_crows
-        cdef cnp.npy_intp dims[2]
-        dims[0] = mr
-        dims[1] = self.nv
-        g = self._output(None, qa, 1, dims)
-        G = self._output(None, qa, 2, dims)
-        gam = self._output(None, qa, 1, dims)
-        if mr == 0:
-            return g, G, gam
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.out = <double*>cnp.PyArray_DATA(g)
-        c.out2 = <double*>cnp.PyArray_DATA(G)
-        c.out3 = <double*>cnp.PyArray_DATA(gam)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.so = mr
-        c.so2 = mr * self.nv
-        c.so3 = mr
-        self._dispatch(_k_loop_rows, &c, self._batch(qa), None, -1,
-                       "constraints: the residual g, Jacobian G or Ġv")
-        return g, G, gam
-
-    cdef tuple _clid_work(self, object act, ClidWork* w):
-        """Scratch of the closed-loop kernels (closed_loop_id.pxi) for the actuated
-        velocity indices ``act``: returns (ib, buffer, na); ib holds act, then the
-        other freedoms, then the QR pivots; the buffer backs w's arrays.  Both must
-        stay alive while a kernel uses w."""
-        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, j
-        cdef const int[::1] act_in = np.asarray(act, dtype=np.int32).reshape(-1)
-        cdef int na = act_in.shape[0]
-        cdef int nd = nv - na
-        cdef int big = max(mr, nv, na + mr, 1)
-        cdef int ns = 3 * big + 2 * big * big
-        cdef int nA = max(mr * max(nd, 1), nv * (na + mr), nd * nd, 1)
-        ib = np.empty(na + nv + big + 1, dtype=np.int32)
-        cdef int[::1] ibv = ib
-        cdef int* ia = &ibv[0]
-        cdef int* idp = &ibv[na]
-        for k in range(nv):
-            idp[k] = 1
-        for k in range(na):
-            ia[k] = act_in[k]
-            if not 0 <= ia[k] < nv or idp[ia[k]] == 0:
-                raise InputError(f"act: expected distinct velocity indices in [0, {nv}), "
-                                 f"got {np.asarray(act_in).tolist()}")
-            idp[ia[k]] = 0
-        j = 0
-        for k in range(nv):
-            if idp[k]:
-                idp[j] = k
-                j += 1
-        buf = np.empty(nA + big + ns + nd * nd + nd + nv + nq + mr + 2 * mr * nv + mr + 8)
-        cdef double[::1] bv = buf
-        cdef double* p = &bv[0]
-        w.A = p; p += nA
-        w.b = p; p += big
-        w.s = p; p += ns
-        w.perm = &ibv[na + nv]
-        w.H = p; p += nd * nd
-        w.grad = p; p += nd
-        w.step = p; p += nv
-        w.qn = p; p += nq
-        w.gn = p; p += mr
-        w.Gn = p; p += mr * nv
-        w.gam = p; p += mr
-        return ib, buf, na
-
-    def _assemble(self, q, free, double tol=1e-12, int max_iter=200):
-        """Compiled Levenberg–Marquardt assembly (closed_loop_id.pxi assemble_kernel)
-        of one configuration: g(q) = 0 moving only the velocity indices ``free``.
-        Inputs are checked by the caller (treedyn.constraints.assemble).  Returns
-        (status, q, max |g(q)|, iterations), status "ok", "no progress" (the damping
-        grew past 1e12), "not converged" (max_iter iterations) or "overflow" (the
-        residual at the guess is not finite); a non-unit quaternion raises."""
-        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, iters = 0, code
-        self._require_loops()
-        fixed = np.ones(nv, dtype=bool)
-        fixed[np.asarray(free, dtype=np.intp)] = False
-        cdef ClidWork w
-        ib, wbuf, na_ = self._clid_work(np.flatnonzero(fixed), &w)
-        cdef int[::1] ibv = ib
-        cdef int na = na_
-        qo = np.array(q, dtype=np.float64)
-        g = np.empty(mr)
-        G = np.empty((mr, nv))
-        cdef double[::1] qv = qo, gv = g
-        cdef double[:, ::1] Gv = G
-        cdef Data data = self._data(None)
-        with nogil:
-            code = assemble_kernel(self, &data.c, &ibv[na], nv - na, &qv[0], tol, max_iter,
-                                   &gv[0] if mr else NULL, &Gv[0, 0] if mr else NULL, &w,
-                                   &iters)
-        self._done(data, None)
-        if code > 0:
-            self._raise_code(code, -1, "assemble")
-        status = {0: "ok", CLID_NO_PROGRESS: "no progress", CLID_NOT_CONVERGED: "not converged",
-                  CLID_OVERFLOW: "overflow"}[code]
-        return status, qo, float(np.abs(g).max()) if mr else 0.0, iters
-
-    def _closed_loop_inverse_dynamics(self, q, act, v_act, a_act, gravity=None,
-                                      double tol=1e-12, int max_iter=200,
-                                      double rcond=1e-10, closure_rows=None):
-        """Compiled closed-loop inverse dynamics (closed_loop_id.pxi) of one state.
-        q (nq,): the guess with the actuated coordinates set; act: the actuated
-        velocity indices; v_act, a_act their rates; closure_rows: the number of rows
-        of each closure (for the wrenches).  Inputs are checked by the caller.
-        Returns (code, q, v, a, τ, x = (τ_a, λ), D (m, 6), residual, wrenches
-        (n_closures, 6) = per closure Dᵀλ); code 0, or a CLID_* / quaternion code, or
-        CODE_OVERFLOW for a result that is not finite (then the other entries are
-        undefined)."""
-        cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, j
-        self._require_loops()
-        cdef ClidWork w
-        ib, wbuf, na_ = self._clid_work(act, &w)        # kept alive until the call returns
-        cdef int[::1] ibv = ib
-        cdef int na = na_
-        cdef int nd = nv - na
-        cdef int* ia = &ibv[0]
-        cdef int* idp = &ibv[na]
-        # the outputs (views of one buffer) and the inputs' copies
-        cdef int nout = nq + 3 * nv + na + mr + 6 * mr
-        buf = np.empty(nout + 2 * na + mr + mr * nv + 1)
-        cdef double[::1] bv = buf
-        cdef const double[::1] qin = np.asarray(q, dtype=np.float64)
-        cdef const double[::1] vin = np.asarray(v_act, dtype=np.float64)
-        cdef const double[::1] ain = np.asarray(a_act, dtype=np.float64)
-        qo = buf[:nq]
-        v = buf[nq:nq + nv]
-        a = buf[nq + nv:nq + 2 * nv]
-        tau = buf[nq + 2 * nv:nq + 3 * nv]
-        x = buf[nq + 3 * nv:nq + 3 * nv + na + mr]
-        D = buf[nq + 3 * nv + na + mr:nout].reshape(mr, 6)
-        cdef double* p = &bv[0]
-        cdef double* qp = p
-        cdef double* vp = &p[nq]
-        cdef double* ap = &p[nq + nv]
-        cdef double* tp = &p[nq + 2 * nv]
-        cdef double* xp = &p[nq + 3 * nv]
-        cdef double* Dp = &p[nq + 3 * nv + na + mr]
-        cdef double* vap = &p[nout]
-        cdef double* aap = &p[nout + na]
-        cdef double* gp_ = &p[nout + 2 * na]
-        cdef double* Gp = &p[nout + 2 * na + mr]
-        for k in range(nq):
-            qp[k] = qin[k]
-        for k in range(na):
-            vap[k] = vin[k]
-            aap[k] = ain[k]
-        cdef double gbuf[3]
-        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
-        cdef double res = 0.0
-        cdef int code
-        cdef Data data = self._data(None)
-        cdef const int[::1] crows = np.asarray(closure_rows if closure_rows is not None
-                                               else [mr], dtype=np.int32)
-        cdef int ncl = crows.shape[0], c, r0
-        W = np.zeros((ncl, 6))
-        cdef double[:, ::1] Wv = W
-        with nogil:
-            code = closed_loop_id_kernel(self, &data.c, ia, na, idp, nd, qp, vap, aap, gp, tol,
-                                         max_iter, rcond, gp_, Gp, vp, ap, tp, xp, Dp, &res, &w)
-            if code == 0 and not (_finite_bits(&bv[0], nout) and isfinite(res)):
-                code = CODE_OVERFLOW
-            if code == 0:                               # closure c's wrench: D_cᵀ λ_c
-                r0 = 0
-                for c in range(ncl):
-                    for k in range(r0, r0 + crows[c]):
-                        for j in range(6):
-                            Wv[c, j] += Dp[6 * k + j] * xp[na + k]
-                    r0 += crows[c]
-        self._done(data, None)
-        return code, qo, v, a, tau, x, D, res, W
-
-    def _constrained_forward_dynamics(self, q, v, tau, f_ext=None, gravity=None,
-                                      f_ext_frame="world", double k1=0.0, double k2=0.0,
-                                      double rcond=1e-10):
-        """(v̇, λ, g) of the index-1 equations (loops.pxi) for one state or a batch."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
-        cdef double gbuf[3]
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        self._require_loops()
-        fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
-        cdef int mr = self.n_crows
-        cdef cnp.npy_intp dims[1]
-        dims[0] = self.nv
-        a = self._output(None, qa, 1, dims)
-        dims[0] = mr
-        lam = self._output(None, qa, 1, dims)
-        g = self._output(None, qa, 1, dims)
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.a = <double*>cnp.PyArray_DATA(ta)
-        c.out = <double*>cnp.PyArray_DATA(a)
-        c.out2 = <double*>cnp.PyArray_DATA(lam) if mr else NULL
-        c.out3 = <double*>cnp.PyArray_DATA(g) if mr else NULL
-        c.k1 = k1
-        c.k2 = k2
-        c.rcond = rcond
-        c.sq = self.nq
-        c.sv = self.nv
-        c.sa = self.nv
-        c.so = self.nv
-        c.so2 = mr
-        c.so3 = mr
-        self._dispatch(_k_constrained_fd, &c, self._batch(qa), None, -1,
-                       "v̇ or λ")
-        return a, lam, g
 
     # ------------------------------------------------------------------ time stepping
     cdef _check_unit_quaternions(self, cnp.ndarray qa, str name):
@@ -1759,62 +938,6 @@ cdef class ModelCore:
                 if fabs(sqrt(n2) - 1.0) > QUAT_NORM_TOL:
                     self._raise_bad_quaternion(i, s if cnp.PyArray_NDIM(qa) == 2 else -1)
 
-    def _retract(self, q, psi, int local=LOCAL_EXP):
-        """q ⊕ ψ for one state (see treedyn.integrators)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        self._check_unit_quaternions(qa, "q")
-        cdef cnp.ndarray pa = self._like(qa, psi, self.nv, "dq")
-        cdef Py_ssize_t N, s
-        out = np.empty_like(qa)
-        cdef double[::1] of = out.reshape(-1)
-        cdef double* qp = <double*>cnp.PyArray_DATA(qa)
-        cdef double* pp = <double*>cnp.PyArray_DATA(pa)
-        N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
-        for s in range(N):
-            config_retract(self, &qp[s * self.nq], &pp[s * self.nv], local, &of[s * self.nq])
-        return out
-
-    def _difference(self, q0, q1):
-        """ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
-        cdef cnp.ndarray a0 = self._states(q0, self.nq, "q0")
-        cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
-        self._check_unit_quaternions(a0, "q0")
-        self._check_unit_quaternions(a1, "q1")
-        cdef Py_ssize_t N, s
-        lead = () if cnp.PyArray_NDIM(a0) == 1 else (int(cnp.PyArray_DIMS(a0)[0]),)
-        out = np.empty(lead + (self.nv,))
-        cdef double[::1] of = out.reshape(-1)
-        cdef double* p0 = <double*>cnp.PyArray_DATA(a0)
-        cdef double* p1 = <double*>cnp.PyArray_DATA(a1)
-        N = lead[0] if lead else 1
-        for s in range(N):
-            config_difference(self, &p0[s * self.nq], &p1[s * self.nq], &of[s * self.nv])
-        return out
-
-    def _local_rates(self, psi, v, int local=LOCAL_EXP):
-        """dτ⁻¹_{−ψ} v per joint (one state)."""
-        cdef cnp.ndarray pa = self._states(psi, self.nv, "psi")
-        cdef cnp.ndarray va = self._like(pa, v, self.nv, "v")
-        if cnp.PyArray_NDIM(pa) != 1:
-            raise InputError("one state expected")
-        out = np.empty(self.nv)
-        cdef double[::1] of = out
-        if self.nv:
-            local_rates(self, <double*>cnp.PyArray_DATA(pa), <double*>cnp.PyArray_DATA(va),
-                        local, &of[0])
-        return out
-
-    def _config_rate(self, q, v):
-        """q̇ ∈ R^nq of the vector-space form (one state)."""
-        cdef cnp.ndarray qa = self._states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError("one state expected")
-        out = np.empty(self.nq)
-        cdef double[::1] of = out
-        if self.nq:
-            config_rate(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va), &of[0])
-        return out
 
     cdef int _check_quaternions_named(self, cnp.ndarray qa, str name) except -1:
         """_check_unit_quaternions with the argument's name in the message."""
@@ -1824,307 +947,6 @@ cdef class ModelCore:
             text = str(exc)
             raise InputError(name + text[1:] if text.startswith("q") else text) from None
         return 0
-
-    cdef tuple _jacobian_pair(self, cnp.ndarray qa, object out, Call* c, tuple names):
-        """Two (nv, nv) outputs (or (N, nv, nv)) from out = None or a pair of arrays."""
-        cdef cnp.npy_intp dims[2]
-        dims[0] = self.nv; dims[1] = self.nv
-        r1, r2 = self._outputs(out, qa, 2, dims, names)
-        c.out = <double*>cnp.PyArray_DATA(r1)
-        c.out2 = <double*>cnp.PyArray_DATA(r2)
-        c.so = c.so2 = <Py_ssize_t>self.nv * self.nv
-        return r1, r2
-
-    def _integrate_jacobians(self, q, v, double dt=1.0, int local=LOCAL_EXP, data=None,
-                             out=None):
-        """(Jq, Jv) of q ⊕ v dt (lie_jacobians.pxi); see Model.integrate_jacobians."""
-        cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
-        cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        self._check_unit_quaternions(qa, "q")
-        res = self._jacobian_pair(qa, out, &c, ("Jq", "Jv"))
-        c.q = <double*>cnp.PyArray_DATA(qa)
-        c.v = <double*>cnp.PyArray_DATA(va)
-        c.sq = self.nq
-        c.sv = self.nv
-        c.k1 = dt
-        c.rep = local
-        self._dispatch(_k_integrate_jacobians, &c, self._batch(qa), data, -1,
-                       "integrate_jacobians: Jq or Jv")
-        return res
-
-    def _difference_jacobians(self, q0, q1, data=None, out=None):
-        """(J0, J1) of difference(q0, q1) (lie_jacobians.pxi); see
-        Model.difference_jacobians."""
-        cdef cnp.ndarray a0 = _as_states(q0, self.nq, "q0")
-        cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
-        cdef Call c
-        memset(&c, 0, sizeof(Call))
-        self._check_quaternions_named(a0, "q0")
-        self._check_quaternions_named(a1, "q1")
-        res = self._jacobian_pair(a0, out, &c, ("J0", "J1"))
-        c.q = <double*>cnp.PyArray_DATA(a0)
-        c.a = <double*>cnp.PyArray_DATA(a1)
-        c.sq = self.nq
-        c.sa = self.nq
-        self._dispatch(_k_difference_jacobians, &c, self._batch(a0), data, -1,
-                       "difference_jacobians: J0 or J1")
-        return res
-
-    def _run(self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
-             int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
-             Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
-             bint project=False, double tol=1e-12, int max_iter=20, Py_ssize_t save_every=1):
-        """Integrate nsteps fixed steps (or one step with an error estimate when bhat
-        is given and nsteps == 1).  Returns (Q (rows, nq), V (rows, nv), err).
-
-        ``save_every`` k ≥ 1: Q and V hold the initial state, the state after every
-        k-th step and the final state: rows = nsteps // k + 1, plus one if k does not
-        divide nsteps (k = 1: every step).  The other steps' states live in two
-        scratch rows; every row is bitwise the one of a k = 1 run.  With k > 1 a
-        non-finite state raises InputError here (naming the step and its time).
-
-        The steps run in chunks of a few milliseconds (at most ``chunk`` steps if
-        chunk > 0); between chunks ``progress(steps done)`` is called (if given) and
-        signals are handled: Ctrl-C raises KeyboardInterrupt within milliseconds and
-        the partial run is dropped (this run's Data is its own: the model is
-        untouched).
-
-        ``constrained``: the stages solve the index-1 equations of the loop closures
-        (loops.pxi, Baumgarte gains k1 = 2α/Δt, k2 = (β/Δt)²); with ``project`` the
-        initial state and every step are projected onto the constraints
-        (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
-        steps, then velocities).  Then returns (Q, V, err, R), R (rows,) the
-        max |g| of every saved configuration."""
-        from time import perf_counter
-        cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
-        cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
-        if cnp.PyArray_NDIM(qa) != 1:
-            raise InputError("q0: one initial state expected, shape (nq,)")
-        if save_every < 1:
-            raise InputError(f"save_every: expected an integer >= 1, got {save_every}")
-        self._check_unit_quaternions(qa, "q0")
-        cdef int nq = self.nq, nv = self.nv, nb = self.nb
-        cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
-        cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
-        cdef double[::1] cb_ = np.ascontiguousarray(c, dtype=np.float64)
-        cdef double[::1] bh
-        cdef int s = bb.shape[0]
-        cdef double* bhp = NULL
-        if bhat is not None:
-            bh = np.ascontiguousarray(bhat, dtype=np.float64)
-            bhp = &bh[0]
-        cdef double[::1] tau_c
-        if tau0 is None:
-            tau_c = np.zeros(nv)
-        else:
-            tarr = self._states(tau0, nv, "tau")
-            if cnp.PyArray_NDIM(tarr) != 1:
-                raise InputError(f"tau: constant torques of shape ({nv},) expected")
-            tau_c = tarr
-        cdef ConstTorque ct
-        ct.nv = nv
-        ct.tau = &tau_c[0] if nv else NULL
-        cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
-        cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
-        cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
-        cdef double gbuf[3]
-        cdef const double* gp = self._gravity_ptr(gravity, gbuf)
-        cdef cnp.ndarray fa = None
-        cdef const double* fp = NULL
-        cdef int fframe = 0
-        if f_ext is not None:
-            fframe = self._wrench_frame(f_ext_frame)
-            fa = self._wrenches(qa, f_ext)
-            fp = <double*>cnp.PyArray_DATA(fa)
-        cdef Py_ssize_t rows = nsteps // save_every + 1 + (1 if nsteps % save_every else 0)
-        Q = np.empty((rows, nq))
-        V = np.empty((rows, nv))
-        err = np.zeros(2 * nv)
-        Q[0] = qa
-        V[0] = va
-        cdef double[:, ::1] Qv = Q, Vv = V
-        # the unsaved steps' states alternate between two scratch rows
-        cdef double[:, ::1] Sq = np.empty((2, nq + 1)), Sv = np.empty((2, nv + 1))
-        cdef double[::1] ev = err
-        cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
-        cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
-        cdef Py_ssize_t k = 0, k0 = 0, kend, row = 0, cap = chunk
-        cdef int code = 0
-        cdef int piter = max_iter if project else 0
-        cdef bint stop = False          # a non-finite q (overflow): reported by the caller
-        cdef bint saved
-        cdef double rk = 0.0, tick
-        cdef const double* qi = &Qv[0, 0]
-        cdef const double* vi = &Vv[0, 0] if nv else NULL
-        cdef double* qo
-        cdef double* vo
-        # with loops, project_kernel runs on every step's q before the step (with
-        # piter = 0 it only evaluates the rows): its joint steps and factors serve
-        # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
-        R = np.zeros(rows)
-        cdef double[::1] Rv = R
-        if constrained:
-            self._require_loops()
-            code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
-                                  tol, piter, 1e-10, &Rv[0])
-        chunk = 1                       # grown or shrunk to 1–4 ms of steps
-        while k0 < nsteps and code == 0 and not stop:
-            kend = min(nsteps, k0 + chunk)
-            tick = perf_counter()
-            if controller is None:
-                with nogil:
-                    for k in range(k0, kend):
-                        saved = (k + 1) % save_every == 0 or k + 1 == nsteps
-                        if saved:
-                            qo = &Qv[row + 1, 0]
-                            vo = &Vv[row + 1, 0] if nv else NULL
-                        else:
-                            qo = &Sq[k & 1, 0]
-                            vo = &Sv[k & 1, 0] if nv else NULL
-                        code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                                       t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
-                                       qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
-                                       constrained)
-                        if code == 0 and constrained:
-                            if not _finite_bits(qo, nq):
-                                stop = True     # the rows (and the rest) left for the
-                            else:               # caller's check of the run
-                                code = project_kernel(self, &data.c, qo, vo if project else NULL,
-                                                      tol, piter, 1e-10, &rk)
-                        elif code == 0 and save_every > 1:
-                            stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
-                        if saved:
-                            row += 1
-                            Rv[row] = rk
-                        qi = qo
-                        vi = vo
-                        if code or stop:
-                            break
-            else:                       # the controller's stages need the GIL
-                for k in range(k0, kend):
-                    saved = (k + 1) % save_every == 0 or k + 1 == nsteps
-                    if saved:
-                        qo = &Qv[row + 1, 0]
-                        vo = &Vv[row + 1, 0] if nv else NULL
-                    else:
-                        qo = &Sq[k & 1, 0]
-                        vo = &Sv[k & 1, 0] if nv else NULL
-                    code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                                   t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
-                                   qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
-                                   constrained)
-                    if code == 0 and constrained:
-                        if not _finite_bits(qo, nq):
-                            stop = True     # the rows (and the rest) left for the
-                        else:               # caller's check of the run
-                            code = project_kernel(self, &data.c, qo, vo if project else NULL,
-                                                  tol, piter, 1e-10, &rk)
-                    elif code == 0 and save_every > 1:
-                        stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
-                    if saved:
-                        row += 1
-                        Rv[row] = rk
-                    qi = qo
-                    vi = vo
-                    if code or stop:
-                        break
-            if progress is not None and code == 0:
-                progress(kend - k0)
-            k0 = kend
-            tick = perf_counter() - tick
-            if tick < 1e-3 and (cap <= 0 or chunk < cap):
-                chunk *= 2
-            elif tick > 4e-3 and chunk > 1:
-                chunk //= 2
-            PyErr_CheckSignals()        # Ctrl-C: KeyboardInterrupt, the run is dropped
-        if stop and save_every > 1:
-            raise InputError(f"simulate: the simulation diverged: the state overflowed to "
-                             f"infinity or NaN at step {k + 1} (t = {t0 + (k + 1) * h:.6g} s) "
-                             f"although the inputs are finite: they are too large for "
-                             f"float64, or dt is too large for this motion")
-        if stop:                        # never hand back uninitialized rows
-            Q[row + 1:] = np.nan
-            V[row + 1:] = np.nan
-        if code == STEP_CONTROLLER_ERROR:
-            raise pyc.error
-        if code == STEP_DIVERGED:
-            raise InputError(f"the simulation diverged (non-finite state) in the step "
-                             f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
-                             f"higher-order method")
-        if code == CODE_MASS_NOT_PD:
-            raise SingularModelError("simulate: the mass matrix is not positive definite "
-                                     "(massless subtree without armature?)")
-        if code > 0:
-            self._raise_bad_quaternion(code - 1, -1)
-        if code < 0:
-            self._raise_singular(-code - 1)
-        if constrained:
-            return Q, V, err, R
-        return Q, V, err
-
-
-
-def _parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
-    """Per closure: 1 if its joint axis e_P, e_C stay parallel for every q, else 0.
-    So it is when every rotation on the paths world → P and world → C turns about an
-    axis parallel to e at q = 0 (translations do not turn directions; rotations
-    about axes parallel to e keep them parallel to e): a planar loop.  Then the
-    rows u_k · (e_P × e_C) of revolute, helical, cylindrical and planar closures
-    vanish for every q and loop_rows writes them as zeros without evaluating them.
-    Spherical and free joints on a path, or an axis off by more than 1e-14 rad (the
-    rounding of a file's transforms; such tilts add up along the loop), give 0."""
-    nc = cl_int.shape[0]
-    flags = np.zeros(max(nc, 1), dtype=np.int32)
-    for c in range(nc):
-        bp, bc = cl_int[c, 1], cl_int[c, 2]
-        e = cl_body[c, B_AX_P:B_AX_P + 3]
-        e = e if bp < 0 else A[bp, :3, :3] @ e
-        if abs(np.linalg.norm(e) - 1.0) > 1e-14:
-            continue
-        ok = True
-        for b in (bp, bc):
-            i = b
-            while i >= 0 and ok:
-                if kind[i] != KIND_SCREWS:
-                    ok = False
-                for j in range(voff[i], voff[i] + nvj[i]):
-                    w = Y[j, :3]                     # rotation axis at q = 0, world
-                    if np.linalg.norm(w) > 0.0 and np.linalg.norm(np.cross(w, e)) > 1e-14:
-                        ok = False
-                i = parent[i]
-        flags[c] = ok
-    return flags
-
-
-def _closure_body_geometry(geo):
-    """cl_body (loops.pxi B_* columns) from cl_geo: the joint point, the frames'
-    origins and the axes expressed in the two bodies' coordinates, x_body =
-    R_off x_frame + p_off (directions: R_off e), with (R_off, p_off) the pose of
-    the attachment frame in its body."""
-    n = geo.shape[0]
-    out = np.zeros((n, B_WIDTH))
-    RP = geo[:, G_OFFP:G_OFFP + 9].reshape(n, 3, 3)
-    RC = geo[:, G_OFFC:G_OFFC + 9].reshape(n, 3, 3)
-    pP = geo[:, G_OFFP + 9:G_OFFP + 12]
-    pC = geo[:, G_OFFC + 9:G_OFFC + 12]
-
-    def put(col, R, x, p=None):
-        out[:, col:col + 3] = np.einsum("nij,nj->ni", R, x) + (0.0 if p is None else p)
-
-    point = geo[:, G_POINT:G_POINT + 3]
-    put(B_PNT_P, RP, point, pP)
-    put(B_PNT_C, RC, point, pC)
-    out[:, B_ORG_P:B_ORG_P + 3] = pP
-    out[:, B_ORG_C:B_ORG_C + 3] = pC
-    put(B_AX_P, RP, geo[:, G_AXIS:G_AXIS + 3])
-    put(B_AX_C, RC, geo[:, G_AXIS:G_AXIS + 3])
-    put(B_U1_P, RP, geo[:, G_U1:G_U1 + 3])
-    put(B_U2_P, RP, geo[:, G_U2:G_U2 + 3])
-    put(B_A1_P, RP, geo[:, G_A1:G_A1 + 3])
-    put(B_A2_C, RC, geo[:, G_A2:G_A2 + 3])
-    return out
 
 
 cdef cnp.ndarray _as_states(object x, int width, str name):
@@ -2160,65 +982,6 @@ cdef cnp.ndarray _as_states(object x, int width, str name):
     return arr
 
 
-def _ancestor_runs(parent, voff, nvj):
-    """(ptr (nb + 1), runs (2 × total)) of the freedoms of each body's ancestors as
-    runs [lo, hi) of consecutive indices, nearest ancestor first (a chain numbered
-    depth first is one run).  Built from the parent's runs, O(total runs)."""
-    nb = len(parent)
-    ptr = np.zeros(nb + 1, dtype=np.int32)
-    runs_of = [()] * nb
-    for i in range(nb):
-        p = parent[i]
-        if p < 0:
-            continue
-        lo = int(voff[p])
-        hi = lo + int(nvj[p])
-        rp = runs_of[p]
-        if hi == lo:
-            runs_of[i] = rp
-        elif rp and rp[0][1] == lo:            # the parent's nearest run ends at its freedoms
-            runs_of[i] = ((rp[0][0], hi),) + rp[1:]
-        else:
-            runs_of[i] = ((lo, hi),) + rp
-        ptr[i + 1] = len(runs_of[i])
-    ptr = np.cumsum(ptr, dtype=np.int64)
-    flat = np.zeros(2 * int(ptr[-1]) + 2, dtype=np.int32)
-    for i in range(nb):
-        for r, (lo, hi) in enumerate(runs_of[i]):
-            flat[2 * (ptr[i] + r)] = lo
-            flat[2 * (ptr[i] + r) + 1] = hi
-    return ptr.astype(np.int32), flat
-
-
-def _fd_product_choice(parent, nvj, path_nv):
-    """(max_pending, fd_recursive) of a model (aba_derivatives.pxi): the largest
-    number of finished subtrees waiting for their parent in a leaves-to-roots pass,
-    and whether the articulated-body recursion, about 36 nv + 12 nb multiply-adds per
-    column of M⁻¹ X in streaming loops, beats the dense product, Σ_j nnz(column j of
-    ∂τ/∂x) per column in register-blocked ones (taken as twice as fast; the
-    crossover is measured in benchmarks/bench_derivatives.py, "chain")."""
-    parent = np.asarray(parent)
-    nvj = np.asarray(nvj)
-    nb = parent.shape[0]
-    nv = int(nvj.sum())
-    stack = []
-    maxp = 0
-    for i in range(nb - 1, -1, -1):
-        while stack and parent[stack[len(stack) - 1]] == i:    # (no wraparound here)
-            stack.pop()
-        if parent[i] >= 0:
-            stack.append(i)
-            maxp = max(maxp, len(stack))
-    # nonzeros of column j: the freedoms of the ancestors (path_nv without its own
-    # joint's), of its body and below
-    sub = nvj.astype(np.int64).copy()
-    for i in range(nb - 1, -1, -1):
-        if parent[i] >= 0:
-            sub[parent[i]] += sub[i]
-    dense = int((nvj * (np.asarray(path_nv, dtype=np.int64) - nvj + sub)).sum())
-    return max(maxp, 1), 2 * (36 * nv + 12 * nb) < dense
-
-
 def _set_fd_products(int mode):
     """Test hook: 0 each model's choice, 1 dense products, 2 the recursion for the
     M⁻¹ products of forward_dynamics_derivatives; returns the previous mode."""
@@ -2251,77 +1014,6 @@ def _set_gil_release_nv(int n):
     old = _gil_release_nv
     _gil_release_nv = n
     return old
-
-
-def _fast_codes(kind, nvj, voff, X):
-    """Per-body 1-dof fast-path code (FAST_* in joints.pxi).
-
-    A revolute joint takes the axis path when its body-fixed screw is a coordinate
-    axis through the body origin up to round-off of the file's transforms
-    (components within 1e-12 of 0 or ±1, e.g. the 1e-33 m that URDF rpy chains
-    leave in the moment part); the path then uses the exact axis."""
-    codes = np.zeros(len(kind), dtype=np.int32)
-    X = np.asarray(X)
-    tol = 1e-12
-    for i in range(len(kind)):
-        if kind[i] != KIND_SCREWS or nvj[i] != 1:
-            continue
-        x = X[voff[i]]
-        codes[i] = FAST_SCREW
-        if np.all(np.abs(x[3:]) <= tol):
-            for k in range(3):
-                others = [j for j in range(3) if j != k]
-                if abs(abs(x[k]) - 1.0) <= tol and np.all(np.abs(x[others]) <= tol):
-                    codes[i] = FAST_REV_X + k
-    return codes
-
-
-def _offset_axes(fast, voff, X):
-    """Per body: 1 + k for a FAST_SCREW revolute joint whose axis direction is the
-    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k exactly), else 0; and
-    r = e × v, the axis point nearest the body origin (v = r × e = −e × r)."""
-    nb = len(fast)
-    codes = np.zeros(nb, dtype=np.int32)
-    pts = np.zeros((max(nb, 1), 3))
-    X = np.asarray(X)
-    for i in range(nb):
-        if fast[i] != FAST_SCREW:
-            continue
-        x = X[voff[i]]
-        e, v = x[:3], x[3:]
-        k = int(np.argmax(np.abs(e)))
-        if abs(e[k]) == 1.0 and np.count_nonzero(e) == 1 and e @ v == 0.0:
-            codes[i] = 1 + k
-            pts[i] = np.cross(e, v)
-    return codes, pts
-
-
-def _universal_points(kind, nvj, voff, X):
-    """Per body: 1 for a universal joint (two unit revolute screws, zero pitch, whose
-    axes meet), else 0; and the meeting point c (body frame: X_k = (ω_k, c × ω_k)).
-    These take universal_calc's closed form instead of the general screw chain."""
-    from treedyn.lie import hat3
-    nb = len(kind)
-    flags = np.zeros(nb, dtype=np.int32)
-    pts = np.zeros((max(nb, 1), 3))
-    X = np.asarray(X)
-    for i in range(nb):
-        if kind[i] != KIND_SCREWS or nvj[i] != 2:
-            continue
-        w1, v1 = X[voff[i], :3], X[voff[i], 3:]
-        w2, v2 = X[voff[i] + 1, :3], X[voff[i] + 1, 3:]
-        if (abs(w1 @ w1 - 1.0) > 1e-12 or abs(w2 @ w2 - 1.0) > 1e-12
-                or abs(w1 @ v1) > 1e-12 * max(1.0, np.abs(v1).max())
-                or abs(w2 @ v2) > 1e-12 * max(1.0, np.abs(v2).max())
-                or np.linalg.norm(np.cross(w1, w2)) < 1e-6):
-            continue
-        A = np.vstack([-hat3(w1), -hat3(w2)])          # c × ω = −ω̂ c
-        b = np.concatenate([v1, v2])
-        c = np.linalg.lstsq(A, b, rcond=None)[0]
-        if np.abs(A @ c - b).max() <= 1e-12 * max(1.0, np.abs(b).max()):
-            flags[i] = 1
-            pts[i] = c
-    return flags, pts
 
 
 # OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child

@@ -106,9 +106,9 @@ cdef inline void small_cho_solve(int k, const double* L, double* x) noexcept nog
 
 
 cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
-                                   const double* J, double* U, double* Dl, double* u,
-                                   double* IA, double* pA, const double* cb,
-                                   double scale) noexcept nogil:
+                                          const double* J, double* U, double* Dl, double* u,
+                                          double* IA, double* pA, const double* cb,
+                                          double scale) noexcept nogil:
     """Pass 2 for a joint with one freedom (D scalar; Dl[6 o] = 1/D)."""
     cdef const double* s6 = &J[6 * o]
     cdef double* Ui = &U[6 * o]
@@ -155,42 +155,31 @@ cdef inline int _aba_backward_1dof(ModelCore m, int i, int o, const double* tau,
     return 0
 
 
-cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
-                    const double* tau, const double* g, const double* fext, int fext_frame,
-                    double* qdd) noexcept nogil:
-    """Joint accelerations q̈ (nv); fills d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sc, d.sIA,
-    d.spA, d.U, d.Dinv, d.u and d.sa_gf (frame s).  Returns 0, i + 1 for a non-unit
-    quaternion of joint i, or −(i + 1) if the articulated inertia of joint i is
-    singular."""
-    cdef int nb = m.nb, nv = m.nv, i, k, l, n, par, o, nvi, a, b, fast
+cdef inline int _aba_velocities_and_bias(ModelCore m, DataC* d, const double* q, const double* qd,
+                                         const double* fext, int fext_frame) noexcept nogil:
+    """ABA pass 1, root to leaves: the joint steps (poses C_i in frame s, screws
+    J_i = d.sJ), the twists V_i = V_p + J_i q̇_i (d.sv), the bias accelerations
+    c_i = ad_{V_i} J_i q̇_i + Ad_{C_i} Ṡ_i q̇_i (d.sc), and each body's rigid inertia
+    and bias force as the start of its articulated ones (d.sIA packed, d.spA):
+        Iᴬ_i = Mˢ_i,    pᴬ_i = −ad_{V_i}ᵀ Mˢ_i V_i − W_i^ext.  Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    cdef int nb = m.nb, i, n, par, o, nvi, fast
     cdef double qdi
     cdef int bad = 0
     cdef double* T = d.liMi
     cdef double* V = d.sv
     cdef double* cb = d.sc
-    cdef double* IA = d.sIA               # 21 per body (packed symmetric)
-    cdef double* pA = d.spA               # 6 per body
-    cdef double* S = d.sJ                 # 6 per freedom: spatial screws J
-    cdef double* U = d.U
-    cdef double* Dl = d.Dinv              # k × k factor per body (≤ 6 per freedom)
-    cdef double* u = d.u
-    cdef double* Aacc = d.sa_gf
+    cdef double* IA = d.sIA
+    cdef double* pA = d.spA
+    cdef double* S = d.sJ
     cdef double cJ[6]
     cdef double vr[6]
     cdef double t6[6]
     cdef double h[6]
     cdef double Ic[10]
-    cdef double Ia[36]
-    cdef double Ifull[36]
-    cdef double Ip[21]
-    cdef double x[6]
-    cdef double ap[6]
-    cdef double scale
     cdef double* Ci
     cdef double* Vi
     cdef double* ci
     cdef double* Ji
-    # ---- pass 1
     angle_prepass(m, d, q)
     for i in range(nb):
         o = m.voff[i]
@@ -236,9 +225,29 @@ cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                 world_wrench_to_root(&T[12 * m.root[i] + 9], t6)
             for n in range(6):
                 pA[6 * i + n] -= t6[n]
-    if bad:
-        return bad
-    # ---- pass 2
+    return bad
+
+
+cdef inline int _aba_articulated_inertias(ModelCore m, DataC* d, const double* tau) noexcept nogil:
+    """ABA pass 2, leaves to root: per joint U_i = Iᴬ_i J_i (d.U), D_i = J_iᵀ U_i +
+    armature (its inverse or Cholesky factor in d.Dinv), u_i = τ_i − J_iᵀ pᴬ_i (d.u),
+    and the parent's articulated inertia and bias force
+        Iᴬ_p += Iᵃ_i = Iᴬ_i − U_i D_i⁻¹ U_iᵀ,    pᴬ_p += pᴬ_i + Iᵃ_i c_i + U_i D_i⁻¹ u_i.
+    Returns 0, or −(i + 1) if D_i is singular (relative to the trace of Iᴬ_i)."""
+    cdef int nb = m.nb, i, k, l, n, par, o, nvi, a, b
+    cdef double* cb = d.sc
+    cdef double* IA = d.sIA
+    cdef double* pA = d.spA
+    cdef double* S = d.sJ
+    cdef double* U = d.U
+    cdef double* Dl = d.Dinv
+    cdef double* u = d.u
+    cdef double h[6]
+    cdef double Ia[36]
+    cdef double Ifull[36]
+    cdef double Ip[21]
+    cdef double x[6]
+    cdef double scale
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -298,7 +307,22 @@ cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
             IA[21 * par + n] += Ip[n]
         for n in range(6):
             pA[6 * par + n] += h[n]
-    # ---- pass 3 (accelerations in d.sa_gf)
+    return 0
+
+
+cdef inline void _aba_accelerations(ModelCore m, DataC* d, const double* g,
+                                    double* qdd) noexcept nogil:
+    """ABA pass 3, root to leaves: with a'_i = A_p + c_i (A_root's parent: −g),
+        q̈_i = D_i⁻¹ (u_i − U_iᵀ a'_i),    A_i = a'_i + J_i q̈_i   (d.sa_gf)."""
+    cdef int nb = m.nb, i, k, n, par, o, nvi
+    cdef double* cb = d.sc
+    cdef double* S = d.sJ
+    cdef double* U = d.U
+    cdef double* Dl = d.Dinv
+    cdef double* u = d.u
+    cdef double* Aacc = d.sa_gf
+    cdef double x[6]
+    cdef double ap[6]
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -322,4 +346,62 @@ cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                 ap[n] += S[6 * (o + k) + n] * x[k]
         for n in range(6):
             Aacc[6 * i + n] = ap[n]
+
+
+cdef int aba_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                    const double* tau, const double* g, const double* fext, int fext_frame,
+                    double* qdd) noexcept nogil:
+    """Joint accelerations q̈ (nv) by the articulated-body algorithm, in three passes;
+    fills d.liMi, d.S, d.sMi, d.sJ, d.sv, d.sc, d.sIA, d.spA, d.U, d.Dinv, d.u and
+    d.sa_gf (frame s).  Returns 0, i + 1 for a non-unit quaternion of joint i, or
+    −(i + 1) if the articulated inertia of joint i is singular."""
+    cdef int code = _aba_velocities_and_bias(m, d, q, qd, fext, fext_frame)
+    if code:
+        return code
+    code = _aba_articulated_inertias(m, d, tau)
+    if code:
+        return code
+    _aba_accelerations(m, d, g, qdd)
     return 0
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_aba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return aba_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def forward_dynamics(ModelCore self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
+                     method="aba", data=None, out=None):
+    """Joint accelerations q̈ = M⁻¹ (τ − h(q, v) + Σ Jᵀ f_ext).
+
+    Parameters
+    ----------
+    q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+    f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`
+    method : {"aba", "cholesky"}
+        "aba": the O(n) articulated-body kernel (default); "cholesky": M from
+        the CRBA kernel and h from inverse dynamics, solved by a Cholesky
+        factorization (LAPACK).
+    data, out : as in :meth:`inverse_dynamics` (method "aba"; ``out`` (nv,) or (N, nv))
+
+    Returns
+    -------
+    ndarray, shape (nv,) or (N, nv)
+
+    Raises
+    ------
+    SingularModelError
+        If the model has no finite acceleration (e.g. a massless subtree
+        without armature); the message names the joint.
+    """
+    if method != "aba":
+        if method == "cholesky":
+            if data is not None or out is not None:
+                raise InputError("data= and out= are for method='aba'")
+            return self._forward_dynamics_cholesky(q, v, tau, f_ext, gravity, f_ext_frame)
+        raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
+    return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
+                                  data, out)

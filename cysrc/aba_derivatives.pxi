@@ -7,7 +7,7 @@
 # only the nonzero entries of ∂τ/∂x (freedoms on different branches do not
 # couple) and contiguous rows of the symmetric M⁻¹, or, where that costs less (long
 # chains: O(nb) instead of O(nv) per column), by the articulated-body recursion on
-# M⁻¹'s factors; ModelCore.fd_recursive holds the choice (_kernels.pyx).
+# M⁻¹'s factors; ModelCore.fd_recursive holds the choice (treedyn/tables.py).
 
 cdef extern from *:
     """
@@ -367,3 +367,62 @@ cdef void aba_derivatives_lanes(ModelCore m, DataC* d, const double** q, const d
         if codes[l] == 0:
             _fd_products_bound(m, d, Mi[l], dq[l], dv[l], B,
                                &bounds[l] if bounds != NULL else NULL)
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_aba_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """CHECK_KERNEL (aba_derivatives.pxi's bound)."""
+    cdef double B = INFINITY
+    cdef int code = aba_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
+                                           c.out, c.out2, c.out3,
+                                           &B if _bound_is_cheaper(m, 2) else NULL)
+    return _bounded_outputs(code, c, B)
+
+
+cdef void _g_aba_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                             int* errs) noexcept nogil:
+    """_k_aba_derivatives on TD_VL samples (aba_derivatives_lanes)."""
+    cdef _LaneCalls g
+    _lane_calls(c, s0, &g)
+    aba_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
+                          g.B if _bound_is_cheaper(m, 2) else NULL)
+    _lane_errors(&g, errs)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def forward_dynamics_derivatives(ModelCore self, q, v, tau, f_ext=None, gravity=None,
+                                 f_ext_frame="world", data=None, out=None):
+    """Partial derivatives of forward dynamics v̇(q, v, τ): ∂v̇/∂q = −M⁻¹ ∂τ/∂q and
+    ∂v̇/∂v = −M⁻¹ ∂τ/∂v at v̇, and ∂v̇/∂τ = M⁻¹ (cysrc/aba_derivatives.pxi: ABA,
+    the inverse-dynamics derivatives and the O(n²) M⁻¹ recursion in one call).
+
+    q-derivatives are taken along each joint's group as in
+    :meth:`inverse_dynamics_derivatives`.
+
+    Parameters
+    ----------
+    q, v, tau : array_like, shapes (nq,), (nv,), (nv,) or with a leading batch axis
+    f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics_derivatives`
+    data : Data, optional (single state)
+    out : tuple of three ndarrays, optional
+        (ddq_dq, ddq_dv, Minv) to write into, each (nv, nv) or (N, nv, nv).
+
+    Returns
+    -------
+    ddq_dq, ddq_dv, Minv : ndarray, shape (nv, nv) or (N, nv, nv)
+        Entry (i, j) is ∂v̇_i/∂x_j; Minv is M⁻¹ with armature, both triangles.
+
+    Raises
+    ------
+    SingularModelError
+        If M is singular (a massless subtree without armature).
+    """
+    return self._derivatives_call(_k_aba_derivatives,
+                                  <group_t>NULL if (_fd_by_recursion(self)
+                                                    or self.nv > LANES_MAX_NV)
+                                  else _g_aba_derivatives,
+                                  q, v, tau, "tau", f_ext, gravity,
+                                  f_ext_frame, data, out, ("ddq_dq", "ddq_dv", "Minv"),
+                                  "forward_dynamics_derivatives")

@@ -285,3 +285,159 @@ cdef int closed_loop_id_kernel(ModelCore m, DataC* d, const int* act, int na,
         w.step[act[i]] += x[i]
     residual[0] = _max_abs(w.step, nv)
     return 0
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+cdef tuple _clid_work(ModelCore self, object act, ClidWork* w):
+    """Scratch of the closed-loop kernels (closed_loop_id.pxi) for the actuated
+    velocity indices ``act``: returns (ib, buffer, na); ib holds act, then the
+    other freedoms, then the QR pivots; the buffer backs w's arrays.  Both must
+    stay alive while a kernel uses w."""
+    cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, j
+    cdef const int[::1] act_in = np.asarray(act, dtype=np.int32).reshape(-1)
+    cdef int na = act_in.shape[0]
+    cdef int nd = nv - na
+    cdef int big = max(mr, nv, na + mr, 1)
+    cdef int ns = 3 * big + 2 * big * big
+    cdef int nA = max(mr * max(nd, 1), nv * (na + mr), nd * nd, 1)
+    ib = np.empty(na + nv + big + 1, dtype=np.int32)
+    cdef int[::1] ibv = ib
+    cdef int* ia = &ibv[0]
+    cdef int* idp = &ibv[na]
+    for k in range(nv):
+        idp[k] = 1
+    for k in range(na):
+        ia[k] = act_in[k]
+        if not 0 <= ia[k] < nv or idp[ia[k]] == 0:
+            raise InputError(f"act: expected distinct velocity indices in [0, {nv}), "
+                             f"got {np.asarray(act_in).tolist()}")
+        idp[ia[k]] = 0
+    j = 0
+    for k in range(nv):
+        if idp[k]:
+            idp[j] = k
+            j += 1
+    buf = np.empty(nA + big + ns + nd * nd + nd + nv + nq + mr + 2 * mr * nv + mr + 8)
+    cdef double[::1] bv = buf
+    cdef double* p = &bv[0]
+    w.A = p; p += nA
+    w.b = p; p += big
+    w.s = p; p += ns
+    w.perm = &ibv[na + nv]
+    w.H = p; p += nd * nd
+    w.grad = p; p += nd
+    w.step = p; p += nv
+    w.qn = p; p += nq
+    w.gn = p; p += mr
+    w.Gn = p; p += mr * nv
+    w.gam = p; p += mr
+    return ib, buf, na
+
+
+def _assemble(ModelCore self, q, free, double tol=1e-12, int max_iter=200):
+    """Compiled Levenberg–Marquardt assembly (closed_loop_id.pxi assemble_kernel)
+    of one configuration: g(q) = 0 moving only the velocity indices ``free``.
+    Inputs are checked by the caller (treedyn.constraints.assemble).  Returns
+    (status, q, max |g(q)|, iterations), status "ok", "no progress" (the damping
+    grew past 1e12), "not converged" (max_iter iterations) or "overflow" (the
+    residual at the guess is not finite); a non-unit quaternion raises."""
+    cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, iters = 0, code
+    self._require_loops()
+    fixed = np.ones(nv, dtype=bool)
+    fixed[np.asarray(free, dtype=np.intp)] = False
+    cdef ClidWork w
+    ib, wbuf, na_ = _clid_work(self, np.flatnonzero(fixed), &w)
+    cdef int[::1] ibv = ib
+    cdef int na = na_
+    qo = np.array(q, dtype=np.float64)
+    g = np.empty(mr)
+    G = np.empty((mr, nv))
+    cdef double[::1] qv = qo, gv = g
+    cdef double[:, ::1] Gv = G
+    cdef Data data = self._data(None)
+    with nogil:
+        code = assemble_kernel(self, &data.c, &ibv[na], nv - na, &qv[0], tol, max_iter,
+                               &gv[0] if mr else NULL, &Gv[0, 0] if mr else NULL, &w,
+                               &iters)
+    self._done(data, None)
+    if code > 0:
+        self._raise_code(code, -1, "assemble")
+    status = {0: "ok", CLID_NO_PROGRESS: "no progress", CLID_NOT_CONVERGED: "not converged",
+              CLID_OVERFLOW: "overflow"}[code]
+    return status, qo, float(np.abs(g).max()) if mr else 0.0, iters
+
+
+def _closed_loop_inverse_dynamics(ModelCore self, q, act, v_act, a_act, gravity=None,
+                                  double tol=1e-12, int max_iter=200,
+                                  double rcond=1e-10, closure_rows=None):
+    """Compiled closed-loop inverse dynamics (closed_loop_id.pxi) of one state.
+    q (nq,): the guess with the actuated coordinates set; act: the actuated
+    velocity indices; v_act, a_act their rates; closure_rows: the number of rows
+    of each closure (for the wrenches).  Inputs are checked by the caller.
+    Returns (code, q, v, a, τ, x = (τ_a, λ), D (m, 6), residual, wrenches
+    (n_closures, 6) = per closure Dᵀλ); code 0, or a CLID_* / quaternion code, or
+    CODE_OVERFLOW for a result that is not finite (then the other entries are
+    undefined)."""
+    cdef int nv = self.nv, nq = self.nq, mr = self.n_crows, k, j
+    self._require_loops()
+    cdef ClidWork w
+    ib, wbuf, na_ = _clid_work(self, act, &w)        # kept alive until the call returns
+    cdef int[::1] ibv = ib
+    cdef int na = na_
+    cdef int nd = nv - na
+    cdef int* ia = &ibv[0]
+    cdef int* idp = &ibv[na]
+    # the outputs (views of one buffer) and the inputs' copies
+    cdef int nout = nq + 3 * nv + na + mr + 6 * mr
+    buf = np.empty(nout + 2 * na + mr + mr * nv + 1)
+    cdef double[::1] bv = buf
+    cdef const double[::1] qin = np.asarray(q, dtype=np.float64)
+    cdef const double[::1] vin = np.asarray(v_act, dtype=np.float64)
+    cdef const double[::1] ain = np.asarray(a_act, dtype=np.float64)
+    qo = buf[:nq]
+    v = buf[nq:nq + nv]
+    a = buf[nq + nv:nq + 2 * nv]
+    tau = buf[nq + 2 * nv:nq + 3 * nv]
+    x = buf[nq + 3 * nv:nq + 3 * nv + na + mr]
+    D = buf[nq + 3 * nv + na + mr:nout].reshape(mr, 6)
+    cdef double* p = &bv[0]
+    cdef double* qp = p
+    cdef double* vp = &p[nq]
+    cdef double* ap = &p[nq + nv]
+    cdef double* tp = &p[nq + 2 * nv]
+    cdef double* xp = &p[nq + 3 * nv]
+    cdef double* Dp = &p[nq + 3 * nv + na + mr]
+    cdef double* vap = &p[nout]
+    cdef double* aap = &p[nout + na]
+    cdef double* gp_ = &p[nout + 2 * na]
+    cdef double* Gp = &p[nout + 2 * na + mr]
+    for k in range(nq):
+        qp[k] = qin[k]
+    for k in range(na):
+        vap[k] = vin[k]
+        aap[k] = ain[k]
+    cdef double gbuf[3]
+    cdef const double* gp = self._gravity_ptr(gravity, gbuf)
+    cdef double res = 0.0
+    cdef int code
+    cdef Data data = self._data(None)
+    cdef const int[::1] crows = np.asarray(closure_rows if closure_rows is not None
+                                           else [mr], dtype=np.int32)
+    cdef int ncl = crows.shape[0], c, r0
+    W = np.zeros((ncl, 6))
+    cdef double[:, ::1] Wv = W
+    with nogil:
+        code = closed_loop_id_kernel(self, &data.c, ia, na, idp, nd, qp, vap, aap, gp, tol,
+                                     max_iter, rcond, gp_, Gp, vp, ap, tp, xp, Dp, &res, &w)
+        if code == 0 and not (_finite_bits(&bv[0], nout) and isfinite(res)):
+            code = CODE_OVERFLOW
+        if code == 0:                               # closure c's wrench: D_cᵀ λ_c
+            r0 = 0
+            for c in range(ncl):
+                for k in range(r0, r0 + crows[c]):
+                    for j in range(6):
+                        Wv[c, j] += Dp[6 * k + j] * xp[na + k]
+                r0 += crows[c]
+    self._done(data, None)
+    return code, qo, v, a, tau, x, D, res, W

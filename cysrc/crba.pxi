@@ -42,25 +42,16 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
             twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
 
 
-cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
-                     bint joints_ready=False, bint world_ready=False,
-                     bint lower=False) noexcept nogil:
-    """Joint-space mass matrix M (nv × nv, row-major, both triangles), armature
-    on the diagonal; fills d.liMi, d.S, d.sMi, d.sJ, d.sIc.  Returns 0 or (i + 1)
-    for a non-unit quaternion of joint i.  ``joints_ready``: d.liMi and d.S already
-    hold this q's joint steps (another kernel just ran on q), only the poses in
-    frame s and the screws are formed.  ``world_ready``: d.oMi also holds this q's
-    world poses (the constraint rows' sweep), whose rotations are those of frame s:
-    only the positions are formed.  ``lower``: only the entries the tree
-    factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k) are
-    written, nothing else."""
-    cdef int nb = m.nb, nv = m.nv, i, j, k, l, n, o, oj, par, bad = 0
-    cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
-    cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
+cdef inline int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
+                                         bint joints_ready, bint world_ready) noexcept nogil:
+    """CRBA pass 1, root to leaves: each body's pose C_i in frame s (d.sMi), its
+    spatial screws J_i (d.sJ) and its rigid inertia in frame s, Iᶜ_i = Ad*_{C_i⁻¹} M_i
+    Ad_{C_i⁻¹} (d.sIc: m, m c, Θ about s).  Returns 0 or i + 1 for a non-unit
+    quaternion of joint i."""
+    cdef int nb = m.nb, i, bad = 0
+    cdef double* Ic = d.sIc
     cdef double* Ci
     cdef double cJ[6]
-    cdef double F[6]
-    cdef double Mlk
     if not joints_ready:
         angle_prepass(m, d, q)
     for i in range(nb):
@@ -72,6 +63,20 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
             bad = i + 1
         Ci = &d.sMi[12 * i]
         rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+    return bad
+
+
+cdef inline void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) noexcept nogil:
+    """CRBA pass 2, leaves to root: with the composite inertia Iᶜ_i of body i's
+    subtree (complete once its children were added), each freedom k of joint i
+    gives the column force F = Iᶜ_i J_k and the entries
+        M_lk = J_lᵀ F   for the freedoms l of joint i and of every ancestor,
+    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last."""
+    cdef int nb = m.nb, nv = m.nv, i, j, k, l, o, oj, par
+    cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
+    cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
+    cdef double F[6]
+    cdef double Mlk
     if not lower:
         memset(M, 0, nv * nv * sizeof(double))  # freedoms on different branches: 0
     for i in range(nb - 1, -1, -1):
@@ -98,4 +103,46 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
             td_add10(&Ic[10 * par], &Ic[10 * i])
     for k in range(nv):
         M[k * nv + k] += m.armature[k]
+
+
+cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
+                     bint joints_ready=False, bint world_ready=False,
+                     bint lower=False) noexcept nogil:
+    """Joint-space mass matrix M (nv × nv, row-major, both triangles), armature
+    on the diagonal, by the composite-rigid-body algorithm in two passes; fills
+    d.liMi, d.S, d.sMi, d.sJ, d.sIc.  Returns 0 or (i + 1) for a non-unit
+    quaternion of joint i (M is computed all the same).  ``joints_ready``: d.liMi
+    and d.S already hold this q's joint steps (another kernel just ran on q), only
+    the poses in frame s and the screws are formed.  ``world_ready``: d.oMi also
+    holds this q's world poses (the constraint rows' sweep), whose rotations are
+    those of frame s: only the positions are formed.  ``lower``: only the entries
+    the tree factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k)
+    are written, nothing else."""
+    cdef int bad = _crba_poses_and_inertias(m, d, q, joints_ready, world_ready)
+    _crba_composite_columns(m, d, M, lower)
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_crba(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return crba_kernel(m, d, c.q, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def mass_matrix(ModelCore self, q, data=None, out=None):
+    """Joint-space mass matrix M(q) by the composite-rigid-body algorithm.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    data, out : as in :meth:`inverse_dynamics` (``out`` (nv, nv) or (N, nv, nv))
+
+    Returns
+    -------
+    ndarray, shape (nv, nv) or (N, nv, nv)
+        Symmetric, both triangles filled; armature on the diagonal.
+        Units: kg, kg·m, kg·m² by the coordinates involved.
+    """
+    return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")

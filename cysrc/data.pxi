@@ -122,10 +122,211 @@ cdef enum:
     # column loops are long enough to fill vectors within one state)
     LANES_MAX_NV = 256
 
-# doubles per body and per freedom in Data.buf, in the order of the DataC fields
+# ---------------------------------------------------------------- the table
+# Every array of a Data, declared once: (its DataC field, buffer, rows, width, view).
+# The buffers are carved in this order, so the table alone gives each field's
+# offset and each buffer's size; ``view``: a read-only NumPy view as an attribute
+# of Data (main buffer only).  Adding a field: its pointer in DataC above and one
+# line here.  Rows: the count that multiplies the width.
 cdef enum:
-    _DATA_PER_BODY = 12 + 12 + 12 + 6 * 4 + 6 * 4 + 10 + 21 + 6 + 6 * 3 + 2 + 6
-    _DATA_PER_DOF = 6 * 6 + 1
+    R_NB = 0           # bodies
+    R_NB1              # bodies, at least 1
+    R_NV1              # freedoms, at least 1
+    R_NQ               # configuration coordinates
+    R_M1               # constraint rows, at least 1
+    R_NV2              # R_NV1²
+    R_MNV              # R_M1 · R_NV1
+    R_M2               # R_M1²
+    R_REC              # recursive M⁻¹ products: W (max_pending + 2), W = min(nv, 64)
+    R_MAXP             # max_pending
+    R_ONE
+    R_LMI              # R_NV2 where nv <= LANES_MAX_NV, else 0 (then the field is NULL)
+    R_COUNT
+cdef enum:
+    # the buffers: the fields every kernel uses (ints: path, sub_end), the loop-closure
+    # kernels' (models with closures or couplings), the derivative kernels', and the
+    # vector lanes' (a batch thread's Data; every row is TD_VL states wide)
+    BUF_MAIN = 0
+    BUF_MAIN_INT
+    BUF_LOOPS
+    BUF_LOOPS_INT
+    BUF_DERIV
+    BUF_DERIV_INT
+    BUF_LANES
+    BUF_COUNT
+
+cdef DataC _proto                    # (only its fields' addresses are used)
+
+
+cdef inline size_t _at(void* field) noexcept:
+    """Offset of a DataC field (a pointer to _proto's field)."""
+    return <size_t>field - <size_t>&_proto
+
+
+_DATA_TABLE = (
+    # main (fields one kernel uses together are adjacent: for a small robot they
+    # share a few 4 KiB pages, as the kernels' loads and stores interleave)
+    (_at(&_proto.liMi), BUF_MAIN, R_NB, 12, "liMi"),
+    (_at(&_proto.sMi), BUF_MAIN, R_NB, 12, "sMi"),
+    (_at(&_proto.sv), BUF_MAIN, R_NB, 6, "sv"),
+    (_at(&_proto.sa_gf), BUF_MAIN, R_NB, 6, "sa_gf"),
+    (_at(&_proto.sf), BUF_MAIN, R_NB, 6, "sf"),
+    (_at(&_proto.sJ), BUF_MAIN, R_NV1, 6, "sJ"),
+    (_at(&_proto.sc_q), BUF_MAIN, R_NB, 2, None),
+    (_at(&_proto.S), BUF_MAIN, R_NV1, 6, "S"),
+    (_at(&_proto.v), BUF_MAIN, R_NB, 6, "v"),
+    (_at(&_proto.a_gf), BUF_MAIN, R_NB, 6, "a_gf"),
+    (_at(&_proto.f), BUF_MAIN, R_NB, 6, "f"),
+    (_at(&_proto.oMi), BUF_MAIN, R_NB, 12, "oMi"),
+    (_at(&_proto.a), BUF_MAIN, R_NB, 6, "a"),
+    (_at(&_proto.hJ), BUF_MAIN, R_NV1, 6, "hJ"),
+    (_at(&_proto.hv), BUF_MAIN, R_NB, 6, "hv"),
+    (_at(&_proto.ha_gf), BUF_MAIN, R_NB, 6, "ha_gf"),
+    (_at(&_proto.hf), BUF_MAIN, R_NB, 6, "hf"),
+    (_at(&_proto.sc), BUF_MAIN, R_NB, 6, "sc"),
+    (_at(&_proto.Sdq), BUF_MAIN, R_NB, 6, None),
+    (_at(&_proto.sIc), BUF_MAIN, R_NB, 10, "sIc"),
+    (_at(&_proto.sIA), BUF_MAIN, R_NB, 21, "sIA"),
+    (_at(&_proto.spA), BUF_MAIN, R_NB, 6, "spA"),
+    (_at(&_proto.U), BUF_MAIN, R_NV1, 6, None),
+    (_at(&_proto.Dinv), BUF_MAIN, R_NV1, 6, None),
+    (_at(&_proto.u), BUF_MAIN, R_NV1, 1, None),
+    (_at(&_proto.sF), BUF_MAIN, R_NV1, 6, None),
+    (_at(&_proto.path), BUF_MAIN_INT, R_NB, 1, None),
+    (_at(&_proto.sub_end), BUF_MAIN_INT, R_NB, 1, None),
+    # loop closures (loops.pxi)
+    (_at(&_proto.oJ), BUF_LOOPS, R_NV1, 6, None),
+    (_at(&_proto.zero_v), BUF_LOOPS, R_NV1, 1, None),
+    (_at(&_proto.cw2), BUF_LOOPS, R_NV1, 1, None),
+    (_at(&_proto.cM), BUF_LOOPS, R_NV2, 1, None),
+    (_at(&_proto.cG), BUF_LOOPS, R_MNV, 1, None),
+    (_at(&_proto.cY), BUF_LOOPS, R_MNV, 1, None),
+    (_at(&_proto.cK), BUF_LOOPS, R_M2, 1, None),
+    (_at(&_proto.cS), BUF_LOOPS, R_M2, 1, None),
+    (_at(&_proto.cgam), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.cb), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.cw), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.cg), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.clam), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.cKd), BUF_LOOPS, R_M1, 1, None),
+    (_at(&_proto.cq), BUF_LOOPS, R_NQ, 1, None),
+    (_at(&_proto.cfq), BUF_LOOPS, R_NQ, 1, None),
+    (_at(&_proto.cperm), BUF_LOOPS_INT, R_M1, 1, None),
+    (_at(&_proto.cnz), BUF_LOOPS_INT, R_M1, 1, None),
+    # derivatives (rnea_derivatives.pxi, aba_derivatives.pxi)
+    (_at(&_proto.dYPX), BUF_DERIV, R_NV1, 18, None),
+    (_at(&_proto.dS), BUF_DERIV, R_NV1, 21, None),
+    (_at(&_proto.dB), BUF_DERIV, R_NB1, 12, None),
+    (_at(&_proto.dE), BUF_DERIV, R_NB1, 16, None),
+    (_at(&_proto.dFx), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.dqdd), BUF_DERIV, R_NV1, 1, None),
+    (_at(&_proto.dcol), BUF_DERIV, R_NV1, 4, None),
+    (_at(&_proto.drec), BUF_DERIV, R_REC, 6, None),
+    (_at(&_proto.dnz), BUF_DERIV_INT, R_NV1, 1, None),
+    (_at(&_proto.drecb), BUF_DERIV_INT, R_MAXP, 1, None),
+    # vector lanes (lanes.pxi; widths per state, times TD_VL)
+    (_at(&_proto.lC), BUF_LANES, R_NB1, 12, None),
+    (_at(&_proto.lJ), BUF_LANES, R_NV1, 6, None),
+    (_at(&_proto.lqd), BUF_LANES, R_NV1, 1, None),
+    (_at(&_proto.lqdd), BUF_LANES, R_NV1, 1, None),
+    (_at(&_proto.la0), BUF_LANES, R_ONE, 6, None),
+    (_at(&_proto.lV), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lA), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lF), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lFx), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lIc), BUF_LANES, R_NB1, 10, None),
+    (_at(&_proto.lB), BUF_LANES, R_NB1, 12, None),
+    (_at(&_proto.lE), BUF_LANES, R_NB1, 16, None),
+    (_at(&_proto.lYPX), BUF_LANES, R_NV1, 18, None),
+    (_at(&_proto.lS), BUF_LANES, R_NV1, 21, None),
+    (_at(&_proto.lIA), BUF_LANES, R_NB1, 21, None),
+    (_at(&_proto.lsF), BUF_LANES, R_NV1, 6, None),
+    (_at(&_proto.lU), BUF_LANES, R_NV1, 6, None),
+    (_at(&_proto.lDinv), BUF_LANES, R_NV1, 6, None),
+    (_at(&_proto.lh), BUF_LANES, R_NV1, 1, None),
+    (_at(&_proto.lsc), BUF_LANES, R_NB1, 2, None),
+    (_at(&_proto.lT), BUF_LANES, R_NB1, 12, None),
+    (_at(&_proto.lSb), BUF_LANES, R_NV1, 6, None),
+    (_at(&_proto.lSdq), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lMi), BUF_LANES, R_LMI, 1, None),
+)
+# spare entries before / after each buffer's fields (keep neighbouring Data, one per
+# thread of a batch, off each other's cache lines); the lanes' buffer is 64-byte
+# aligned after its front spare (up to 7 more doubles), within its back spare
+cdef int _SPARE[BUF_COUNT]
+_SPARE[:] = [8, 16, 8, 0, 8, 16, 8]
+cdef int _SPARE_BACK[BUF_COUNT]
+_SPARE_BACK[:] = [8, 16, 8, 0, 8, 16, 24]
+
+cdef struct _Field:
+    size_t offset
+    int buf, rows, width
+cdef _Field _fields[128]
+cdef int _n_fields = 0
+#: name -> (rows: "nb" or "nv", width, DataC offset) of the fields Data shows as
+#: read-only arrays
+cdef dict _DATA_VIEWS = {}
+
+
+def _build_data_table():
+    global _n_fields
+    for off, buf, rows, width, view in _DATA_TABLE:
+        if _n_fields == 128:
+            raise RuntimeError("data.pxi: more than 128 Data fields")
+        _fields[_n_fields].offset = off
+        _fields[_n_fields].buf = buf
+        _fields[_n_fields].rows = rows
+        _fields[_n_fields].width = width
+        _n_fields += 1
+        if view is not None:
+            assert buf == BUF_MAIN and rows in (R_NB, R_NV1), view
+            _DATA_VIEWS[view] = ("nb" if rows == R_NB else "nv", width, off)
+
+
+_build_data_table()
+
+
+cdef Py_ssize_t _buffer_size(int buf, const Py_ssize_t* rows, int lanes) noexcept:
+    """Entries of buffer buf (its fields and spares) for the given row counts."""
+    cdef Py_ssize_t n = _SPARE[buf] + _SPARE_BACK[buf]
+    cdef int k
+    for k in range(_n_fields):
+        if _fields[k].buf == buf:
+            n += rows[_fields[k].rows] * _fields[k].width * lanes
+    return n
+
+
+cdef void _carve(DataC* c, int buf, const Py_ssize_t* rows, char* base, size_t item,
+                 int lanes) noexcept:
+    """Point buf's fields of c into its memory (base: the first field), in table
+    order; a field of no rows (R_LMI) is NULL."""
+    cdef int k
+    cdef Py_ssize_t n
+    for k in range(_n_fields):
+        if _fields[k].buf != buf:
+            continue
+        n = rows[_fields[k].rows] * _fields[k].width * lanes
+        (<char**>(<char*>c + _fields[k].offset))[0] = base if (n or _fields[k].rows != R_LMI) else NULL
+        base += n * item
+
+
+cdef void _data_rows(ModelCore model, Py_ssize_t* rows) noexcept:
+    cdef Py_ssize_t nv1 = model.nv if model.nv > 0 else 1
+    cdef Py_ssize_t m1 = model.n_crows if model.n_crows > 0 else 1
+    cdef Py_ssize_t w = nv1 if nv1 < FD_REC_COLUMNS else FD_REC_COLUMNS
+    rows[R_NB] = model.nb
+    rows[R_NB1] = model.nb if model.nb > 0 else 1
+    rows[R_NV1] = nv1
+    rows[R_NQ] = model.nq
+    rows[R_M1] = m1
+    rows[R_NV2] = nv1 * nv1
+    rows[R_MNV] = m1 * nv1
+    rows[R_M2] = m1 * m1
+    rows[R_REC] = w * (model.max_pending + 2)
+    rows[R_MAXP] = model.max_pending
+    rows[R_ONE] = 1
+    rows[R_LMI] = nv1 * nv1 if nv1 <= LANES_MAX_NV else 0
+
 
 cdef long _model_serial = 0
 
@@ -157,7 +358,7 @@ cdef class Data:
     """
     cdef DataC c
     cdef readonly int nb, nv
-    cdef readonly long model_serial
+    cdef long model_serial
     cdef double[::1] buf
     cdef int[::1] ibuf
     cdef double[::1] cbuf
@@ -165,54 +366,21 @@ cdef class Data:
     cdef double[::1] dbuf
     cdef int[::1] dibuf
     cdef double[::1] lbuf
+    cdef Py_ssize_t rows[R_COUNT]      # the row counts of the table (_data_rows)
 
     def __cinit__(self, ModelCore model):
         cdef int nb = model.nb, nv = model.nv, i, o, n, k
-        cdef Py_ssize_t size = (_DATA_PER_BODY * <Py_ssize_t>nb
-                                + _DATA_PER_DOF * <Py_ssize_t>(nv if nv > 0 else 1) + 16)
+        _data_rows(model, self.rows)
         self.nb = nb
         self.nv = nv
         self.model_serial = model.serial
-        # one block; 8 spare doubles at each end keep neighbouring Data (batches:
-        # one per thread) off each other's cache lines
-        self.buf = np.zeros(size)
-        # ints: path, sub_end; 16 spare ints at each end, as for buf (sub_end is
-        # written on every inverse_mass_matrix call, by each thread of a batch)
-        self.ibuf = np.zeros(2 * nb + 32, dtype=np.int32)
-        cdef double* p = &self.buf[8]
-        n = nv if nv > 0 else 1
+        self.buf = np.zeros(_buffer_size(BUF_MAIN, self.rows, 1))
+        self.ibuf = np.zeros(_buffer_size(BUF_MAIN_INT, self.rows, 1), dtype=np.int32)
         self.c.nb = nb
         self.c.nv = nv
-        # fields one kernel uses together are adjacent (for a small robot they share
-        # a few 4 KiB pages, as the kernels' loads and stores interleave)
-        self.c.liMi = p; p += 12 * nb
-        self.c.sMi = p; p += 12 * nb
-        self.c.sv = p; p += 6 * nb
-        self.c.sa_gf = p; p += 6 * nb
-        self.c.sf = p; p += 6 * nb
-        self.c.sJ = p; p += 6 * n
-        self.c.sc_q = p; p += 2 * nb
-        self.c.S = p; p += 6 * n
-        self.c.v = p; p += 6 * nb
-        self.c.a_gf = p; p += 6 * nb
-        self.c.f = p; p += 6 * nb
-        self.c.oMi = p; p += 12 * nb
-        self.c.a = p; p += 6 * nb
-        self.c.hJ = p; p += 6 * n
-        self.c.hv = p; p += 6 * nb
-        self.c.ha_gf = p; p += 6 * nb
-        self.c.hf = p; p += 6 * nb
-        self.c.sc = p; p += 6 * nb
-        self.c.Sdq = p; p += 6 * nb
-        self.c.sIc = p; p += 10 * nb
-        self.c.sIA = p; p += 21 * nb
-        self.c.spA = p; p += 6 * nb
-        self.c.U = p; p += 6 * n
-        self.c.Dinv = p; p += 6 * n
-        self.c.u = p; p += n
-        self.c.sF = p; p += 6 * n
-        self.c.path = &self.ibuf[16]
-        self.c.sub_end = &self.ibuf[16 + nb]
+        _carve(&self.c, BUF_MAIN, self.rows, <char*>&self.buf[_SPARE[BUF_MAIN]], sizeof(double), 1)
+        _carve(&self.c, BUF_MAIN_INT, self.rows, <char*>&self.ibuf[_SPARE[BUF_MAIN_INT]],
+               sizeof(int), 1)
         self._loop_scratch(model)
         self._derivative_scratch(model)
         # S of a one-freedom joint is its constant body-fixed screw: set once here
@@ -231,146 +399,55 @@ cdef class Data:
 
     cdef _loop_scratch(self, ModelCore model):
         """Scratch of the loop-closure kernels (loops.pxi), if the model has any."""
-        cdef int n = model.nv if model.nv > 0 else 1
-        cdef int mr = model.n_crows if model.n_crows > 0 else 1
-        cdef double* p
         self.c.oJ = NULL
         if model.cl_int.shape[0] + model.mm_int.shape[0] == 0:
             return
-        self.cbuf = np.zeros((6 + 1 + 1) * n + n * n + 2 * mr * n + 2 * mr * mr
-                             + 6 * mr + 2 * model.nq + 16)
-        self.cibuf = np.zeros(2 * mr, dtype=np.int32)
-        p = &self.cbuf[8]
-        self.c.oJ = p; p += 6 * n
-        self.c.zero_v = p; p += n
-        self.c.cw2 = p; p += n
-        self.c.cM = p; p += n * n
-        self.c.cG = p; p += mr * n
-        self.c.cY = p; p += mr * n
-        self.c.cK = p; p += mr * mr
-        self.c.cS = p; p += mr * mr
-        self.c.cgam = p; p += mr
-        self.c.cb = p; p += mr
-        self.c.cw = p; p += mr
-        self.c.cg = p; p += mr
-        self.c.clam = p; p += mr
-        self.c.cKd = p; p += mr
-        self.c.cq = p; p += model.nq
-        self.c.cfq = p; p += model.nq
+        self.cbuf = np.zeros(_buffer_size(BUF_LOOPS, self.rows, 1))
+        self.cibuf = np.zeros(_buffer_size(BUF_LOOPS_INT, self.rows, 1), dtype=np.int32)
+        _carve(&self.c, BUF_LOOPS, self.rows, <char*>&self.cbuf[_SPARE[BUF_LOOPS]], sizeof(double), 1)
+        _carve(&self.c, BUF_LOOPS_INT, self.rows, <char*>&self.cibuf[_SPARE[BUF_LOOPS_INT]],
+               sizeof(int), 1)
         self.c.cfac = False
-        self.c.cperm = &self.cibuf[0]
-        self.c.cnz = &self.cibuf[mr]
 
     cdef _derivative_scratch(self, ModelCore model):
         """Scratch of the derivative kernels (rnea_derivatives.pxi)."""
-        cdef int n = model.nv if model.nv > 0 else 1
-        cdef int nb = model.nb if model.nb > 0 else 1
-        cdef double* p
-        cdef int w = n if n < FD_REC_COLUMNS else FD_REC_COLUMNS
-        cdef int maxp = model.max_pending
-        self.dbuf = np.zeros(44 * n + 34 * nb + 6 * w * (maxp + 2) + 16)
-        self.dibuf = np.zeros(n + maxp + 32, dtype=np.int32)
-        p = &self.dbuf[8]
-        self.c.dYPX = p; p += 18 * n
-        self.c.dS = p; p += 21 * n
-        self.c.dB = p; p += 12 * nb
-        self.c.dE = p; p += 16 * nb
-        self.c.dFx = p; p += 6 * nb
-        self.c.dqdd = p; p += n
-        self.c.dcol = p; p += 4 * n
-        self.c.drec = p; p += 6 * w * (maxp + 2)
-        self.c.dnz = &self.dibuf[16]
-        self.c.drecb = &self.dibuf[16 + n]
+        self.dbuf = np.zeros(_buffer_size(BUF_DERIV, self.rows, 1))
+        self.dibuf = np.zeros(_buffer_size(BUF_DERIV_INT, self.rows, 1), dtype=np.int32)
+        _carve(&self.c, BUF_DERIV, self.rows, <char*>&self.dbuf[_SPARE[BUF_DERIV]], sizeof(double), 1)
+        _carve(&self.c, BUF_DERIV_INT, self.rows, <char*>&self.dibuf[_SPARE[BUF_DERIV_INT]],
+               sizeof(int), 1)
         self.c.lC = NULL
 
     cdef _lane_scratch(self, ModelCore model):
         """The arrays of the lane kernels (a batch thread's Data; none where the build
         has no vector lanes, TD_VL = 0)."""
-        cdef int n = model.nv if model.nv > 0 else 1
-        cdef int nb = model.nb if model.nb > 0 else 1
         cdef int L = TD_VL
-        cdef long mi
         cdef double* p
         if L == 0 or self.c.lC != NULL:
             return
-        mi = n * n if n <= LANES_MAX_NV else 0
-        self.lbuf = np.zeros(L * (115 * nb + 72 * n + 6 + mi) + 32)
-        p = &self.lbuf[8]
+        self.lbuf = np.zeros(_buffer_size(BUF_LANES, self.rows, L))
+        p = &self.lbuf[_SPARE[BUF_LANES]]
         # 64-byte aligned; every block is a multiple of L doubles, so each stays aligned
         # for the lanes' vectors of L doubles
         p += (64 - (<size_t>p) % 64) // 8
-        self.c.lC = p; p += L * 12 * nb
-        self.c.lJ = p; p += L * 6 * n
-        self.c.lqd = p; p += L * n
-        self.c.lqdd = p; p += L * n
-        self.c.la0 = p; p += L * 6
-        self.c.lV = p; p += L * 6 * nb
-        self.c.lA = p; p += L * 6 * nb
-        self.c.lF = p; p += L * 6 * nb
-        self.c.lFx = p; p += L * 6 * nb
-        self.c.lIc = p; p += L * 10 * nb
-        self.c.lB = p; p += L * 12 * nb
-        self.c.lE = p; p += L * 16 * nb
-        self.c.lYPX = p; p += L * 18 * n
-        self.c.lS = p; p += L * 21 * n
-        self.c.lIA = p; p += L * 21 * nb
-        self.c.lsF = p; p += L * 6 * n
-        self.c.lU = p; p += L * 6 * n
-        self.c.lDinv = p; p += L * 6 * n
-        self.c.lh = p; p += L * n
-        self.c.lsc = p; p += L * 2 * nb
-        self.c.lT = p; p += L * 12 * nb
-        self.c.lSb = p; p += L * 6 * n
-        self.c.lSdq = p; p += L * 6 * nb
-        self.c.lMi = p if mi else NULL
+        _carve(&self.c, BUF_LANES, self.rows, <char*>p, sizeof(double), L)
 
-    cdef _view(self, double* p, int rows, int width):
-        """Read-only (rows, width) view of a field."""
-        cdef Py_ssize_t start = p - &self.buf[0]
-        arr = np.asarray(self.buf)[start:start + <Py_ssize_t>rows * width].reshape(rows, width)
+    def __getattr__(self, name):
+        """The fields the table (_DATA_TABLE) shows: read-only (rows, width) views."""
+        cdef Py_ssize_t start
+        try:
+            rows, width, start = _DATA_VIEWS[name]
+        except KeyError:
+            raise AttributeError(f"'treedyn.Data' object has no attribute {name!r}") from None
+        n = self.nb if rows == "nb" else self.nv
+        start = (<double**>(<char*>&self.c + <size_t>start))[0] - &self.buf[0]
+        arr = np.asarray(self.buf)[start:start + <Py_ssize_t>n * width]
+        arr = arr.reshape(n, width)
         arr.setflags(write=False)
         return arr
 
-    @property
-    def liMi(self): return self._view(self.c.liMi, self.nb, 12)
-    @property
-    def oMi(self): return self._view(self.c.oMi, self.nb, 12)
-    @property
-    def sMi(self): return self._view(self.c.sMi, self.nb, 12)
-    @property
-    def S(self): return self._view(self.c.S, self.nv, 6)
-    @property
-    def sJ(self): return self._view(self.c.sJ, self.nv, 6)
-    @property
-    def hJ(self): return self._view(self.c.hJ, self.nv, 6)
-    @property
-    def v(self): return self._view(self.c.v, self.nb, 6)
-    @property
-    def a(self): return self._view(self.c.a, self.nb, 6)
-    @property
-    def a_gf(self): return self._view(self.c.a_gf, self.nb, 6)
-    @property
-    def f(self): return self._view(self.c.f, self.nb, 6)
-    @property
-    def sv(self): return self._view(self.c.sv, self.nb, 6)
-    @property
-    def sa_gf(self): return self._view(self.c.sa_gf, self.nb, 6)
-    @property
-    def sf(self): return self._view(self.c.sf, self.nb, 6)
-    @property
-    def sc(self): return self._view(self.c.sc, self.nb, 6)
-    @property
-    def sIc(self): return self._view(self.c.sIc, self.nb, 10)
-    @property
-    def sIA(self): return self._view(self.c.sIA, self.nb, 21)
-    @property
-    def spA(self): return self._view(self.c.spA, self.nb, 6)
-    @property
-    def hv(self): return self._view(self.c.hv, self.nb, 6)
-    @property
-    def ha_gf(self): return self._view(self.c.ha_gf, self.nb, 6)
-    @property
-    def hf(self): return self._view(self.c.hf, self.nb, 6)
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(_DATA_VIEWS))
 
     @property
     def nbytes(self):

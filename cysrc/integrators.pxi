@@ -217,3 +217,198 @@ cdef class _Controller:
             self.error = exc
             return STEP_CONTROLLER_ERROR
         return 0
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
+         int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
+         Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
+         bint project=False, double tol=1e-12, int max_iter=20, Py_ssize_t save_every=1):
+    """Integrate nsteps fixed steps (or one step with an error estimate when bhat
+    is given and nsteps == 1).  Returns (Q (rows, nq), V (rows, nv), err).
+
+    ``save_every`` k ≥ 1: Q and V hold the initial state, the state after every
+    k-th step and the final state: rows = nsteps // k + 1, plus one if k does not
+    divide nsteps (k = 1: every step).  The other steps' states live in two
+    scratch rows; every row is bitwise the one of a k = 1 run.  With k > 1 a
+    non-finite state raises InputError here (naming the step and its time).
+
+    The steps run in chunks of a few milliseconds (at most ``chunk`` steps if
+    chunk > 0); between chunks ``progress(steps done)`` is called (if given) and
+    signals are handled: Ctrl-C raises KeyboardInterrupt within milliseconds and
+    the partial run is dropped (this run's Data is its own: the model is
+    untouched).
+
+    ``constrained``: the stages solve the index-1 equations of the loop closures
+    (loops.pxi, Baumgarte gains k1 = 2α/Δt, k2 = (β/Δt)²); with ``project`` the
+    initial state and every step are projected onto the constraints
+    (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
+    steps, then velocities).  Then returns (Q, V, err, R), R (rows,) the
+    max |g| of every saved configuration."""
+    from time import perf_counter
+    cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
+    cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
+    if cnp.PyArray_NDIM(qa) != 1:
+        raise InputError("q0: one initial state expected, shape (nq,)")
+    if save_every < 1:
+        raise InputError(f"save_every: expected an integer >= 1, got {save_every}")
+    self._check_unit_quaternions(qa, "q0")
+    cdef int nq = self.nq, nv = self.nv, nb = self.nb
+    cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
+    cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
+    cdef double[::1] cb_ = np.ascontiguousarray(c, dtype=np.float64)
+    cdef double[::1] bh
+    cdef int s = bb.shape[0]
+    cdef double* bhp = NULL
+    if bhat is not None:
+        bh = np.ascontiguousarray(bhat, dtype=np.float64)
+        bhp = &bh[0]
+    cdef double[::1] tau_c
+    if tau0 is None:
+        tau_c = np.zeros(nv)
+    else:
+        tarr = self._states(tau0, nv, "tau")
+        if cnp.PyArray_NDIM(tarr) != 1:
+            raise InputError(f"tau: constant torques of shape ({nv},) expected")
+        tau_c = tarr
+    cdef ConstTorque ct
+    ct.nv = nv
+    ct.tau = &tau_c[0] if nv else NULL
+    cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
+    cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
+    cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
+    cdef double gbuf[3]
+    cdef const double* gp = self._gravity_ptr(gravity, gbuf)
+    cdef cnp.ndarray fa = None
+    cdef const double* fp = NULL
+    cdef int fframe = 0
+    if f_ext is not None:
+        fframe = self._wrench_frame(f_ext_frame)
+        fa = self._wrenches(qa, f_ext)
+        fp = <double*>cnp.PyArray_DATA(fa)
+    cdef Py_ssize_t rows = nsteps // save_every + 1 + (1 if nsteps % save_every else 0)
+    Q = np.empty((rows, nq))
+    V = np.empty((rows, nv))
+    err = np.zeros(2 * nv)
+    Q[0] = qa
+    V[0] = va
+    cdef double[:, ::1] Qv = Q, Vv = V
+    # the unsaved steps' states alternate between two scratch rows
+    cdef double[:, ::1] Sq = np.empty((2, nq + 1)), Sv = np.empty((2, nv + 1))
+    cdef double[::1] ev = err
+    cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
+    cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
+    cdef Py_ssize_t k = 0, k0 = 0, kend, row = 0, cap = chunk
+    cdef int code = 0
+    cdef int piter = max_iter if project else 0
+    cdef bint stop = False          # a non-finite q (overflow): reported by the caller
+    cdef bint saved
+    cdef double rk = 0.0, tick
+    cdef const double* qi = &Qv[0, 0]
+    cdef const double* vi = &Vv[0, 0] if nv else NULL
+    cdef double* qo
+    cdef double* vo
+    # with loops, project_kernel runs on every step's q before the step (with
+    # piter = 0 it only evaluates the rows): its joint steps and factors serve
+    # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
+    R = np.zeros(rows)
+    cdef double[::1] Rv = R
+    if constrained:
+        self._require_loops()
+        code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
+                              tol, piter, 1e-10, &Rv[0])
+    chunk = 1                       # grown or shrunk to 1–4 ms of steps
+    while k0 < nsteps and code == 0 and not stop:
+        kend = min(nsteps, k0 + chunk)
+        tick = perf_counter()
+        if controller is None:
+            with nogil:
+                for k in range(k0, kend):
+                    saved = (k + 1) % save_every == 0 or k + 1 == nsteps
+                    if saved:
+                        qo = &Qv[row + 1, 0]
+                        vo = &Vv[row + 1, 0] if nv else NULL
+                    else:
+                        qo = &Sq[k & 1, 0]
+                        vo = &Sv[k & 1, 0] if nv else NULL
+                    code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                                   t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
+                                   qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
+                                   constrained)
+                    if code == 0 and constrained:
+                        if not _finite_bits(qo, nq):
+                            stop = True     # the rows (and the rest) left for the
+                        else:               # caller's check of the run
+                            code = project_kernel(self, &data.c, qo, vo if project else NULL,
+                                                  tol, piter, 1e-10, &rk)
+                    elif code == 0 and save_every > 1:
+                        stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
+                    if saved:
+                        row += 1
+                        Rv[row] = rk
+                    qi = qo
+                    vi = vo
+                    if code or stop:
+                        break
+        else:                       # the controller's stages need the GIL
+            for k in range(k0, kend):
+                saved = (k + 1) % save_every == 0 or k + 1 == nsteps
+                if saved:
+                    qo = &Qv[row + 1, 0]
+                    vo = &Vv[row + 1, 0] if nv else NULL
+                else:
+                    qo = &Sq[k & 1, 0]
+                    vo = &Sv[k & 1, 0] if nv else NULL
+                code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
+                               t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
+                               qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
+                               constrained)
+                if code == 0 and constrained:
+                    if not _finite_bits(qo, nq):
+                        stop = True     # the rows (and the rest) left for the
+                    else:               # caller's check of the run
+                        code = project_kernel(self, &data.c, qo, vo if project else NULL,
+                                              tol, piter, 1e-10, &rk)
+                elif code == 0 and save_every > 1:
+                    stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
+                if saved:
+                    row += 1
+                    Rv[row] = rk
+                qi = qo
+                vi = vo
+                if code or stop:
+                    break
+        if progress is not None and code == 0:
+            progress(kend - k0)
+        k0 = kend
+        tick = perf_counter() - tick
+        if tick < 1e-3 and (cap <= 0 or chunk < cap):
+            chunk *= 2
+        elif tick > 4e-3 and chunk > 1:
+            chunk //= 2
+        PyErr_CheckSignals()        # Ctrl-C: KeyboardInterrupt, the run is dropped
+    if stop and save_every > 1:
+        raise InputError(f"simulate: the simulation diverged: the state overflowed to "
+                         f"infinity or NaN at step {k + 1} (t = {t0 + (k + 1) * h:.6g} s) "
+                         f"although the inputs are finite: they are too large for "
+                         f"float64, or dt is too large for this motion")
+    if stop:                        # never hand back uninitialized rows
+        Q[row + 1:] = np.nan
+        V[row + 1:] = np.nan
+    if code == STEP_CONTROLLER_ERROR:
+        raise pyc.error
+    if code == STEP_DIVERGED:
+        raise InputError(f"the simulation diverged (non-finite state) in the step "
+                         f"starting at t = {t0 + k * h:.6g} s: reduce dt or use a "
+                         f"higher-order method")
+    if code == CODE_MASS_NOT_PD:
+        raise SingularModelError("simulate: the mass matrix is not positive definite "
+                                 "(massless subtree without armature?)")
+    if code > 0:
+        self._raise_bad_quaternion(code - 1, -1)
+    if code < 0:
+        self._raise_singular(-code - 1)
+    if constrained:
+        return Q, V, err, R
+    return Q, V, err

@@ -63,3 +63,35 @@ cdef int frame_jacobian_kernel(ModelCore m, DataC* d, const double* q, int body,
                     rotT_vec(Rt, &x[3], u)
                     Jout[3 * nv + c] = u[0]; Jout[4 * nv + c] = u[1]; Jout[5 * nv + c] = u[2]
     return 0
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_jacobian(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return frame_jacobian_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def jacobian(ModelCore self, q, frame, representation="body", data=None, out=None):
+    """Geometric Jacobian (6, nv) (or (N, 6, nv)) of a body or named frame: its
+    twist in ``representation`` is ``J @ v``.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    frame : str or int
+        A body name, a named frame (any link, merged links included) or a
+        body index.
+    representation : {"body", "spatial", "hybrid", "mixed"}
+        "body": body frame at its origin (Pinocchio LOCAL); "spatial": world
+        frame at the world origin (WORLD); "hybrid": world axes at the frame's
+        origin, (ω, ṙ) (LOCAL_WORLD_ALIGNED); "mixed": (ω in the frame's
+        axes, ṙ in world axes).
+    data, out : as in :meth:`forward_kinematics` (``out`` (6, nv) or (N, 6, nv))
+
+    Only the joints on the path world → frame are visited; the other columns
+    are zero.
+    """
+    return self._frame_call(_k_jacobian, q, frame, representation, data, out, 2,
+                            "jacobian: the Jacobian")

@@ -489,3 +489,153 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
             rot_vec(C, w, t)
             Jk[0] = t[0]; Jk[1] = t[1]; Jk[2] = t[2]
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_jacobian_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (6, nv, nv): ∂J/∂q of target c.body / c.frame in representation c.rep."""
+    return jacobian_derivatives_kernel(m, d, c.q, c.body, c.frame, c.rep, c.out)
+
+
+cdef int _k_frame_acceleration_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out / out2 / out3 (6, nv): ∂A/∂q, ∂A/∂v, ∂A/∂a of target c.body / c.frame."""
+    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.a, c.body, c.frame, c.rep,
+                                                 c.out, c.out2, c.out3)
+
+
+cdef int _k_frame_velocity_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out / out2 (6, nv): ∂V/∂q, ∂V/∂v = J of target c.body / c.frame."""
+    return frame_acceleration_derivatives_kernel(m, d, c.q, c.v, c.v, c.body, c.frame, c.rep,
+                                                 NULL, c.out, c.out2, True)
+
+
+cdef int _k_body_jerks(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 6) body jerks at (q, v, v̇ = c.a, v̈ = c.fext: the call's fourth input
+    rides in the wrench slot, stride c.sf)."""
+    return body_jerks_kernel(m, d, c.q, c.v, c.a, c.fext, c.rep, c.out)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def jacobian_derivatives(ModelCore self, q, frame, representation="body", data=None, out=None):
+    """Partial derivatives of a body's or frame's Jacobian with respect to q.
+
+    ``H[:, j, k] = ∂J[:, j]/∂q_k`` with ``J = jacobian(q, frame,
+    representation)``, the derivative taken along joint k's group:
+    ``H @ δ = d/dε J(integrate(q, ε δ))`` at ε = 0 (so the last axis is nv wide
+    also for quaternion joints).  Closed form from Lie brackets of the columns
+    (Müller 2018, eqs. 5, 15, 25; cysrc/kinematic_derivatives.pxi); the same
+    layout as Pinocchio's ``getJointKinematicHessian``.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    frame : str or int
+        A body name, a named frame or a body index (as in :meth:`jacobian`).
+    representation : {"body", "spatial", "hybrid", "mixed"}
+        As in :meth:`jacobian` (Pinocchio LOCAL, WORLD, LOCAL_WORLD_ALIGNED).
+    data, out : as in :meth:`forward_kinematics` (``out`` (6, nv, nv) or
+        (N, 6, nv, nv))
+
+    Returns
+    -------
+    ndarray, shape (6, nv, nv) or (N, 6, nv, nv)
+        Units of J per rad or per m of the coordinate k.  Entries of freedoms
+        off the path world → frame are zero.
+    """
+    return self._frame_call(_k_jacobian_derivatives, q, frame, representation, data, out,
+                            3, "jacobian_derivatives: ∂J/∂q")
+
+
+def _frame_acceleration_derivatives(ModelCore self, q, v, a, frame, representation, data, out,
+                                    bint velocity=False):
+    """Binding of Model.frame_acceleration_derivatives (see there); with
+    ``velocity``, of Model.frame_velocity_derivatives (a unused, two outputs)."""
+    cdef bint vel = velocity
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef cnp.ndarray aa = va if vel else self._like(qa, a, self.nv, "a")
+    cdef tuple tgt = self._target(frame)
+    cdef cnp.npy_intp dims[2]
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    rep = self._rep_code(representation)
+    dims[0] = 6; dims[1] = self.nv
+    res = self._outputs(out, qa, 2, dims, ("dV_dq", "dV_dv") if vel else
+                        ("dA_dq", "dA_dv", "dA_da"))
+    for r in res:
+        memset(cnp.PyArray_DATA(r), 0, cnp.PyArray_NBYTES(r))
+    if tgt[0] < 0 or self.nv == 0:              # attached to the world
+        if data is not None:
+            self._data(data)
+        return res
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.a = <double*>cnp.PyArray_DATA(aa)
+    c.sq = self.nq
+    c.sv = self.nv
+    c.sa = self.nv
+    c.body = tgt[0]
+    c.frame = tgt[1]
+    c.rep = rep
+    c.out = <double*>cnp.PyArray_DATA(res[0])
+    c.out2 = <double*>cnp.PyArray_DATA(res[1])
+    c.out3 = NULL if vel else <double*>cnp.PyArray_DATA(res[2])
+    c.so = 6 * self.nv
+    c.so2 = c.so
+    c.so3 = c.so
+    if vel:
+        self._dispatch(_k_frame_velocity_derivatives, &c, self._batch(qa), data,
+                       self.path_nv[c.body], "frame_velocity_derivatives")
+    else:
+        self._dispatch(_k_frame_acceleration_derivatives, &c, self._batch(qa), data,
+                       self.path_nv[c.body], "frame_acceleration_derivatives")
+    return res
+
+
+def body_jerks(ModelCore self, q, v, a, j, representation="body", data=None, out=None):
+    """Time derivatives of :meth:`body_accelerations`: the second time
+    derivatives of the twists of all bodies, gravity not included.
+
+    Recursive (Müller 2018, §2: the acceleration recursion differentiated once
+    more), body-fixed, then converted per body (cysrc/kinematic_derivatives.pxi).
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    v, a, j : array_like, shape (nv,) or (N, nv)
+        Velocities, their first (v̇ = a) and second (v̈ = j) time derivatives.
+    representation : {"body", "spatial", "hybrid", "mixed"}
+        As in ``body_accelerations``: "body" V̈ᵇ; "spatial" d²/dt² (Ad_C Vᵇ);
+        "hybrid" (d²ω/dt² in world axes, r⃛); "mixed" (d²ωᵇ/dt², r⃛).
+    data, out : as in :meth:`forward_kinematics` (``out`` (nb, 6) or (N, nb, 6))
+
+    Returns
+    -------
+    ndarray, shape (nb, 6) or (N, nb, 6)
+        Angular first: rad/s³ and m/s³.
+    """
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+    cdef cnp.ndarray ja = self._like(qa, j, self.nv, "j")
+    cdef cnp.npy_intp dims[2]
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    rep = self._rep_code(representation)
+    dims[0] = self.nb; dims[1] = 6
+    cdef cnp.ndarray res = self._output(out, qa, 2, dims)
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.a = <double*>cnp.PyArray_DATA(aa)
+    c.fext = <double*>cnp.PyArray_DATA(ja)      # the jerks v̈ (see _k_body_jerks)
+    c.rep = rep
+    c.sq = self.nq
+    c.sv = self.nv
+    c.sa = self.nv
+    c.sf = self.nv
+    c.out = <double*>cnp.PyArray_DATA(res)
+    c.so = 6 * self.nb
+    self._dispatch(_k_body_jerks, &c, self._batch(qa), data, -1, "body_jerks: the jerks")
+    return res

@@ -106,3 +106,116 @@ cdef int spatial_screw_rates_kernel(ModelCore m, DataC* d, const double* q,
             twist_Ad(C, &C[9], &Sd[6 * k], t6)
             twist_add(&Jd[6 * (o + k)], t6)
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_body_motion(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 / out3 (nb, 6) body twists / derivatives."""
+    cdef int bad = body_motion_kernel(m, d, c.q, c.v, c.a)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    if c.out2 != NULL:
+        memcpy(c.out2, d.v, 6 * m.nb * sizeof(double))
+    if c.out3 != NULL:
+        memcpy(c.out3, d.a, 6 * m.nb * sizeof(double))
+    return bad
+
+
+cdef int _k_spatial_screws(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 (nv, 6) spatial screws about the world origin."""
+    cdef int bad = body_motion_kernel(m, d, c.q, NULL, NULL)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    world_screws(m, d, c.out2)
+    return bad
+
+
+cdef int _k_screw_rates(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out (nb, 12) world poses, out2 / out3 (nv, 6) spatial screws and their rates."""
+    cdef int bad = spatial_screw_rates_kernel(m, d, c.q, c.v, c.out2, c.out3)
+    memcpy(c.out, d.oMi, 12 * m.nb * sizeof(double))
+    return bad
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def _body_motion(ModelCore self, q, v=None, a=None, data=None):
+    """World poses (…, nb, 12) and body-fixed twists and twist derivatives
+    (…, nb, 6) of all bodies (gravity not included); None where not asked."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = None, aa = None
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    c.v = NULL
+    c.a = NULL
+    c.out2 = NULL
+    c.out3 = NULL
+    if v is not None:
+        va = self._like(qa, v, self.nv, "v")
+        c.v = <double*>cnp.PyArray_DATA(va)
+    if a is not None:
+        if v is None:
+            raise InputError("a: accelerations need velocities v")
+        aa = self._like(qa, a, self.nv, "a")
+        c.a = <double*>cnp.PyArray_DATA(aa)
+    lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+    C = np.empty(lead + (self.nb, 12))
+    V = np.empty(lead + (self.nb, 6)) if v is not None else None
+    A = np.empty(lead + (self.nb, 6)) if a is not None else None
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.out = <double*>cnp.PyArray_DATA(C)
+    if V is not None:
+        c.out2 = <double*>cnp.PyArray_DATA(V)
+    if A is not None:
+        c.out3 = <double*>cnp.PyArray_DATA(A)
+    c.sq = self.nq
+    c.sv = self.nv
+    c.sa = self.nv
+    c.so = 12 * self.nb
+    c.so2 = 6 * self.nb
+    c.so3 = 6 * self.nb
+    self._dispatch(_k_body_motion, &c, self._batch(qa), data, -1,
+                   "the body poses, twists or accelerations")
+    return C, V, A
+
+
+def _spatial_screws(ModelCore self, q):
+    """World poses (…, nb, 12) and spatial screws of every freedom (…, nv, 6)."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    lead = () if cnp.PyArray_NDIM(qa) == 1 else (int(cnp.PyArray_DIMS(qa)[0]),)
+    C = np.empty(lead + (self.nb, 12))
+    J = np.empty(lead + (self.nv if self.nv else 1, 6))
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.out = <double*>cnp.PyArray_DATA(C)
+    c.out2 = <double*>cnp.PyArray_DATA(J)
+    c.sq = self.nq
+    c.so = 12 * self.nb
+    c.so2 = 6 * self.nv
+    self._dispatch(_k_spatial_screws, &c, self._batch(qa), None, -1,
+                   "the body poses or joint screws")
+    return C, (J if self.nv else J[..., :0, :])
+
+
+def _spatial_screw_rates(ModelCore self, q, v):
+    """World poses (nb, 12), spatial screws J (nv, 6) and their rates J̇ (nv, 6)
+    for one state (used by the closed-form Coriolis matrix)."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    if cnp.PyArray_NDIM(qa) != 1:
+        raise InputError("q: one state expected here, shape (nq,)")
+    C = np.empty((self.nb, 12))
+    J = np.empty((self.nv if self.nv else 1, 6))
+    Jd = np.empty((self.nv if self.nv else 1, 6))
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.out = <double*>cnp.PyArray_DATA(C)
+    c.out2 = <double*>cnp.PyArray_DATA(J)
+    c.out3 = <double*>cnp.PyArray_DATA(Jd)
+    c.so = 12 * self.nb
+    c.so2 = 6 * self.nv
+    c.so3 = 6 * self.nv
+    self._dispatch(_k_screw_rates, &c, -1, None, -1, "the joint screws or their rates")
+    return C, J[:self.nv], Jd[:self.nv]

@@ -211,3 +211,66 @@ cdef void normalize_quaternions(ModelCore m, double* q) noexcept nogil:
         j = m.qoff[i] if m.kind[i] == KIND_SPHERICAL else m.qoff[i] + 3
         n = sqrt(q[j] * q[j] + q[j + 1] * q[j + 1] + q[j + 2] * q[j + 2] + q[j + 3] * q[j + 3])
         q[j] /= n; q[j + 1] /= n; q[j + 2] /= n; q[j + 3] /= n
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def _retract(ModelCore self, q, psi, int local=LOCAL_EXP):
+    """q ⊕ ψ for one state (see treedyn.integrators)."""
+    cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+    self._check_unit_quaternions(qa, "q")
+    cdef cnp.ndarray pa = self._like(qa, psi, self.nv, "dq")
+    cdef Py_ssize_t N, s
+    out = np.empty_like(qa)
+    cdef double[::1] of = out.reshape(-1)
+    cdef double* qp = <double*>cnp.PyArray_DATA(qa)
+    cdef double* pp = <double*>cnp.PyArray_DATA(pa)
+    N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0]
+    for s in range(N):
+        config_retract(self, &qp[s * self.nq], &pp[s * self.nv], local, &of[s * self.nq])
+    return out
+
+
+def _difference(ModelCore self, q0, q1):
+    """ψ with q1 = q0 ⊕ ψ (exponential coordinates)."""
+    cdef cnp.ndarray a0 = self._states(q0, self.nq, "q0")
+    cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
+    self._check_unit_quaternions(a0, "q0")
+    self._check_unit_quaternions(a1, "q1")
+    cdef Py_ssize_t N, s
+    lead = () if cnp.PyArray_NDIM(a0) == 1 else (int(cnp.PyArray_DIMS(a0)[0]),)
+    out = np.empty(lead + (self.nv,))
+    cdef double[::1] of = out.reshape(-1)
+    cdef double* p0 = <double*>cnp.PyArray_DATA(a0)
+    cdef double* p1 = <double*>cnp.PyArray_DATA(a1)
+    N = lead[0] if lead else 1
+    for s in range(N):
+        config_difference(self, &p0[s * self.nq], &p1[s * self.nq], &of[s * self.nv])
+    return out
+
+
+def _local_rates(ModelCore self, psi, v, int local=LOCAL_EXP):
+    """dτ⁻¹_{−ψ} v per joint (one state)."""
+    cdef cnp.ndarray pa = self._states(psi, self.nv, "psi")
+    cdef cnp.ndarray va = self._like(pa, v, self.nv, "v")
+    if cnp.PyArray_NDIM(pa) != 1:
+        raise InputError("one state expected")
+    out = np.empty(self.nv)
+    cdef double[::1] of = out
+    if self.nv:
+        local_rates(self, <double*>cnp.PyArray_DATA(pa), <double*>cnp.PyArray_DATA(va),
+                    local, &of[0])
+    return out
+
+
+def _config_rate(ModelCore self, q, v):
+    """q̇ ∈ R^nq of the vector-space form (one state)."""
+    cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    if cnp.PyArray_NDIM(qa) != 1:
+        raise InputError("one state expected")
+    out = np.empty(self.nq)
+    cdef double[::1] of = out
+    if self.nq:
+        config_rate(self, <double*>cnp.PyArray_DATA(qa), <double*>cnp.PyArray_DATA(va), &of[0])
+    return out

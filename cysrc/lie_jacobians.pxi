@@ -224,3 +224,55 @@ cdef int _k_integrate_jacobians(ModelCore m, DataC* d, const Call* c) noexcept n
 
 cdef int _k_difference_jacobians(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     return difference_jacobians_kernel(m, c.q, c.a, c.out, c.out2)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+cdef tuple _jacobian_pair(ModelCore self, cnp.ndarray qa, object out, Call* c, tuple names):
+    """Two (nv, nv) outputs (or (N, nv, nv)) from out = None or a pair of arrays."""
+    cdef cnp.npy_intp dims[2]
+    dims[0] = self.nv; dims[1] = self.nv
+    r1, r2 = self._outputs(out, qa, 2, dims, names)
+    c.out = <double*>cnp.PyArray_DATA(r1)
+    c.out2 = <double*>cnp.PyArray_DATA(r2)
+    c.so = c.so2 = <Py_ssize_t>self.nv * self.nv
+    return r1, r2
+
+
+def _integrate_jacobians(ModelCore self, q, v, double dt=1.0, int local=LOCAL_EXP, data=None,
+                         out=None):
+    """(Jq, Jv) of q ⊕ v dt (lie_jacobians.pxi); see Model.integrate_jacobians."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    self._check_unit_quaternions(qa, "q")
+    res = _jacobian_pair(self, qa, out, &c, ("Jq", "Jv"))
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.sq = self.nq
+    c.sv = self.nv
+    c.k1 = dt
+    c.rep = local
+    self._dispatch(_k_integrate_jacobians, &c, self._batch(qa), data, -1,
+                   "integrate_jacobians: Jq or Jv")
+    return res
+
+
+def _difference_jacobians(ModelCore self, q0, q1, data=None, out=None):
+    """(J0, J1) of difference(q0, q1) (lie_jacobians.pxi); see
+    Model.difference_jacobians."""
+    cdef cnp.ndarray a0 = _as_states(q0, self.nq, "q0")
+    cdef cnp.ndarray a1 = self._like(a0, q1, self.nq, "q1")
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    self._check_quaternions_named(a0, "q0")
+    self._check_quaternions_named(a1, "q1")
+    res = _jacobian_pair(self, a0, out, &c, ("J0", "J1"))
+    c.q = <double*>cnp.PyArray_DATA(a0)
+    c.a = <double*>cnp.PyArray_DATA(a1)
+    c.sq = self.nq
+    c.sa = self.nq
+    self._dispatch(_k_difference_jacobians, &c, self._batch(a0), data, -1,
+                   "difference_jacobians: J0 or J1")
+    return res

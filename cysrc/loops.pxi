@@ -45,7 +45,7 @@ cdef enum:
     G_C12 = 42
     G_PITCH = 43
     G_WIDTH = 44
-    # cl_body columns (ModelCore._init_loops): the same geometry in the bodies'
+    # cl_body columns (treedyn/tables.py closure_body_geometry): the same geometry in the bodies'
     # own coordinates, so that a row needs only the bodies' poses and motions
     B_PNT_P = 0      # joint point in body P, body C (3 + 3)
     B_PNT_C = 3
@@ -180,7 +180,7 @@ cdef void _direction(const Side* s, const double* eb, MovVec* e) noexcept nogil:
     _cross_add(s.w, e.xd, 1.0, e.xdd)
 
 
-cdef void _difference(const MovVec* a, const MovVec* b, MovVec* out) noexcept nogil:
+cdef void _mv_difference(const MovVec* a, const MovVec* b, MovVec* out) noexcept nogil:
     """out = b − a."""
     cdef int k
     for k in range(3):
@@ -446,7 +446,7 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         # mv[0], mv[1]: the joint point seen from P and C; mv[2]: their difference
         _point(&P, &bgeo[B_PNT_P], &mv[0])
         _point(&C, &bgeo[B_PNT_C], &mv[1])
-        _difference(&mv[0], &mv[1], &mv[2])
+        _mv_difference(&mv[0], &mv[1], &mv[2])
         if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if ((t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
@@ -480,7 +480,7 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         if t == LOOP_FIXED:
             _point(&P, &bgeo[B_ORG_P], &mv[0])
             _point(&C, &bgeo[B_ORG_C], &mv[1])
-            _difference(&mv[0], &mv[1], &mv[2])
+            _mv_difference(&mv[0], &mv[1], &mv[2])
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
         if t == LOOP_HELICAL:
             # e_P·(x_C − x_P) − h θ, θ = e·log(R_Pᵀ R_C); θ̇ = e_P·(ω_C − ω_P)
@@ -972,3 +972,118 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_loop_rows(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out g (m), out2 G (m, nv), out3 Ġv (m) at (q, v)."""
+    return loop_rows_kernel(m, d, c.q, c.v, c.out, c.out2, c.out3)
+
+
+cdef int _k_constrained_fd(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out v̇ (nv), out2 λ (m), out3 g (m) at (q, v, τ = c.a)."""
+    return constrained_fd_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.k1, c.k2,
+                                 c.rcond, c.out, c.out2, c.out3)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def _project(ModelCore self, q, v=None, double tol=1e-12, int max_iter=20):
+    """Compiled projection of one state onto the constraints (project_kernel):
+    Gauss–Newton steps of q in the kinetic-energy metric (at most max_iter; 0
+    leaves q alone), then v (if given) onto G v = 0.  Returns (q, v or None,
+    max |g(q)|); inputs are checked by the caller (unit quaternions here)."""
+    cdef cnp.ndarray qa = self._states(q, self.nq, "q")
+    if cnp.PyArray_NDIM(qa) != 1:
+        raise InputError(f"q: expected one state of shape ({self.nq},), got {np.shape(qa)}")
+    self._check_unit_quaternions(qa, "q")
+    self._require_loops()
+    qo = np.array(qa, dtype=np.float64)
+    vo = None if v is None else np.array(self._like(qa, v, self.nv, "v"), dtype=np.float64)
+    cdef double[::1] qv = qo
+    cdef double[::1] vv
+    cdef double* vp = NULL
+    cdef double res = 0.0
+    cdef int code
+    cdef Data data = self._data(None)
+    if vo is not None and self.nv > 0:
+        vv = vo
+        vp = &vv[0]
+    with nogil:
+        code = project_kernel(self, &data.c, &qv[0], vp, tol, max_iter, 1e-10, &res)
+    self._done(data, None)
+    if code:
+        self._raise_code(code, -1, "projection")
+    return qo, vo, res
+
+
+def _loop_rows(ModelCore self, q, v=None):
+    """Constraint rows (docs/constraints.md) at q (nq,) or (N, nq) and v (zero if
+    None): g (…, m), G (…, m, nv), Ġv (…, m)."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._zero_or_like(qa, _ZERO if v is None else v, "v")
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    self._require_loops()
+    cdef int mr = self.n_crows
+    cdef cnp.npy_intp dims[2]
+    dims[0] = mr
+    dims[1] = self.nv
+    g = self._output(None, qa, 1, dims)
+    G = self._output(None, qa, 2, dims)
+    gam = self._output(None, qa, 1, dims)
+    if mr == 0:
+        return g, G, gam
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.out = <double*>cnp.PyArray_DATA(g)
+    c.out2 = <double*>cnp.PyArray_DATA(G)
+    c.out3 = <double*>cnp.PyArray_DATA(gam)
+    c.sq = self.nq
+    c.sv = self.nv
+    c.so = mr
+    c.so2 = mr * self.nv
+    c.so3 = mr
+    self._dispatch(_k_loop_rows, &c, self._batch(qa), None, -1,
+                   "constraints: the residual g, Jacobian G or Ġv")
+    return g, G, gam
+
+
+def _constrained_forward_dynamics(ModelCore self, q, v, tau, f_ext=None, gravity=None,
+                                  f_ext_frame="world", double k1=0.0, double k2=0.0,
+                                  double rcond=1e-10):
+    """(v̇, λ, g) of the index-1 equations (loops.pxi) for one state or a batch."""
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef cnp.ndarray ta = self._like(qa, tau, self.nv, "tau")
+    cdef double gbuf[3]
+    cdef Call c
+    memset(&c, 0, sizeof(Call))
+    self._require_loops()
+    fa = self._loads(&c, qa, f_ext, gravity, f_ext_frame, gbuf)
+    cdef int mr = self.n_crows
+    cdef cnp.npy_intp dims[1]
+    dims[0] = self.nv
+    a = self._output(None, qa, 1, dims)
+    dims[0] = mr
+    lam = self._output(None, qa, 1, dims)
+    g = self._output(None, qa, 1, dims)
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.a = <double*>cnp.PyArray_DATA(ta)
+    c.out = <double*>cnp.PyArray_DATA(a)
+    c.out2 = <double*>cnp.PyArray_DATA(lam) if mr else NULL
+    c.out3 = <double*>cnp.PyArray_DATA(g) if mr else NULL
+    c.k1 = k1
+    c.k2 = k2
+    c.rcond = rcond
+    c.sq = self.nq
+    c.sv = self.nv
+    c.sa = self.nv
+    c.so = self.nv
+    c.so2 = mr
+    c.so3 = mr
+    self._dispatch(_k_constrained_fd, &c, self._batch(qa), None, -1,
+                   "v̇ or λ")
+    return a, lam, g

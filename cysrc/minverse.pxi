@@ -143,3 +143,46 @@ cdef inline void _minverse_on_lanes(ModelCore m, DataC* d, int* codes) noexcept 
 cdef int _k_minverse(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """The dispatcher's adapter (_kernels.pyx): out M⁻¹ (nv × nv) at c.q."""
     return minverse_kernel(m, d, c.q, c.out)
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef void _g_minverse(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                      int* errs) noexcept nogil:
+    """_k_minverse on TD_VL samples (minverse_lanes)."""
+    cdef _LaneCalls g
+    _lane_calls(c, s0, &g)
+    minverse_lanes(m, d, g.q, g.o1, g.codes)
+    _lane_errors(&g, errs)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def inverse_mass_matrix(ModelCore self, q, data=None, out=None):
+    """Inverse of the joint-space mass matrix, M(q)⁻¹, in O(n²) without forming M:
+    the articulated-body recursion run on all unit-torque columns at once
+    (Carpentier & Mansard 2018; ``cysrc/minverse.pxi``).
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    data : Data, optional
+        Single state: the Data to work in; holds the articulated inertias
+        (``sIA``, frame s) and the joint screws afterwards.
+    out : ndarray, optional
+        Output array, shape (nv, nv) or (N, nv, nv), float64, C-contiguous.
+
+    Returns
+    -------
+    ndarray, shape (nv, nv) or (N, nv, nv)
+        Symmetric positive definite, both triangles filled; the armature is
+        part of M.  Units: the inverses of those of :meth:`mass_matrix`.
+
+    Raises
+    ------
+    SingularModelError
+        If M is singular (a massless subtree without armature); the message
+        names the joint, as :meth:`forward_dynamics` does.
+    """
+    return self._spd_matrix_call(_k_minverse, q, data, out, "inverse_mass_matrix: M⁻¹",
+                                 _g_minverse if self.nv <= LANES_MAX_NV else <group_t>NULL)

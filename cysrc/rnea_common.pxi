@@ -88,3 +88,52 @@ cdef inline void pose_to_matrix(const double* P, double* out) noexcept nogil:
     out[4] = P[3]; out[5] = P[4]; out[6] = P[5]; out[7] = P[10]
     out[8] = P[6]; out[9] = P[7]; out[10] = P[8]; out[11] = P[11]
     out[12] = 0.0; out[13] = 0.0; out[14] = 0.0; out[15] = 1.0
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def inverse_dynamics(ModelCore self, q, v, a, representation="body", f_ext=None, gravity=None,
+                     f_ext_frame="world", data=None, out=None):
+    """Joint forces τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ f_ext by the O(n) recursive
+    Newton–Euler algorithm.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    v, a : array_like, shape (nv,) or (N, nv)
+        Velocities and accelerations (layout in docs/conventions.md).
+    representation : {"body", "spatial", "hybrid"}
+        Which recursion computes τ (Müller 2018, eqs. 66-67, 70-71, 75-76).
+        All three give the same τ; they differ in the frames of the
+        intermediate twists and wrenches (Data fields v/a_gf/f, sv/sa_gf/sf,
+        hv/ha_gf/hf).
+    f_ext : array_like, shape (nb, 6) or (N, nb, 6), optional
+        External wrench (torque, force) acting on each body, in ``f_ext_frame``.
+    gravity : array_like, shape (3,), optional
+        World-frame gravity in m/s² (default: ``model.gravity``).
+    f_ext_frame : {"world", "body", "hybrid"}
+        "world": about the world origin, world axes; "body": about the body
+        origin, body axes; "hybrid": about the body origin, world axes.
+    data : Data, optional
+        Single state: the Data to work in; holds the recursion's per-body
+        quantities afterwards.
+    out : ndarray, optional
+        Output array, shape (nv,) or (N, nv), float64, C-contiguous.
+
+    Returns
+    -------
+    ndarray, shape (nv,) or (N, nv)
+        Joint forces/torques (N, N·m; free joints: the wrench in the
+        joint's velocity coordinates).
+    """
+    cdef kernel_t fn
+    if representation == "body":
+        fn = _k_rnea_body
+    elif representation == "spatial":
+        fn = _k_rnea_spatial
+    elif representation == "hybrid":
+        fn = _k_rnea_hybrid
+    else:
+        raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', "
+                         f"got {representation!r}")
+    return self._joint_space_call(fn, q, v, a, "a", f_ext, gravity, f_ext_frame, data, out)

@@ -284,3 +284,78 @@ cdef void rnea_derivatives_lanes(ModelCore m, DataC* d, const double** q, const 
         _lanes_spatial_poses(m, d)
     _lane_sweep(d, &w)
     _deriv_sweeps(m, TD_VL, &w, fext[0] != NULL, fext_frame, dq, dv, M, bound)
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef inline bint _bound_is_cheaper(ModelCore m, int outputs) noexcept nogil:
+    """Whether the derivative kernels' overflow bound (rnea_derivatives.pxi) reads
+    fewer values than checking ``outputs`` nv × nv matrices."""
+    return outputs * m.nv * m.nv > 24 * m.nv + 44 * m.nb
+
+
+cdef inline int _bounded_outputs(int code, const Call* c, double B) noexcept nogil:
+    """For CHECK_KERNEL calls: code, or the check of all outputs unless their bound B
+    (the derivative kernels' overflow bound, +inf: none) proves them finite."""
+    if code or B <= 1e300:
+        return code
+    return _checked_outputs(0, c, CHECK_ALL)
+
+
+cdef int _k_rnea_derivatives(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """CHECK_KERNEL (rnea_derivatives.pxi's bound)."""
+    cdef double B = INFINITY
+    cdef int code = rnea_derivatives_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe,
+                                            c.out, c.out2, c.out3, False,
+                                            &B if _bound_is_cheaper(m, 3) else NULL)
+    return _bounded_outputs(code, c, B)
+
+
+cdef void _g_rnea_derivatives(ModelCore m, DataC* d, const Call* c, Py_ssize_t s0,
+                              int* errs) noexcept nogil:
+    """_k_rnea_derivatives on TD_VL samples (rnea_derivatives_lanes)."""
+    cdef _LaneCalls g
+    cdef int l
+    _lane_calls(c, s0, &g)
+    rnea_derivatives_lanes(m, d, g.q, g.v, g.a, c.g, g.f, c.fframe, g.o1, g.o2, g.o3, g.codes,
+                           g.B if _bound_is_cheaper(m, 3) else NULL)
+    for l in range(1, TD_VL):
+        g.B[l] = g.B[0]                 # one bound for the group
+    _lane_errors(&g, errs)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+def inverse_dynamics_derivatives(ModelCore self, q, v, a, f_ext=None, gravity=None,
+                                 f_ext_frame="world", data=None, out=None):
+    """Partial derivatives of inverse dynamics τ(q, v, a) by one forward and one
+    backward recursion (cysrc/rnea_derivatives.pxi), with M = ∂τ/∂a.
+
+    Derivatives with respect to q are taken along each joint's group:
+    ``dtau_dq @ δ = d/dε τ(integrate(q, ε δ), v, a)`` at ε = 0, so every
+    matrix is nv × nv, also for spherical and free joints (docs/conventions.md,
+    "Derivatives and tangent spaces").  τ, hence its derivatives, do not depend on
+    the representation of :meth:`inverse_dynamics`.
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    v, a : array_like, shape (nv,) or (N, nv)
+    f_ext, gravity, f_ext_frame : as in :meth:`inverse_dynamics`.  A wrench
+        given in the world frame stays fixed in space while q varies; in the
+        body frame it moves with its body; in the hybrid frame it follows the
+        body's origin and keeps world axes.
+    data : Data, optional (single state)
+    out : tuple of three ndarrays, optional
+        (dtau_dq, dtau_dv, M) to write into, each (nv, nv) or (N, nv, nv).
+
+    Returns
+    -------
+    dtau_dq, dtau_dv, M : ndarray, shape (nv, nv) or (N, nv, nv)
+        Entry (i, j) is ∂τ_i/∂x_j (N·m/rad, N/m, N·m·s/rad, ... by the
+        coordinates involved); M is the mass matrix with armature.
+    """
+    return self._derivatives_call(_k_rnea_derivatives, _g_rnea_derivatives, q, v, a, "a",
+                                  f_ext, gravity,
+                                  f_ext_frame, data, out, ("dtau_dq", "dtau_dv", "M"),
+                                  "inverse_dynamics_derivatives")

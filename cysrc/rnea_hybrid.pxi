@@ -7,11 +7,13 @@
 #         + Ad_{R_i} Ṡ_i q̇_i
 #   W_i = Σ_c Ad_{r_{c,i}}ᵀ W_c + Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext,  Q_i = ⁰X_iᵀ W_i
 
-cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
-                            const double* qdd, const double* g, const double* fext,
-                            int fext_frame, double* tau) noexcept nogil:
-    """τ (nv); fills d.liMi, d.S, d.sMi, d.hJ, d.hv, d.ha_gf, d.hf.
-    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+cdef inline int _rnea_hybrid_forward(ModelCore m, DataC* d, const double* q, const double* qd,
+                                     const double* qdd, const double* g, const double* fext,
+                                     int fext_frame) noexcept nogil:
+    """Hybrid RNEA forward pass, root to leaves (eq. 75 above): the joint steps,
+    V_i, V̇_i and each body's own wrench Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext
+    (d.hv, d.ha_gf, d.hf; world axes at the body origins).  Returns 0 or i + 1 for
+    a non-unit quaternion of joint i."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
     cdef double sg, qdi, qddi
     cdef double* T = d.liMi
@@ -124,6 +126,19 @@ cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double
                 wrench_from_world(2, Ci, &Ci[9], t6, h)
                 for n in range(6):
                     F[6 * i + n] -= h[n]
+    return bad
+
+
+cdef inline void _rnea_hybrid_backward(ModelCore m, DataC* d, const double* qdd,
+                                       double* tau) noexcept nogil:
+    """Hybrid RNEA backward pass, leaves to root (eq. 76 above): Q_i = ⁰X_iᵀ W_i +
+    armature q̈_i, then W_p += Ad_{r_{i,p}}ᵀ W_i."""
+    cdef int nb = m.nb, i, k, n, o, par
+    cdef double* C = d.sMi
+    cdef double* F = d.hf
+    cdef double* S = d.hJ
+    cdef double d3[3]
+    cdef double u[3]
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
@@ -138,4 +153,20 @@ cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double
             for n in range(3):
                 F[6 * par + n] += F[6 * i + n] + u[n]
                 F[6 * par + 3 + n] += F[6 * i + 3 + n]
+
+
+cdef int rnea_hybrid_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                            const double* qdd, const double* g, const double* fext,
+                            int fext_frame, double* tau) noexcept nogil:
+    """τ (nv) by the hybrid recursive Newton–Euler algorithm: a forward and a
+    backward pass; fills d.liMi, d.S, d.sMi, d.hJ, d.hv, d.ha_gf, d.hf.
+    Returns 0 or i + 1 for a non-unit quaternion of joint i."""
+    cdef int bad = _rnea_hybrid_forward(m, d, q, qd, qdd, g, fext, fext_frame)
+    _rnea_hybrid_backward(m, d, qdd, tau)
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_rnea_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_hybrid_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)

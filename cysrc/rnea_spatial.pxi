@@ -23,3 +23,9 @@ cdef int rnea_spatial_kernel(ModelCore m, DataC* d, const double* q, const doubl
                     &m.armature[0], g, d.sMi, d.sJ, d.Sdq, qd, qdd,
                     d.dFx if fext != NULL else NULL, d.sv, d.sa_gf, d.sf, tau)
     return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_rnea_spatial(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    return rnea_spatial_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out)

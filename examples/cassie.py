@@ -101,7 +101,7 @@ def run(model, q0, v0, t_final, dt, gravity):
 
 def main(quick=False, name="cassie_v2.sdf", t_final=None, dt=1e-4, plot=None):
     model, load_time = load(name)
-    print(f"{name}: loaded in {load_time * 1e3:.0f} ms: {model.nb} bodies, nq = {model.nq}, "
+    print(f"{name}: loaded in {load_time * 1e3:.0f} ms: {model.n_bodies} bodies, nq = {model.nq}, "
           f"nv = {model.nv}, total mass {model.mass.sum():.3f} kg")
     print(f"  {len(model.loop_closures)} loop closures: "
           + ", ".join(f"{lc.name} ({lc.type})" for lc in model.loop_closures))

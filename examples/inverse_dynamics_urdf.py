@@ -27,7 +27,7 @@ def main(quick=False):
     print("gravity compensation g(q):", np.array2string(g, precision=4))
     print("M q̈ + h − τ (should be ~1e-15):", np.abs(M @ a + h - taus["body"]).max())
     # external wrench on the flange: 10 N pushing down, in world axes at the link origin
-    f = np.zeros((arm.nb, 6))
+    f = np.zeros((arm.n_bodies, 6))
     f[-1, 5] = -10.0
     tau_push = arm.inverse_dynamics(q, np.zeros(arm.nv), np.zeros(arm.nv), f_ext=f,
                                     f_ext_frame="hybrid")

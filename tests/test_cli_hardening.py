@@ -50,7 +50,7 @@ def no_simulation(monkeypatch):
 def recursive_tree_lines(model):
     """The recursive printer the CLI used before (the oracle for normal trees)."""
     children = {-1: []}
-    for i in range(model.nb):
+    for i in range(model.n_bodies):
         children.setdefault(int(model.parent[i]), []).append(i)
     lines = [WORLD]
 

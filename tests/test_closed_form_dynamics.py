@@ -132,7 +132,7 @@ def test_factors_reproduce_mass_matrix_and_structure(tree, panda, erd):
     for model in (tree, panda, erd):
         q, _ = state(model, rng)
         S, L, H_ = dy.mass_matrix_factors(model, q)
-        nb, nv = model.nb, model.nv
+        nb, nv = model.n_bodies, model.nv
         assert S.shape == (6 * nb, nv) and L.shape == H_.shape == (6 * nb, 6 * nb)
         M = S.T @ L.T @ H_ @ L @ S + np.diag(model.armature)
         assert rel_err(M, mass_matrix_from_id(model, q)) < TOL

@@ -62,7 +62,7 @@ def test_model_method_loads_and_trees():
     model = td.load(td.robots.path("slider_crank"))
     q, v, tau = _state(model, 4)
     rng = np.random.default_rng(5)
-    f_ext = 0.3 * rng.standard_normal((model.nb, 6))
+    f_ext = 0.3 * rng.standard_normal((model.n_bodies, 6))
     g = np.array([0.5, -1.0, -9.0])
     dq, dv, dt = model.constrained_forward_dynamics_derivatives(q, v, tau, f_ext=f_ext,
                                                                 gravity=g)

@@ -223,7 +223,7 @@ def test_planar_loops_write_their_vanishing_rows_as_zeros():
     """A loop whose rotations all turn about axes parallel to its closing joint's axis
     (a planar loop, in any orientation) keeps e_P ∥ e_C, so the two axis-alignment
     rows of its revolute closure vanish for every q: the kernels write them as zeros
-    (ModelCore.cl_parallel) instead of evaluating them.  Flags: four-bar and
+    (ModelCore._tables["cl_parallel"]) instead of evaluating them.  Flags: four-bar and
     slider-crank yes, Delta no, the four-bar turned by a generic rotation yes, and
     no once one tree axis is tilted by 0.05 rad (a spatial loop) or by 1e-13 rad
     (above the 1e-14 allowed for rounding).  In every case the compiled rows
@@ -233,16 +233,16 @@ def test_planar_loops_write_their_vanishing_rows_as_zeros():
     from scipy.spatial.transform import Rotation
     from treedyn.constraints import _constrained_forward_dynamics_numpy
     for name, flags in (("four_bar", [1]), ("slider_crank", [1]), ("delta", [0, 0])):
-        assert list(np.asarray(td.load(robot_file(name + ".toml")).cl_parallel)) == flags
+        assert list(np.asarray(td.load(robot_file(name + ".toml"))._tables["cl_parallel"])) == flags
     R = Rotation.from_rotvec([0.3, -0.7, 0.45]).as_matrix()
     turned = _rotated_graph("four_bar", R).compile()
     z = R @ [0.0, 0.0, 1.0]
     tilted = _rotated_graph("four_bar", R, ("crank_coupler",
                                             z + 0.05 * np.cross(z, R[:, 0]))).compile()
-    assert list(np.asarray(turned.cl_parallel)) == [1]
-    assert list(np.asarray(tilted.cl_parallel)) == [0]
+    assert list(np.asarray(turned._tables["cl_parallel"])) == [1]
+    assert list(np.asarray(tilted._tables["cl_parallel"])) == [0]
     barely = _rotated_graph("four_bar", R, ("crank_coupler", z + 1e-13 * np.cross(z, R[:, 0])))
-    assert list(np.asarray(barely.compile().cl_parallel)) == [0]     # tilts add up: 1e-14
+    assert list(np.asarray(barely.compile()._tables["cl_parallel"])) == [0]     # tilts add up: 1e-14
     rng = np.random.default_rng(8)
     for model in (turned, tilted):
         q0 = model.assemble(model.neutral())

@@ -69,7 +69,7 @@ def test_create_data_fields_and_shapes():
                     ("f", 6), ("sv", 6), ("sa_gf", 6), ("sf", 6), ("sc", 6), ("spA", 6),
                     ("hv", 6), ("ha_gf", 6), ("hf", 6), ("sIc", 10), ("sIA", 21)]:
         arr = getattr(d, name)
-        assert arr.shape == (m.nb, w), name
+        assert arr.shape == (m.n_bodies, w), name
         assert not arr.flags.writeable, name
     for name in ("S", "sJ", "hJ"):
         assert getattr(d, name).shape == (m.nv, 6)
@@ -291,7 +291,7 @@ def test_bad_data_and_out_are_refused():
         m.gravity_forces(q, out=np.empty(7, dtype=np.float32))
     with pytest.raises(td.InputError, match="out:"):
         m.mass_matrix(q, out=np.empty((7, 14))[:, ::2])
-    ro = np.empty((m.nb, 4, 4))
+    ro = np.empty((m.n_bodies, 4, 4))
     ro.setflags(write=False)
     with pytest.raises(td.InputError, match="out:"):
         m.forward_kinematics(q, out=ro)

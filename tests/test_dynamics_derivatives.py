@@ -129,7 +129,7 @@ def test_compiled_forward_dynamics_derivatives_equal_the_reference(frame):
     model = random_tree(rng, n=14)
     Q = np.array([model.random_configuration(rng) for _ in range(4)])
     V, T = rng.normal(size=(4, model.nv)), rng.normal(size=(4, model.nv))
-    kw = {} if frame is None else dict(f_ext=rng.normal(size=(4, model.nb, 6)),
+    kw = {} if frame is None else dict(f_ext=rng.normal(size=(4, model.n_bodies, 6)),
                                       f_ext_frame=frame)
     batch = model.forward_dynamics_derivatives(Q, V, T, **kw)
     data = model.create_data()
@@ -224,7 +224,7 @@ def test_recursive_and_dense_minv_products_agree(which):
         model = _chain(150)
     else:
         model = td.load(td.robots.path("panda.urdf"), floating_base=True)
-    assert model.fd_recursive == (which == "chain 150")
+    assert model._tables["fd_recursive"] == (which == "chain 150")
     q = np.array([model.random_configuration(rng) for _ in range(3)])
     v, tau = rng.normal(size=(2, 3, model.nv))
     K = ext.kernels

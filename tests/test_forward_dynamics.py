@@ -63,7 +63,7 @@ def test_inverse_of_forward_is_identity(tree, method):
     rng = np.random.default_rng(2)
     for _ in range(5):
         q, v, tau = tree.random_configuration(rng), rng.normal(size=tree.nv), rng.normal(size=tree.nv)
-        f = rng.normal(size=(tree.nb, 6))
+        f = rng.normal(size=(tree.n_bodies, 6))
         g = rng.normal(size=3)
         for frame in ("world", "body", "hybrid"):
             a = tree.forward_dynamics(q, v, tau, f_ext=f, gravity=g, f_ext_frame=frame,
@@ -84,7 +84,7 @@ def test_batches_equal_single(tree):
     N = 9
     Q = np.array([tree.random_configuration(rng) for _ in range(N)])
     V, T = rng.normal(size=(N, tree.nv)), rng.normal(size=(N, tree.nv))
-    F = rng.normal(size=(N, tree.nb, 6))
+    F = rng.normal(size=(N, tree.n_bodies, 6))
     M = tree.mass_matrix(Q)
     A = tree.forward_dynamics(Q, V, T, f_ext=F)
     Ac = tree.forward_dynamics(Q, V, T, f_ext=F, method="cholesky")

@@ -50,7 +50,7 @@ def test_body_poses_are_link_frame_poses(name, floating):
     model = load_erd(name, floating)
     q = model.random_configuration(1)
     C = model.forward_kinematics(q)
-    assert C.shape == (model.nb, 4, 4)
+    assert C.shape == (model.n_bodies, 4, 4)
     for i, b in enumerate(model.body_names):
         assert_close(C[i], model.frame_pose(q, b), TOL_EXACT, b)
 
@@ -58,7 +58,7 @@ def test_body_poses_are_link_frame_poses(name, floating):
 def spatial_poe(model, q):
     """C_i = Π_{j on path} exp(Y_j q_j) · A_i for screw-chain joints (scipy expm)."""
     out = []
-    for i in range(model.nb):
+    for i in range(model.n_bodies):
         path, k = [], i
         while k >= 0:
             path.append(k)
@@ -176,14 +176,14 @@ def test_revolute_joints_about_offset_coordinate_axes(tmp_path):
     p = tmp_path / "offset.toml"
     p.write_text("\n".join(lines) + "\n")
     model = td.load(p)
-    assert list(np.asarray(model.screw_rev)) == [1, 2, 3, 1, 2, 3]       # the closed form
+    assert list(np.asarray(model._tables["screw_rev"])) == [1, 2, 3, 1, 2, 3]       # the closed form
     for _ in range(20):
         q = rng.uniform(-3, 3, model.nq)
         assert_close(model.forward_kinematics(q), spatial_poe(model, q), TOL_EXACT, "POE")
 
 
 def test_universal_joints_equal_two_revolute_joints():
-    """Universal joints take a closed form (joints.pxi universal_calc, ModelCore.univ):
+    """Universal joints take a closed form (joints.pxi universal_calc, the kernel table univ):
     a chain with three of them (random axes, offset points, one on a moving parent)
     gives the same body poses, inverse dynamics (which use S and Ṡq̇) and
     Jacobians as the same chain with each universal joint split into two revolute
@@ -215,7 +215,7 @@ def test_universal_joints_equal_two_revolute_joints():
                   axes=[a / np.linalg.norm(a) for a in rng.normal(size=(2, 3))])
              for _ in range(3)]
     uni, split = chain(False), chain(True)
-    assert list(np.asarray(uni.univ)) == [1, 1, 1]
+    assert list(np.asarray(uni._tables["univ"])) == [1, 1, 1]
     bodies = [split.body_names.index(f"b{k}") for k in range(3)]
     for _ in range(10):
         q, v, a = rng.normal(size=(3, uni.nv))
@@ -274,7 +274,7 @@ def test_batch_equals_single_states():
     rng = np.random.default_rng(2)
     Q = np.array([model.random_configuration(rng) for _ in range(64)])
     batch = model.forward_kinematics(Q)
-    assert batch.shape == (64, model.nb, 4, 4)
+    assert batch.shape == (64, model.n_bodies, 4, 4)
     for s in range(64):
         np.testing.assert_array_equal(batch[s], model.forward_kinematics(Q[s]))
     frames = model.frame_poses(Q)

@@ -31,7 +31,7 @@ RNG = np.random.default_rng(3)
 Q = MODEL.random_configuration(RNG)
 V = RNG.standard_normal(MODEL.nv)
 A = RNG.standard_normal(MODEL.nv)
-F = RNG.standard_normal((MODEL.nb, 6))
+F = RNG.standard_normal((MODEL.n_bodies, 6))
 
 # entry point -> (callable, {argument: (kind, valid value)})
 VEC, NAME, REP, SCALAR, GRAV, WRENCH = "vector", "name", "rep", "scalar", "gravity", "wrench"
@@ -142,7 +142,7 @@ def _derivative_entries(m, Q, V, A, F, FRAME):
         "body_jerks": (
             m.body_jerks,
             {"q": q, "v": v, "a": a, "j": (VEC, -A), "representation": rep, "data": data,
-             "out": (OUT, OutSpec((m.nb, 6), pair=False))}),
+             "out": (OUT, OutSpec((m.n_bodies, 6), pair=False))}),
         "frame_velocity_derivatives": (
             m.frame_velocity_derivatives,
             {"q": q, "v": v, "frame": frame, "representation": rep}),
@@ -392,7 +392,7 @@ FLOAT = td.load(td.robots.path("panda.urdf"), floating_base=True)
 FRNG = np.random.default_rng(5)
 FQ = FLOAT.random_configuration(FRNG)
 FV, FA = FRNG.standard_normal(FLOAT.nv), FRNG.standard_normal(FLOAT.nv)
-FLOAT_ENTRIES = _derivative_entries(FLOAT, FQ, FV, FA, FRNG.standard_normal((FLOAT.nb, 6)),
+FLOAT_ENTRIES = _derivative_entries(FLOAT, FQ, FV, FA, FRNG.standard_normal((FLOAT.n_bodies, 6)),
                                     FLOAT.body_names[-1])
 FLOAT_ENTRIES["step_derivatives_rkmk4"] = (
     lambda q, v, tau: tdd.step_derivatives(FLOAT, q, v, tau, 0.01, "rkmk4"),
@@ -637,7 +637,7 @@ def test_with_armature_refuses_bad_values(armature, fragment):
 
 def test_support_walks_the_path():
     """model.support(body): the freedoms on the path world -> body, from parent."""
-    for i in range(MODEL.nb):
+    for i in range(MODEL.n_bodies):
         mask = MODEL.support(i)
         expected = np.zeros(MODEL.nv, dtype=bool)
         j = i
@@ -646,6 +646,6 @@ def test_support_walks_the_path():
             j = int(MODEL.parent[j])
         np.testing.assert_array_equal(mask, expected)
         np.testing.assert_array_equal(MODEL.support(MODEL.body_names[i]), expected)
-    for bad in (-1, MODEL.nb, 1.5, True, None):
+    for bad in (-1, MODEL.n_bodies, 1.5, True, None):
         with pytest.raises(td.InputError, match="body"):
             MODEL.support(bad)

@@ -19,7 +19,7 @@ FOUR_BAR = td.load(td.robots.path("four_bar.toml"))          # 3 revolute, 5 row
 SLIDER = td.load(td.robots.path("slider_crank.toml"))        # revolute + prismatic
 Q = FOUR_BAR.assemble(FOUR_BAR.neutral() + [0.3, 0.0, 0.0], fixed={"ground_crank": 0.3})
 V = FOUR_BAR.project_velocity(Q, [1.0, 0.0, 0.0])
-NV, NQ, NB, ROWS = FOUR_BAR.nv, FOUR_BAR.nq, FOUR_BAR.nb, FOUR_BAR.constraints.n_rows
+NV, NQ, NB, ROWS = FOUR_BAR.nv, FOUR_BAR.nq, FOUR_BAR.n_bodies, FOUR_BAR.constraints.n_rows
 
 
 def _cfd(m, q, v, tau, f_ext, gravity):

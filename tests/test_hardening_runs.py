@@ -281,14 +281,14 @@ def test_energy_warning_for_trees_suggests_rkmk45_and_skips_forced_runs():
         td.simulate(model, q0, v0, 1.0, 0.02, method="euler", tau=np.full(model.nv, 1e-3))
         td.simulate(model, q0, v0, 1.0, 0.02, method="euler",
                     controller=lambda t, q, v: np.zeros(model.nv))
-        f = np.zeros((model.nb, 6))
+        f = np.zeros((model.n_bodies, 6))
         f[0, 5] = 1e-3
         td.simulate(model, q0, v0, 1.0, 0.02, method="euler", f_ext=f)
         td.simulate(model, q0, v0, 1.0, 1e-3, method="rkmk4")          # accurate
     # all-zero torques and wrenches are unforced
     with pytest.warns(AccuracyWarning):
         td.simulate(model, q0, v0, 1.0, 0.02, method="euler", tau=np.zeros(model.nv),
-                    f_ext=np.zeros((model.nb, 6)))
+                    f_ext=np.zeros((model.n_bodies, 6)))
 
 
 @pytest.mark.parametrize("name", ["ur5.urdf", "panda.urdf", "four_bar", "slider_crank",
@@ -369,7 +369,7 @@ def test_masked_arrays_are_refused_by_name(call):
         "t_final": lambda: td.simulate(model, q, v, np.ma.masked, 1e-3),
         "tau": lambda: td.simulate(model, q, v, 0.01, 1e-3, tau=_masked(v)),
         "gravity": lambda: td.simulate(model, q, v, 0.01, 1e-3, gravity=_masked([0, 0, -9.81])),
-        "f_ext": lambda: td.simulate(model, q, v, 0.01, 1e-3, f_ext=_masked(np.zeros((model.nb, 6)))),
+        "f_ext": lambda: td.simulate(model, q, v, 0.01, 1e-3, f_ext=_masked(np.zeros((model.n_bodies, 6)))),
         "kinetic_energy": lambda: model.kinetic_energy(_masked(np.tile(q, (3, 1))), np.zeros((3, model.nv))),
         "linearize": lambda: td.derivatives.linearize(model, q, v, _masked(v)),
         "so3_exp": lambda: td.lie.so3_exp(_masked([0.1, 0.2, 0.3])),
@@ -377,7 +377,7 @@ def test_masked_arrays_are_refused_by_name(call):
         "forward_kinematics": lambda: model.forward_kinematics(_masked(q)),
         "inverse_dynamics_batch": lambda: model.inverse_dynamics(_masked(np.tile(q, (4, 1))),
                                                                  np.zeros((4, 6)), np.zeros((4, 6))),
-        "id_f_ext": lambda: model.inverse_dynamics(q, v, v, f_ext=_masked(np.zeros((model.nb, 6)))),
+        "id_f_ext": lambda: model.inverse_dynamics(q, v, v, f_ext=_masked(np.zeros((model.n_bodies, 6)))),
         "mass_matrix": lambda: model.mass_matrix(_masked(q)),
         "jacobian": lambda: model.jacobian(_masked(q), model.body_names[-1]),
         "forward_dynamics_v": lambda: model.forward_dynamics(q, _masked(v), v),

@@ -71,7 +71,7 @@ def mass_matrix_from_id(model, q):
 def mass_matrix_closed_form(model, q):
     """M = Σ_i J_iᵀ 𝐌_i J_i + diag(armature), body Jacobians and body inertias (eq. 81)."""
     M = np.diag(model.armature)
-    for i in range(model.nb):
+    for i in range(model.n_bodies):
         J = model.jacobian(q, i, "body")
         M += J.T @ model.spatial_inertia[i] @ J
     return M
@@ -91,7 +91,7 @@ def test_mass_matrix_from_inverse_dynamics_equals_closed_form(tree):
 def energy(model, q, v):
     """T + U from body twists (body frame) and world COM heights."""
     V = model.body_velocities(q, v, "body")
-    T = 0.5 * sum(V[i] @ model.spatial_inertia[i] @ V[i] for i in range(model.nb))
+    T = 0.5 * sum(V[i] @ model.spatial_inertia[i] @ V[i] for i in range(model.n_bodies))
     T += 0.5 * np.sum(model.armature * v * v)
     C = model.forward_kinematics(q)
     com = np.einsum("bij,bj->bi", C[:, :3, :3], model.com) + C[:, :3, 3]
@@ -121,9 +121,9 @@ def test_power_balance(tree, which):
 def test_external_wrench_identity(tree, frame, jrep):
     rng = np.random.default_rng(4)
     q, v, a = state(tree, rng)
-    f = rng.normal(size=(tree.nb, 6))
+    f = rng.normal(size=(tree.n_bodies, 6))
     tau0 = tree.inverse_dynamics(q, v, a)
-    expected = tau0 - sum(tree.jacobian(q, i, jrep).T @ f[i] for i in range(tree.nb))
+    expected = tau0 - sum(tree.jacobian(q, i, jrep).T @ f[i] for i in range(tree.n_bodies))
     for rep in REPS:
         tau = tree.inverse_dynamics(q, v, a, rep, f_ext=f, f_ext_frame=frame)
         assert rel_err(tau, expected) < 1e-12, rep
@@ -134,7 +134,7 @@ def test_batches_equal_single_states(tree):
     N = 17
     Q = np.array([tree.random_configuration(rng) for _ in range(N)])
     V, A = rng.normal(size=(N, tree.nv)), rng.normal(size=(N, tree.nv))
-    F = rng.normal(size=(N, tree.nb, 6))
+    F = rng.normal(size=(N, tree.n_bodies, 6))
     for rep in REPS:
         batch = tree.inverse_dynamics(Q, V, A, rep, f_ext=F)
         assert batch.shape == (N, tree.nv)
@@ -174,9 +174,9 @@ def test_bad_arguments():
     with pytest.raises(InputError, match="batch shape"):
         model.inverse_dynamics(q, np.zeros((2, model.nv)), a)
     with pytest.raises(InputError, match="f_ext"):
-        model.inverse_dynamics(q, v, a, f_ext=np.zeros((model.nb, 3)))
+        model.inverse_dynamics(q, v, a, f_ext=np.zeros((model.n_bodies, 3)))
     with pytest.raises(InputError, match="f_ext_frame"):
-        model.inverse_dynamics(q, v, a, f_ext=np.zeros((model.nb, 6)), f_ext_frame="local")
+        model.inverse_dynamics(q, v, a, f_ext=np.zeros((model.n_bodies, 6)), f_ext_frame="local")
     with pytest.raises(InputError, match="NaN"):
         model.inverse_dynamics(q, v, np.full(model.nv, np.nan))
     with pytest.raises(InputError, match="gravity"):

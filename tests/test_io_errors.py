@@ -273,9 +273,9 @@ def test_bad_state_arrays_raise_input_errors(tmp_path):
     with pytest.raises(InputError, match="sample 1"):
         model.forward_kinematics(np.array([q, bad]))
     # integer and non-contiguous inputs are accepted
-    assert model.forward_kinematics(np.asarray(q, dtype=np.float32)).shape == (model.nb, 4, 4)
+    assert model.forward_kinematics(np.asarray(q, dtype=np.float32)).shape == (model.n_bodies, 4, 4)
     Q = np.repeat(q[None], 4, axis=0)
-    assert model.forward_kinematics(Q[::2]).shape == (2, model.nb, 4, 4)
+    assert model.forward_kinematics(Q[::2]).shape == (2, model.n_bodies, 4, 4)
 
 
 def test_non_native_byte_order_is_converted():

@@ -43,7 +43,7 @@ for name, m in models.items():
     N = 4
     q = np.array([m.random_configuration(rng) for _ in range(N)])
     v, a = rng.normal(size=(2, N, m.nv))
-    f = rng.normal(size=(N, m.nb, 6))
+    f = rng.normal(size=(N, m.n_bodies, 6))
     r = {"fk": m.forward_kinematics(q), "M": m.mass_matrix(q),
          "Minv": m.inverse_mass_matrix(q), "jac": m.jacobian(q, m.body_names[-1]),
          "aba": m.forward_dynamics(q, v, a), "idd": m.inverse_dynamics_derivatives(q, v, a),

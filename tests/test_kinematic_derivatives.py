@@ -211,7 +211,7 @@ def test_jerk_representations_are_consistent(tree):
     C = tree.forward_kinematics(q)
     V, A = tree.body_velocities(q, v), tree.body_accelerations(q, v, a)
     Jk = {rep: tree.body_jerks(q, v, a, j, rep) for rep in REPS}
-    for i in range(tree.nb):
+    for i in range(tree.n_bodies):
         R, r = C[i, :3, :3], C[i, :3, 3]
         w, vv, al, aa, ze, jj = V[i, :3], V[i, 3:], A[i, :3], A[i, 3:], Jk["body"][i, :3], \
             Jk["body"][i, 3:]
@@ -241,10 +241,10 @@ def test_jerks_batch_out_data(tree):
     V, A, J = (rng.normal(size=(5, tree.nv)) for _ in range(3))
     for rep in REPS:
         Jb = tree.body_jerks(Q, V, A, J, rep)
-        assert Jb.shape == (5, tree.nb, 6)
+        assert Jb.shape == (5, tree.n_bodies, 6)
         for s in range(5):
             np.testing.assert_array_equal(Jb[s], tree.body_jerks(Q[s], V[s], A[s], J[s], rep))
-    out = np.empty((tree.nb, 6))
+    out = np.empty((tree.n_bodies, 6))
     data = tree.create_data()
     assert tree.body_jerks(Q[0], V[0], A[0], J[0], data=data, out=out) is out
     np.testing.assert_array_equal(out, tree.body_jerks(Q[0], V[0], A[0], J[0]))

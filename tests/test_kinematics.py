@@ -65,7 +65,7 @@ def test_velocity_and_acceleration_along_a_curve(tree, rep):
     Vp, Vm = tree.body_velocities(qp, vp, rep), tree.body_velocities(qm, vm, rep)
     assert np.abs(A - (Vp - Vm) / (2 * h)).max() < 1e-7 * max(1, np.abs(A).max())
     Cp, C0, Cm = (tree.forward_kinematics(x) for x in (qp, q, qm))
-    for i in range(tree.nb):
+    for i in range(tree.n_bodies):
         assert np.abs(V[i] - twist_from_poses(Cm[i], C0[i], Cp[i], h, rep)).max() < 1e-7
         frame = tree.body_names[i]
         J = tree.jacobian(q, frame, rep)

@@ -52,10 +52,10 @@ WORKER = textwrap.dedent("""
     J = m.jacobian(q, last, "spatial")
     depth = int(m.support(last).sum())
     arrays = sum(x.nbytes for x in vars(m).values() if isinstance(x, np.ndarray))
-    print(json.dumps(dict(nb=m.nb, load_s=load_s, finite=bool(
+    print(json.dumps(dict(nb=m.n_bodies, load_s=load_s, finite=bool(
         np.isfinite(tau).all() and np.isfinite(T).all() and np.isfinite(J).all()),
         depth=depth, jac_columns=int((np.abs(J).sum(axis=0) > 0).sum()),
-        bytes_per_body=arrays / m.nb)))
+        bytes_per_body=arrays / m.n_bodies)))
 """).format(limit=LIMIT)
 
 

@@ -187,7 +187,7 @@ def test_block_structure(tree):
     mats = m.integrate_jacobians(q, v, 0.3) + m.difference_jacobians(
         q, m.random_configuration(rng))
     mask = np.zeros((m.nv, m.nv), dtype=bool)
-    for i in range(m.nb):
+    for i in range(m.n_bodies):
         o, n = m.voff[i], m.nvj[i]
         mask[o:o + n, o:o + n] = True
     for J in mats:

@@ -49,16 +49,16 @@ def test_total_world_inertia_is_conserved_by_merging():
     expected = sum(world_inertia(nd["mass"], nd["com"], nd["inertia"], nd["frame"])
                    for b in graph.bodies for nd in [graph.body(b)])
     got = sum(world_inertia(model.mass[i], model.com[i], model.inertia[i], model.A[i])
-              for i in range(model.nb))
+              for i in range(model.n_bodies))
     assert_close(got, expected, 1e-10 * np.abs(expected).max(), "total spatial inertia")
     # fixed joints were merged: fewer bodies than links, same total mass
-    assert model.nb < len(graph.bodies)
+    assert model.n_bodies < len(graph.bodies)
     assert_close(model.mass.sum(), sum(graph.body(b)["mass"] for b in graph.bodies), 1e-12)
 
 
 def test_layout_and_offsets(tmp_path):
     model = td.load(robot_file("floating_bodies.toml"))
-    assert all(model.parent[i] < i for i in range(model.nb))
+    assert all(model.parent[i] < i for i in range(model.n_bodies))
     assert model.nq == int(model.nqj.sum()) and model.nv == int(model.nvj.sum())
     for i, name in enumerate(model.joint_names):
         assert model.idx_q[name] == model.qoff[i] and model.idx_v[name] == model.voff[i]
@@ -67,7 +67,7 @@ def test_layout_and_offsets(tmp_path):
     for i, t in enumerate(model.joint_types):
         assert (model.nqj[i], model.nvj[i]) == table[t]
     # body-fixed and spatial screws are related by the reference poses: X = Ad_A⁻¹ Y
-    for i in range(model.nb):
+    for i in range(model.n_bodies):
         rows = slice(model.voff[i], model.voff[i] + model.nvj[i])
         assert_close(model.X[rows], model.Y[rows] @ Ad_inv(model.A[i]).T, TOL_EXACT, "X")
         par = np.eye(4) if model.parent[i] < 0 else model.A[model.parent[i]]
@@ -141,8 +141,8 @@ def test_model_does_not_share_the_mutable_graph(tmp_path):
     m = g.compile()
     g.add_body("b", mass=1.0, inertia=np.eye(3))
     g.add_joint("k", "revolute", "a", "b", axis=[0, 0, 1])
-    assert pickle.loads(pickle.dumps(m)).nb == 1
-    assert td.load(td.save(m, tmp_path / "one.toml")).nb == 1
+    assert pickle.loads(pickle.dumps(m)).n_bodies == 1
+    assert td.load(td.save(m, tmp_path / "one.toml")).n_bodies == 1
     with pytest.raises(AttributeError):
         m.joint_names.append("zzz")
     with pytest.raises(TypeError):

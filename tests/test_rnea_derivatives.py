@@ -36,7 +36,7 @@ def test_equals_finite_differences_every_joint_kind(kinds, frame):
     for rep in ("body", "spatial", "hybrid"):
         q = model.random_configuration(rng)
         v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
-        kw = {} if frame is None else dict(f_ext=rng.normal(size=(model.nb, 6)),
+        kw = {} if frame is None else dict(f_ext=rng.normal(size=(model.n_bodies, 6)),
                                           f_ext_frame=frame)
         got = model.inverse_dynamics_derivatives(q, v, a, **kw)
         ref = finite_differences(model, q, v, a, representation=rep, **kw)
@@ -110,7 +110,7 @@ def test_batch_equals_single_and_out_and_data():
     model = random_tree(rng, n=9)
     Q = np.array([model.random_configuration(rng) for _ in range(5)])
     V, A = rng.normal(size=(5, model.nv)), rng.normal(size=(5, model.nv))
-    F = rng.normal(size=(5, model.nb, 6))
+    F = rng.normal(size=(5, model.n_bodies, 6))
     batch = model.inverse_dynamics_derivatives(Q, V, A, f_ext=F, f_ext_frame="hybrid")
     assert all(x.shape == (5, model.nv, model.nv) for x in batch)
     data = model.create_data()
@@ -137,7 +137,7 @@ def test_bad_inputs_are_named():
     with pytest.raises(InputError, match="distinct"):
         model.inverse_dynamics_derivatives(q, v, v, out=(M, M, np.zeros_like(M)))
     with pytest.raises(InputError, match="f_ext_frame"):
-        model.inverse_dynamics_derivatives(q, v, v, f_ext=np.zeros((model.nb, 6)),
+        model.inverse_dynamics_derivatives(q, v, v, f_ext=np.zeros((model.n_bodies, 6)),
                                            f_ext_frame="local")
     with pytest.raises(InputError, match="overflow"):
         model.inverse_dynamics_derivatives(q, np.full(model.nv, 1e200), v)
@@ -174,10 +174,10 @@ def test_overflow_bound_of_a_large_model(frame):
     rng = np.random.default_rng(11)
     model = random_tree(rng, n=30, types=["revolute", "prismatic", "spherical", "free"],
                         gravity=(0.0, 0.0, 0.0))
-    assert 3 * model.nv ** 2 > 24 * model.nv + 44 * model.nb     # the bound is used
+    assert 3 * model.nv ** 2 > 24 * model.nv + 44 * model.n_bodies     # the bound is used
     q = model.random_configuration(rng)
     v, tau = rng.normal(size=(2, model.nv))
-    f = rng.normal(size=(model.nb, 6))
+    f = rng.normal(size=(model.n_bodies, 6))
     zero = np.zeros(model.nv)
 
     def both(s, fs=None):
@@ -209,7 +209,7 @@ def test_batch_lanes_equal_one_state_at_a_time(frame):
     N = 11
     Q = np.array([model.random_configuration(rng) for _ in range(N)])
     V, A = rng.normal(size=(2, N, model.nv))
-    kw = {} if frame is None else dict(f_ext=rng.normal(size=(N, model.nb, 6)),
+    kw = {} if frame is None else dict(f_ext=rng.normal(size=(N, model.n_bodies, 6)),
                                        f_ext_frame=frame)
     L, runs = K._lanes()
     got = (model.inverse_dynamics_derivatives(Q, V, A, **kw),

@@ -59,7 +59,7 @@ def test_loads_with_expected_dimensions(name):
 def test_humanoid_and_quadruped_sizes():
     hum = td.load(robot_file("humanoid.urdf"), floating_base=True)
     assert sum(t == "revolute" for t in hum.joint_types) >= 30
-    assert len(hum.frame_names) > hum.nb + 1          # merged fixed links stay frames
+    assert len(hum.frame_names) > hum.n_bodies + 1          # merged fixed links stay frames
     quad = td.load(robot_file("quadruped.urdf"), floating_base=True)
     assert sum(t == "revolute" for t in quad.joint_types) == 12
     assert quad.joint_types[0] == "free"

@@ -571,7 +571,7 @@ def file_masses(path):
 def test_cassie_v2_loads_with_its_four_ball_loops():
     path = cassie("cassie_v2.sdf")
     m = td.load(path, floating_base=True)                     # physical inertias: strict
-    assert (m.nb, m.nq, m.nv) == (23, 29, 28)
+    assert (m.n_bodies, m.nq, m.nv) == (23, 29, 28)
     assert sorted((c.name, c.type) for c in m.loop_closures) == sorted(
         (f"{s}-{j}", "spherical") for s in ("left", "right")
         for j in ("pitch-rod-joint", "plantar-foot-joint"))
@@ -597,7 +597,7 @@ def test_cassie_v2_loads_with_its_four_ball_loops():
 def test_cassie_gearboxes_are_mimic_couplings(tmp_path):
     path = cassie("cassie.sdf")
     m = load_cassie("cassie.sdf")
-    assert (m.nb, m.nq, m.nv) == (35, 47, 44)
+    assert (m.n_bodies, m.nq, m.nv) == (35, 47, 44)
     assert len(m.loop_closures) == 6
     assert m.mass.sum() == pytest.approx(sum(file_masses(path)), rel=1e-14)
     root = ET.parse(path).getroot()

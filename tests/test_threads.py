@@ -37,7 +37,7 @@ def _entry_points(model, frame):
         ("inverse_dynamics spatial", lambda q, v, a: model.inverse_dynamics(q, v, a, "spatial")),
         ("inverse_dynamics hybrid", lambda q, v, a: model.inverse_dynamics(q, v, a, "hybrid")),
         ("inverse_dynamics f_ext", lambda q, v, a: model.inverse_dynamics(
-            q, v, a, "body", f_ext=np.outer(np.ones(model.nb), a[:6] if model.nv >= 6
+            q, v, a, "body", f_ext=np.outer(np.ones(model.n_bodies), a[:6] if model.nv >= 6
                                             else np.ones(6)))),
         ("forward_dynamics aba", lambda q, v, a: model.forward_dynamics(q, v, a)),
         ("forward_dynamics cholesky", lambda q, v, a: model.forward_dynamics(
@@ -75,11 +75,11 @@ def _entry_points(model, frame):
         ("inverse_dynamics_derivatives",
          lambda q, v, a: model.inverse_dynamics_derivatives(q, v, a)),
         ("inverse_dynamics_derivatives f_ext body", lambda q, v, a: (
-            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.arange(model.nb),
+            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.arange(model.n_bodies),
                                                                         np.ones(6)),
                                                f_ext_frame="body"))),
         ("inverse_dynamics_derivatives f_ext hybrid", lambda q, v, a: (
-            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.ones(model.nb),
+            model.inverse_dynamics_derivatives(q, v, a, f_ext=np.outer(np.ones(model.n_bodies),
                                                                         np.arange(6.0)),
                                                gravity=(0.0, 1.0, -3.0),
                                                f_ext_frame="hybrid"))),
@@ -217,7 +217,7 @@ def test_data_and_out_per_thread(release_always):
         "dID": lambda q, v, a, d, o: model.inverse_dynamics_derivatives(q, v, a, data=d,
                                                                         out=o["dID"]),
         "dID f_ext": lambda q, v, a, d, o: model.inverse_dynamics_derivatives(
-            q, v, a, f_ext=np.outer(np.ones(model.nb), a[:6]), f_ext_frame="hybrid", data=d,
+            q, v, a, f_ext=np.outer(np.ones(model.n_bodies), a[:6]), f_ext_frame="hybrid", data=d,
             out=o["dID"]),
         "dFD": lambda q, v, a, d, o: model.forward_dynamics_derivatives(q, v, a, data=d,
                                                                         out=o["dID"]),
@@ -241,10 +241,10 @@ def test_data_and_out_per_thread(release_always):
         d = model.create_data()
         nv2 = (model.nv, model.nv)
         o = {"tau": np.empty(model.nv), "M": np.empty(nv2),
-             "C": np.empty((model.nb, 4, 4)), "J": np.empty((6, model.nv)),
+             "C": np.empty((model.n_bodies, 4, 4)), "J": np.empty((6, model.nv)),
              "dID": (np.empty(nv2), np.empty(nv2), np.empty(nv2)),
              "pair": (np.empty(nv2), np.empty(nv2)), "H": np.empty((6,) + nv2),
-             "jerk": np.empty((model.nb, 6))}
+             "jerk": np.empty((model.n_bodies, 6))}
         start.wait()
         bad = []
         for r in range(5):

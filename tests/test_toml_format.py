@@ -60,7 +60,7 @@ def test_documented_examples_load(tmp_path):
         p = tmp_path / f"example{k}.toml"
         p.write_text(block)
         model = td.load(p)
-        assert model.nb >= 1
+        assert model.n_bodies >= 1
 
 
 def test_save_refuses_other_formats(tmp_path):

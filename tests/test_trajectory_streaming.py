@@ -175,8 +175,8 @@ def test_long_trajectory_energy_and_momentum_memory_is_bounded():
     tr = synthetic(model, N_LONG)
     # what the one-shot calls allocate at least: the (n, nb, 6) body twists and their
     # momenta (energy), the (n, nb, 4, 4) poses (momentum)
-    old_energy = 2 * N_LONG * model.nb * 6 * 8
-    old_momentum = N_LONG * model.nb * 16 * 8
+    old_energy = 2 * N_LONG * model.n_bodies * 6 * 8
+    old_momentum = N_LONG * model.n_bodies * 16 * 8
     bound = 16 * 2**20
     assert old_energy > 10 * bound and old_momentum > 10 * bound
     for what, nbytes in (("energy", N_LONG * 8), ("momentum", N_LONG * 6 * 8)):
@@ -293,7 +293,7 @@ def test_simulate_refuses_complex_values_everywhere(arm, loop):
                  "v0": lambda: td.simulate(model, qq, vv + 0j, 0.01, 1e-3),
                  "tau": lambda: td.simulate(model, qq, vv, 0.01, 1e-3, tau=vv + 1j),
                  "f_ext": lambda: td.simulate(model, qq, vv, 0.01, 1e-3,
-                                              f_ext=np.zeros((model.nb, 6)) + 1e-3j),
+                                              f_ext=np.zeros((model.n_bodies, 6)) + 1e-3j),
                  "gravity": lambda: td.simulate(model, qq, vv, 0.01, 1e-3,
                                                 gravity=[0, 0, -9.81 + 0j]),
                  r"tau \(controller output\)": lambda: td.simulate(

@@ -55,7 +55,7 @@ def test_forward_dynamics_far_from_origin(model, seed):
 @pytest.mark.parametrize("rep", REPS)
 def test_inverse_dynamics_with_wrenches(model, rep, frame):
     q0, q1, v, a, rng = _pair(model, 7)
-    f0 = rng.standard_normal((model.nb, 6))
+    f0 = rng.standard_normal((model.n_bodies, 6))
     f1 = f0.copy()
     if frame == "world":          # the same physical wrench, moved with the robot
         f1[:, :3] += np.cross(SHIFT, f0[:, 3:])

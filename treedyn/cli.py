@@ -122,7 +122,7 @@ def _tree_lines(model):
     """The joint tree drawn as text, one body per line (an explicit stack, not
     recursion: chains of any depth)."""
     children = {-1: []}
-    for i in range(model.nb):
+    for i in range(model.n_bodies):
         children.setdefault(int(model.parent[i]), []).append(i)
     lines = [WORLD]
     stack = [(i, k == len(children[-1]) - 1, "") for k, i in
@@ -145,7 +145,7 @@ def _tree_lines(model):
 
 def cmd_info(args, out):
     m = _load(args)
-    print(f"{m.name}: {m.nb} bodies, {len(m.joint_names)} joints, nq = {m.nq}, nv = {m.nv}",
+    print(f"{m.name}: {m.n_bodies} bodies, {len(m.joint_names)} joints, nq = {m.nq}, nv = {m.nv}",
           file=out)
     print(f"total mass {m.mass.sum():.6g} kg, gravity "
           f"({', '.join(f'{g:g}' for g in m.gravity)}) m/s²", file=out)

@@ -12,7 +12,8 @@ Conventions (docs/conventions.md): screws angular first ``(ω, v)``; body i's po
 pose and ``A_i`` the pose at q = 0; body-fixed joint screws ``X_i = Ad_{A_i}⁻¹ Y_i``,
 ``Y_i`` the spatial screws at q = 0.
 
-Imports run one way: ``io → graph → compiler → model``; nothing below imports upward.
+Imports run one way: ``io → graph → compiler → model`` (docs/architecture.md);
+nothing below imports upward.  The kernel tables come from :mod:`treedyn.tables`.
 """
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ import numpy as np
 from . import lie
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL
 from .errors import ModelError
-from .graph import JOINT_TYPES, WORLD, unit_vector
+from .joint_types import JOINT_TYPES, WORLD
+from .linalg import unit_vector
 from .model import LoopClosure, Model
+from .tables import core_tables
 
 __all__ = ["compile_model", "joint_screws", "planar_directions", "spatial_inertia"]
 
@@ -279,4 +282,4 @@ def compile_model(graph, _private=False):
     names = dict(name=graph.name, body_names=list(moving), joint_names=joint_names,
                  joint_types=joint_types, frame_names=frame_names,
                  free_groups=free_groups)
-    return Model(graph, arrays, names, closures, mimic)
+    return Model(graph, arrays, names, closures, mimic, core_tables(arrays))

@@ -49,7 +49,7 @@ import numbers
 import numpy as np
 
 from .errors import InputError, ModelError, SingularModelError
-from .graph import unit_vector
+from .linalg import _pinv_solve, unit_vector
 from .lie import _so3_log, cross
 from .validation import _given
 from .validation import array_of_shape as _array_of_shape, name as _name, number as _number
@@ -265,7 +265,7 @@ class ConstraintSet:
                     cl_geo[k, col:col + 3] = geo[name]
             cl_geo[k, 42] = geo.get("c12", 0.0)
             cl_geo[k, 43] = geo.get("pitch", 0.0)
-        qindex = {int(m.voff[i]): int(m.qoff[i]) for i in range(m.nb)}
+        qindex = {int(m.voff[i]): int(m.qoff[i]) for i in range(m.n_bodies)}
         mm_int = np.array([(f, l, qindex[f], qindex[l]) for f, l, _, _ in self.mimic],
                           dtype=np.int32).reshape(-1, 4)
         mm_dbl = np.array([(mult, off) for _, _, mult, off in self.mimic],
@@ -432,17 +432,6 @@ def _mimic_value(model, q, f, l, mult, off):
 
 
 # ---------------------------------------------------------------------- dynamics
-def _pinv_solve(A, b, rcond):
-    """Minimal-norm least-squares solution of A x = b by a rank-revealing SVD:
-    redundant constraint rows (e.g. a planar four-bar closed by a 3-D revolute)
-    give a singular A; their multipliers are the minimal-norm choice.  A may be
-    square, tall or wide (thin SVD)."""
-    U, s, Vt = np.linalg.svd(A, full_matrices=False)
-    keep = s > rcond * (s[0] if s.size else 1.0)
-    sk = s[keep] if np.ndim(b) == 1 else s[keep, None]          # b: a vector or columns
-    return Vt[keep].T @ ((U[:, keep].T @ b) / sk)
-
-
 def _rcond(rcond, where):
     return _number(rcond, "rcond", where, minimum=0.0, strict=True)
 
@@ -459,7 +448,7 @@ def _cholesky(model, q, where):
 def _loads(model, f_ext, gravity, f_ext_frame, where):
     """Checked external wrenches (nb, 6), gravity (3,) and wrench frame."""
     if f_ext is not None:
-        f_ext = _array_of_shape(f_ext, (model.nb, 6), "f_ext", where)
+        f_ext = _array_of_shape(f_ext, (model.n_bodies, 6), "f_ext", where)
     if gravity is not None:
         gravity = _array_of_shape(gravity, (3,), "gravity", where)
     f_ext_frame = _name(f_ext_frame, "f_ext_frame", where, choices=_WRENCH_FRAMES,

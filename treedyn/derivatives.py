@@ -21,7 +21,7 @@ import scipy.linalg
 
 from . import integrators as _integ
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
-from .constraints import _pinv_solve
+from .linalg import _pinv_solve
 from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, model_of as _model_of, number, vectors
@@ -108,7 +108,7 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
     rcond = number(rcond, "rcond", "linearize", minimum=0.0, strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
     dG = None
-    if model.n_crows:
+    if model._n_crows:
         dq, dv, Minv, G, dG, _ = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
     else:
         dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, **kw)
@@ -141,7 +141,7 @@ def state_tangent_basis(model, q, v, rcond=1e-10, eps=1e-3):
     q, v, _ = _one_state(model, q, v, None, where, with_tau=False)
     rcond = number(rcond, "rcond", where, minimum=0.0, strict=True)
     eps = number(eps, "eps", where, minimum=0.0, strict=True)
-    if model.n_crows == 0:
+    if model._n_crows == 0:
         return np.eye(2 * model.nv)
     _, G, _ = model._loop_rows(q, v)
     dG, _ = _row_q_derivatives(model, q, v, eps)
@@ -257,7 +257,7 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     tab, h = _step_setup(model, method, dt, "step", local_map)
     local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
-    loops = model.n_crows > 0
+    loops = model._n_crows > 0
     with np.errstate(all="ignore"):
         try:
             # with loops, as in simulate: the state projected onto the constraints, the
@@ -354,7 +354,7 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
     """step_derivatives on checked inputs (overflow checked by the caller)."""
     nv = model.nv
     s = len(tab.b)
-    loops = model.n_crows > 0
+    loops = model._n_crows > 0
     if loops:
         q, v, Pin = _projection(model, q, v)
     A, b = tab.A, tab.b
@@ -561,7 +561,7 @@ def constrained_forward_dynamics_derivatives(model, q, v, tau, f_ext=None, gravi
     rcond = number(rcond, "rcond", "constrained_forward_dynamics_derivatives", minimum=0.0,
                    strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
-    if model.n_crows == 0:
+    if model._n_crows == 0:
         return model.forward_dynamics_derivatives(q, v, tau, **kw)
     return _constrained_derivatives(model, q, v, tau, kw, rcond, eps)[:3]
 

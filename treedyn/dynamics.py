@@ -81,8 +81,8 @@ def _to_body(R, r, S):
 def _support_matrix(model):
     """(nb, nv) bool: S[i, j] iff freedom j is on the path world → body i (built per
     call: the closed-form results below are O(nb · nv) themselves)."""
-    S = np.zeros((model.nb, model.nv), dtype=bool)
-    for i in range(model.nb):
+    S = np.zeros((model.n_bodies, model.nv), dtype=bool)
+    for i in range(model.n_bodies):
         p = int(model.parent[i])
         if p >= 0:
             S[i] = S[p]
@@ -105,7 +105,7 @@ def _body_jacobians(model, q):
 
 def _ancestor_or_self(model):
     """(nb, nb) bool: A[i, j] iff body j is body i or one of its ancestors."""
-    nb = model.nb
+    nb = model.n_bodies
     A = np.zeros((nb, nb), dtype=bool)
     for i in range(nb):
         p = int(model.parent[i])
@@ -157,7 +157,7 @@ def mass_matrix_closed_form(model, q):
 
 
 def _factors_one(model, q, _v=None):
-    nb, nv = model.nb, model.nv
+    nb, nv = model.n_bodies, model.nv
     J, C = _body_jacobians(model, q)
     R, r = _split(C)
     S = np.zeros((6 * nb, nv))

@@ -31,25 +31,12 @@ import networkx as nx
 import numpy as np
 
 from .errors import ModelError, RobotFileError
+from .joint_types import JOINT_TYPES, WORLD
+from .linalg import _power_of_two_scaled, unit_vector
 from .validation import _given
 
 __all__ = ["JointGraph", "JOINT_TYPES", "WORLD", "check_inertia", "unit_vector", "MAX_ANGLE"]
 
-WORLD = "world"
-
-#: joint type -> (nq, nv)
-JOINT_TYPES = {
-    "revolute": (1, 1),
-    "continuous": (1, 1),
-    "prismatic": (1, 1),
-    "helical": (1, 1),
-    "cylindrical": (2, 2),
-    "universal": (2, 2),
-    "planar": (3, 3),
-    "spherical": (4, 3),
-    "free": (7, 6),
-    "fixed": (0, 0),
-}
 FREE_GROUPS = ("SE3", "SO3xR3")
 
 _AXIS_TYPES = ("revolute", "continuous", "prismatic", "helical", "cylindrical", "planar")
@@ -128,29 +115,6 @@ MAX_ANGLE = 1e6
 #: given: their norms neither overflow nor underflow.  Others are stored scaled by
 #: an exact power of two (same direction bit for bit).
 _SAFE_LOW, _SAFE_HIGH = 2.0 ** -400, 2.0 ** 400
-
-
-def _power_of_two_scaled(v):
-    """``v · 2**k`` (exact) with max |v_i| in [1, 2); a zero vector stays zero."""
-    v = np.asarray(v, dtype=np.float64)
-    m = float(np.abs(v).max()) if v.size else 0.0
-    if m == 0.0 or not np.isfinite(m):
-        return v.copy()
-    return np.ldexp(v, 1 - int(np.frexp(m)[1]))
-
-
-def unit_vector(v):
-    """The unit vector along ``v`` (3,), free of overflow and underflow.
-
-    ``v`` is first scaled by an exact power of two so that its largest component
-    is in [1, 2), then divided by its norm: ``unit_vector((1e300, 0, 0))`` is
-    exactly (1, 0, 0), and for moderate vectors the result equals
-    ``v / np.linalg.norm(v)`` bit for bit.  A zero vector gives NaN (callers check
-    with :func:`_direction` first).
-    """
-    s = _power_of_two_scaled(v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return s / np.sqrt(s.dot(s))
 
 
 def _direction(value, field, source):
@@ -600,10 +564,10 @@ def _check_finite_model(graph, model):
         return src, "frame"
 
     def per_body(*arrays):
-        return np.concatenate([np.asarray(a, dtype=float).reshape(model.nb, -1)
+        return np.concatenate([np.asarray(a, dtype=float).reshape(model.n_bodies, -1)
                                for a in arrays], axis=1)
 
-    if model.nb:
+    if model.n_bodies:
         for i in rows_bad(per_body(model.A, model.B))[:1]:
             overflow(f"body '{model.body_names[i]}': the pose at q = 0", *pose_source(i),
                      "its position (or its parent's) is too large")
@@ -644,7 +608,7 @@ def _check_finite_model(graph, model):
     g = float(np.abs(model.gravity).max())
     with np.errstate(over="ignore", invalid="ignore"):
         c = np.einsum("bij,bj->bi", model.A[:, :3, :3], model.com) + model.A[:, :3, 3]
-        r = np.abs(c).max(axis=1) if model.nb else np.zeros(0)
+        r = np.abs(c).max(axis=1) if model.n_bodies else np.zeros(0)
         m = model.mass
         ok = (m == 0) | (np.isfinite(m * g * (r + 1.0)) & np.isfinite(m * r * r))
     for i in np.flatnonzero(~ok)[:1]:

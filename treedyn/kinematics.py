@@ -60,8 +60,8 @@ def _rotT(R, x):
 def _frame_target(model, frame):
     """(body index or -1, 4x4 offset) of a body or named frame."""
     if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
-        if not 0 <= frame < model.nb:
-            raise InputError(f"body index {frame} out of range 0..{model.nb - 1}")
+        if not 0 <= frame < model.n_bodies:
+            raise InputError(f"body index {frame} out of range 0..{model.n_bodies - 1}")
         return int(frame), None
     name(frame, "frame", "", None, "body or frame")
     if frame in model._body_index:

@@ -21,12 +21,18 @@ from . import dynamics as _dyn
 from . import integrators as _integ
 from . import kinematics as _kin
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SCREWS, KIND_SPHERICAL, ModelCore
-from ._ext import _ZERO
+from ._ext import _ZERO, kernels as _kernels
 from .errors import InputError, SingularModelError
+from .tables import closure_tables, frozen
 from .validation import (array_of_shape, finite_result, finite_results, name as _name, number,
                          real_array, vectors)
 
 __all__ = ["Model", "LoopClosure"]
+
+
+def _compile(graph):
+    """Model of a graph (pickling: a model travels as its source description)."""
+    return graph.compile()
 
 
 def _index(i, n, argument, where="support"):
@@ -74,11 +80,16 @@ class LoopClosure:
 class Model(ModelCore):
     """An immutable, picklable compiled model.
 
+    Every array is read-only on immutable memory (``setflags(write=True)`` fails).
+    The compiled entries (``inverse_dynamics``, ``mass_matrix``, ...) are defined
+    with their docstrings in the ``cysrc/`` file of their algorithm and bound
+    below by one line each (docs/architecture.md); all public names: docs/api.md.
+
     Attributes (read-only)
     ----------------------
     nq, nv : int
         Sizes of the configuration and velocity vectors.
-    nb : int
+    n_bodies : int
         Number of moving bodies (``len(body_names)``).
     body_names, joint_names, joint_types : list of str
         Body ``i`` is moved by joint ``i`` relative to body ``parent[i]`` (-1: world).
@@ -102,12 +113,42 @@ class Model(ModelCore):
         The source description (used by ``treedyn.save``).
     """
 
-    def __init__(self, graph, arrays, names, closures, mimic):
+    # The compiled entries: each is defined, with its docstring, in the cysrc/ file
+    # of its algorithm (docs/architecture.md) and bound here as a method.
+    forward_kinematics = _kernels.forward_kinematics                        # fk.pxi
+    frame_poses = _kernels.frame_poses                                      # fk.pxi
+    jacobian = _kernels.jacobian                                            # jacobian.pxi
+    inverse_dynamics = _kernels.inverse_dynamics                            # rnea_common.pxi
+    mass_matrix = _kernels.mass_matrix                                      # crba.pxi
+    forward_dynamics = _kernels.forward_dynamics                            # aba.pxi
+    inverse_mass_matrix = _kernels.inverse_mass_matrix                      # minverse.pxi
+    inverse_dynamics_derivatives = _kernels.inverse_dynamics_derivatives    # rnea_derivatives.pxi
+    forward_dynamics_derivatives = _kernels.forward_dynamics_derivatives    # aba_derivatives.pxi
+    jacobian_derivatives = _kernels.jacobian_derivatives            # kinematic_derivatives.pxi
+    body_jerks = _kernels.body_jerks                                # kinematic_derivatives.pxi
+    _frame_acceleration_derivatives = _kernels._frame_acceleration_derivatives   # (same)
+    _body_motion = _kernels._body_motion                                    # kinematics.pxi
+    _spatial_screws = _kernels._spatial_screws                              # kinematics.pxi
+    _spatial_screw_rates = _kernels._spatial_screw_rates                    # kinematics.pxi
+    _retract = _kernels._retract                                            # lie_groups.pxi
+    _difference = _kernels._difference                                      # lie_groups.pxi
+    _local_rates = _kernels._local_rates                                    # lie_groups.pxi
+    _config_rate = _kernels._config_rate                                    # lie_groups.pxi
+    _integrate_jacobians = _kernels._integrate_jacobians                    # lie_jacobians.pxi
+    _difference_jacobians = _kernels._difference_jacobians                  # lie_jacobians.pxi
+    _project = _kernels._project                                            # loops.pxi
+    _loop_rows = _kernels._loop_rows                                        # loops.pxi
+    _constrained_forward_dynamics = _kernels._constrained_forward_dynamics  # loops.pxi
+    _assemble = _kernels._assemble                                          # closed_loop_id.pxi
+    _closed_loop_inverse_dynamics = _kernels._closed_loop_inverse_dynamics  # closed_loop_id.pxi
+    _run = _kernels._run                                                    # integrators.pxi
+
+    def __init__(self, graph, arrays, names, closures, mimic, tables):
+        """Called by :func:`treedyn.compiler.compile_model` with the compiler's
+        arrays and the kernel tables (``treedyn.tables.core_tables``)."""
         d = self.__dict__
         for key, val in arrays.items():
-            val = np.ascontiguousarray(val)
-            val.setflags(write=False)
-            d[key] = val
+            d[key] = frozen(val)        # read-only on immutable memory (never writable)
         for key, val in names.items():
             d[key] = tuple(val) if isinstance(val, list) else val
         d["free_groups"] = types.MappingProxyType(dict(names["free_groups"]))
@@ -120,12 +161,12 @@ class Model(ModelCore):
             {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
         d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
         d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
-        self._init_core(arrays, names)
+        self._init_core(tables, names)
         if closures or mimic:
             from .constraints import ConstraintSet
             cs = ConstraintSet(self)
             d["_constraints"] = cs
-            self._init_loops(*cs.packed(), arrays["A"], arrays["Y"])
+            self._init_loops(closure_tables(tables, cs.packed(), arrays["A"], arrays["Y"]))
 
     # immutability and pickling ----------------------------------------------------
     def __setattr__(self, key, value):
@@ -135,11 +176,10 @@ class Model(ModelCore):
         raise AttributeError(f"Model is immutable (cannot delete '{key}')")
 
     def __reduce__(self):
-        from .compiler import compile_model
-        return (compile_model, (self.graph,))
+        return (_compile, (self.graph,))
 
     def __repr__(self):
-        return (f"<treedyn.Model '{self.name}': {self.nb} bodies, nq={self.nq}, nv={self.nv}, "
+        return (f"<treedyn.Model '{self.name}': {self.n_bodies} bodies, nq={self.nq}, nv={self.nv}, "
                 f"{len(self.loop_closures)} loop closures>")
 
     def with_armature(self, armature):
@@ -168,13 +208,12 @@ class Model(ModelCore):
                 raise InputError(f"with_armature: armature[{name!r}]: expected values >= 0, "
                                  f"got {val}")
             data["armature"] = val
-        from .compiler import compile_model
-        return compile_model(graph)
+        return graph.compile()
 
     @property
     def n_bodies(self):
         """Number of moving bodies."""
-        return self.nb
+        return self._nb
 
     # configurations ---------------------------------------------------------------
     def neutral(self):
@@ -390,7 +429,7 @@ class Model(ModelCore):
         """The velocity nearest to v in the kinetic-energy metric satisfying G v = 0
         (one state; compiled, the same projection as the time steps')."""
         where = "project_velocity"
-        if self.n_crows == 0:
+        if self._n_crows == 0:
             vectors(q, self.nq, "q", where, batch=False)
             return vectors(v, self.nv, "v", where, batch=False).copy()
         try:
@@ -412,7 +451,7 @@ class Model(ModelCore):
         max_iter = number(max_iter, "max_iter", where, minimum=1.0)
         if max_iter != int(max_iter) or max_iter > 2 ** 30:
             raise InputError(f"{where}: max_iter: expected an integer ≥ 1, got {max_iter:g}")
-        if self.n_crows == 0:
+        if self._n_crows == 0:
             return q.copy(), 0.0
         out, _, res = self._project(q, None, tol, int(max_iter))
         if not np.isfinite(out).all():
@@ -604,7 +643,7 @@ class Model(ModelCore):
         """bool (nv,): the freedoms on the path world → ``body`` (index or name), the
         columns its Jacobian can have nonzero.  O(depth) from ``parent``; the model
         stores no (nb, nv) table."""
-        i = self.body_index(body) if isinstance(body, str) else _index(body, self.nb, "body")
+        i = self.body_index(body) if isinstance(body, str) else _index(body, self.n_bodies, "body")
         mask = np.zeros(self.nv, dtype=bool)
         while i >= 0:
             mask[self.voff[i]:self.voff[i] + self.nvj[i]] = True

@@ -115,7 +115,7 @@ class Trajectory:
         """Bytes of temporaries per row of the batched energy/momentum calls (poses
         (nb, 4, 4), twists, momenta and products of the bodies, plus q and v)."""
         m = self.model
-        return 8 * (48 * max(int(m.nb), 1) + int(m.nq) + int(m.nv) + 8)
+        return 8 * (48 * max(int(m.n_bodies), 1) + int(m.nq) + int(m.nv) + 8)
 
     def _energy_rows(self, a, b):
         m = self.model
@@ -523,7 +523,7 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     if tau is not None:
         tau = vectors(tau, model.nv, "tau", "simulate", batch=False)
     if f_ext is not None:
-        f_ext = array_of_shape(f_ext, (model.nb, 6), "f_ext", "simulate")
+        f_ext = array_of_shape(f_ext, (model.n_bodies, 6), "f_ext", "simulate")
         name(f_ext_frame, "f_ext_frame", "simulate", ("world", "body", "hybrid"),
              "wrench frame")
     if gravity is not None:

@@ -77,15 +77,12 @@ def _masked(x, argument, where):
                      f"the unmasked rows)")
 
 
-_MODEL_CLASS = []
-
-
 def model_of(model, where):
-    """``model`` if it is a :class:`treedyn.Model`, else InputError (e.g. None)."""
-    if not _MODEL_CLASS:
-        from .model import Model                 # imports flow one way: model imports us
-        _MODEL_CLASS.append(Model)
-    if not isinstance(model, _MODEL_CLASS[0]):
+    """``model`` if it is a compiled treedyn model (:class:`treedyn.Model`), else
+    InputError (e.g. None).  Checked against the kernels' ``ModelCore``, the base
+    of every Model, so that this module imports nothing above it."""
+    from ._ext import kernels
+    if not isinstance(model, kernels.ModelCore):
         raise InputError(f"{where}: model: expected a treedyn.Model (e.g. from "
                          f"treedyn.load), got {_given(model)}")
     return model
