@@ -77,6 +77,7 @@ include "ltl.pxi"
 include "loops.pxi"
 include "closed_loop_id.pxi"
 include "integrators.pxi"
+include "simulator.pxi"
 
 #: the kernels' codes and column layouts with which treedyn.tables builds the tables
 KERNEL_CODES = dict(

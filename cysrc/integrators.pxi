@@ -10,6 +10,8 @@
 #       q' = q ⊕ h b_1 v_1 ⊕ ⋯ ⊕ h b_s v_s  (products of exponentials)
 #   SCHEME_VECTOR: classical explicit RK on (q, v) ∈ R^nq × R^nv with q̇ from
 #       config_rate, quaternions renormalized at stages and after the step.
+#   SCHEME_SEMI (semi-implicit / symplectic Euler, one stage): v' = v + h a(q, v),
+#       q' = q ⊕ h v'  (the update of MuJoCo's and PyBullet's default step).
 # Velocities are updated by the same Butcher tableau in all schemes.
 
 cdef enum:
@@ -20,6 +22,7 @@ cdef enum:
     SCHEME_RKMK = 0
     SCHEME_CG = 1
     SCHEME_VECTOR = 2
+    SCHEME_SEMI = 3
 
 ctypedef int (*stage_torque_fn)(void* ctx, double t, const double* q, const double* v,
                                 double* tau) noexcept nogil
@@ -63,7 +66,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
                 for n in range(nv):
                     vs[n] += w * Kv[nv * l + n]
         # stage configuration
-        if scheme == SCHEME_RKMK:
+        if scheme == SCHEME_RKMK or scheme == SCHEME_SEMI:
             for l in range(j):
                 w = h * A[s * j + l]
                 if w != 0.0:
@@ -108,7 +111,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
             return code
         if scheme == SCHEME_RKMK:
             local_rates(m, psi, vs, local, &Kp[nv * j])
-        elif scheme == SCHEME_CG:
+        elif scheme == SCHEME_CG or scheme == SCHEME_SEMI:
             for n in range(nv):
                 Kp[nv * j + n] = vs[n]
         else:
@@ -126,6 +129,10 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
         for j in range(s):
             for n in range(nv):
                 psi[n] += h * b[j] * Kp[nv * j + n]
+        config_retract(m, q, psi, local, q_out)
+    elif scheme == SCHEME_SEMI:
+        for n in range(nv):
+            psi[n] = h * v_out[n]
         config_retract(m, q, psi, local, q_out)
     elif scheme == SCHEME_CG:
         for n in range(nq):
@@ -173,6 +180,68 @@ cdef int constant_torque(void* ctx, double t, const double* q, const double* v,
     for n in range(ct.nv):
         tau[n] = ct.tau[n]
     return 0
+
+
+cdef struct PassiveTorque:
+    stage_torque_fn inner           # the applied torques (constant or a controller)
+    void* ictx
+    int nv
+    const double* D                 # damping (nv,)
+    const double* K                 # stiffness (nv,)
+    const double* qref              # spring reference (nv,)
+    const int* qidx                 # q index of each freedom, -1: none (quaternion joints)
+
+
+cdef int passive_torque(void* ctx, double t, const double* q, const double* v,
+                        double* tau) noexcept nogil:
+    """The inner stage torque plus the passive joint forces −D v − K (q − q_ref)
+    (ctx: PassiveTorque*; Model.passive_forces is the same sum)."""
+    cdef PassiveTorque* p = <PassiveTorque*>ctx
+    cdef int n, code = p.inner(p.ictx, t, q, v, tau)
+    if code:
+        return code
+    for n in range(p.nv):
+        tau[n] -= p.D[n] * v[n]
+        if p.qidx[n] >= 0:
+            tau[n] -= p.K[n] * (q[p.qidx[n]] - p.qref[n])
+    return 0
+
+
+cdef class _PassiveArrays:
+    """Keeps the arrays of a PassiveTorque alive: (D, K, q_ref, qidx) from
+    treedyn.dynamics.passive_tables, or None (no passive forces)."""
+    cdef const double[::1] D, K, qref
+    cdef const int[::1] qidx
+    cdef bint active
+
+    def __init__(self, tables, int nv):
+        self.active = tables is not None and nv > 0
+        if self.active:
+            D, K, qref, qidx = tables
+            self.D = D
+            self.K = K
+            self.qref = qref
+            self.qidx = qidx
+            if not (self.D.shape[0] == nv and self.K.shape[0] == nv
+                    and self.qref.shape[0] == nv and self.qidx.shape[0] == nv):
+                raise InputError(f"passive: the tables need {nv} entries each")
+
+    cdef void wrap(self, PassiveTorque* p, stage_torque_fn inner, void* ictx, int nv,
+                   stage_torque_fn* fn, void** ctx):
+        """Point (fn, ctx) at the passive wrapper of (inner, ictx) if active."""
+        fn[0] = inner
+        ctx[0] = ictx
+        if not self.active:
+            return
+        p.inner = inner
+        p.ictx = ictx
+        p.nv = nv
+        p.D = &self.D[0]
+        p.K = &self.K[0]
+        p.qref = &self.qref[0]
+        p.qidx = &self.qidx[0]
+        fn[0] = passive_torque
+        ctx[0] = <void*>p
 
 
 cdef int python_torque(void* ctx, double t, const double* q, const double* v,
@@ -224,7 +293,8 @@ cdef class _Controller:
 def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
          int local, controller, tau0, f_ext, f_ext_frame, gravity, progress=None,
          Py_ssize_t chunk=0, bint constrained=False, double k1=0.0, double k2=0.0,
-         bint project=False, double tol=1e-12, int max_iter=20, Py_ssize_t save_every=1):
+         bint project=False, double tol=1e-12, int max_iter=20, Py_ssize_t save_every=1,
+         passive=None):
     """Integrate nsteps fixed steps (or one step with an error estimate when bhat
     is given and nsteps == 1).  Returns (Q (rows, nq), V (rows, nv), err).
 
@@ -245,7 +315,10 @@ def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int sch
     initial state and every step are projected onto the constraints
     (project_kernel: positions to ``tol`` in at most ``max_iter`` Gauss–Newton
     steps, then velocities).  Then returns (Q, V, err, R), R (rows,) the
-    max |g| of every saved configuration."""
+    max |g| of every saved configuration.
+
+    ``passive``: (D, K, q_ref, qidx) of treedyn.dynamics.passive_tables: every
+    stage's torque gets −D v − K (q − q_ref) added (None: nothing added)."""
     from time import perf_counter
     cdef cnp.ndarray qa = self._states(q0, self.nq, "q0")
     cdef cnp.ndarray va = self._like(qa, v0, self.nv, "v0")
@@ -276,8 +349,12 @@ def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int sch
     ct.nv = nv
     ct.tau = &tau_c[0] if nv else NULL
     cdef _Controller pyc = _Controller(controller, nq, nv, np.asarray(tau_c))
-    cdef stage_torque_fn fn = constant_torque if controller is None else python_torque
-    cdef void* ctx = <void*>&ct if controller is None else <void*>pyc
+    cdef stage_torque_fn fn
+    cdef void* ctx
+    cdef PassiveTorque pt
+    cdef _PassiveArrays pas = _PassiveArrays(passive, nv)
+    pas.wrap(&pt, constant_torque if controller is None else python_torque,
+             <void*>&ct if controller is None else <void*>pyc, nv, &fn, &ctx)
     cdef double gbuf[3]
     cdef const double* gp = self._gravity_ptr(gravity, gbuf)
     cdef cnp.ndarray fa = None

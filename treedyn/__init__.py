@@ -10,10 +10,10 @@ from .graph import JointGraph
 from .io import load, load_graph, save
 from ._ext import Data, batch_threads
 from .model import LoopClosure, Model
-from .simulate import Trajectory, simulate
+from .simulate import Simulator, SimulatorState, Trajectory, simulate
 
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "Data", "LoopClosure", "lie", "robots",
-           "derivatives", "simulate", "Trajectory", "integrators", "batch_threads",
+           "derivatives", "simulate", "Trajectory", "Simulator", "SimulatorState", "integrators", "batch_threads",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]

@@ -32,6 +32,9 @@ from .tables import core_tables
 
 __all__ = ["compile_model", "joint_screws", "planar_directions", "spatial_inertia"]
 
+#: the per-freedom passive-force coefficients copied from the joints to the model
+_PASSIVE_KEYS = ("damping", "stiffness", "spring_reference", "friction")
+
 
 def planar_directions(j):
     """Unit normal n and in-plane directions (u, n × u) of a planar joint."""
@@ -192,6 +195,7 @@ def compile_model(graph, _private=False):
     B = np.where(parent[:, None, None] >= 0, Ainv[np.maximum(parent, 0)], np.eye(4)) @ A
     center = np.zeros((nb, 3))
     Y, armature = [], []
+    passive = {key: [] for key in _PASSIVE_KEYS}
     lower, upper, vel, eff = [], [], [], []
     joint_names, joint_types, free_groups = [], [], {}
     for i, b in enumerate(moving):
@@ -210,6 +214,8 @@ def compile_model(graph, _private=False):
             kind[i] = KIND_SCREWS
             Y.append(joint_screws(j))
         armature.append(j["armature"])
+        for key in _PASSIVE_KEYS:
+            passive[key].append(np.asarray(j.get(key, np.zeros(nvj[i])), dtype=float))
         lim = j["limits"]
         if t in ("spherical", "free"):
             lower += [-np.inf] * nqj[i]
@@ -240,6 +246,12 @@ def compile_model(graph, _private=False):
     frame_offset = np.concatenate([np.eye(4)[None], Ainv_w[frame_body[1:]] @ F])
 
     closures = []
+    unapplied = [j["name"] for j in graph.joints(loop=True)
+                 if any(np.any(j.get(key, 0.0) != 0) for key in _PASSIVE_KEYS)]
+    if unapplied:
+        warnings.warn(f"{graph.name}: the damping, springs and friction of the loop-closing "
+                      f"joint(s) {unapplied} are not applied (a loop closure has no "
+                      f"coordinates)", stacklevel=3)
     for j in graph.joints(loop=True):
         Yc = joint_screws(j)
         closures.append(LoopClosure(
@@ -274,6 +286,7 @@ def compile_model(graph, _private=False):
         mass=mass, com=com, inertia=inertia,
         spatial_inertia=spatial_inertia(mass, com, inertia),
         armature=np.concatenate(armature) if armature else np.zeros(0),
+        **{key: np.concatenate(val) if val else np.zeros(0) for key, val in passive.items()},
         lower_limit=np.array(lower, dtype=float), upper_limit=np.array(upper, dtype=float),
         velocity_limit=np.array(vel, dtype=float), effort_limit=np.array(eff, dtype=float),
         frame_body=frame_body, frame_offset=frame_offset,

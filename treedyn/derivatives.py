@@ -25,6 +25,7 @@ from .linalg import _pinv_solve
 from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, model_of as _model_of, number, vectors
+from .dynamics import passive_force_derivatives, passive_forces, passive_tables
 
 
 def _one_state(model, q, v, tau, where, with_tau=True):
@@ -64,7 +65,7 @@ def velocity_transport(model, v):
 
 
 def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
-              reduced=False, rcond=1e-10):
+              reduced=False, rcond=1e-10, passive=True):
     """Continuous-time linearization of ẋ = f(x, τ) at (q, v, τ).
 
     For a model with loop closures or mimic couplings, f is the constrained
@@ -87,6 +88,10 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
         controllable nor stabilizable: Riccati solvers fail on them).
     rcond : float
         Relative cut-off for redundant constraint rows (loops only).
+    passive : bool
+        Include the joint damping and springs (:meth:`Model.passive_forces`):
+        the dynamics are evaluated at τ + τ_p(q, v), and ∂v̇/∂q, ∂v̇/∂v gain
+        (∂v̇/∂τ)(∂τ_p/∂q), (∂v̇/∂τ)(∂τ_p/∂v) (as :func:`treedyn.simulate` does).
 
     Returns
     -------
@@ -108,10 +113,20 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
     rcond = number(rcond, "rcond", "linearize", minimum=0.0, strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
     dG = None
+    if not isinstance(passive, (bool, np.bool_)):
+        raise InputError(f"linearize: passive: expected True or False, got "
+                         f"{type(passive).__name__} {passive!r:.60}")
+    with_passive = passive and passive_tables(model) is not None
+    if with_passive:
+        tau = tau + passive_forces(model, q, v)
     if model._n_crows:
         dq, dv, Minv, G, dG, _ = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
     else:
         dq, dv, Minv = model.forward_dynamics_derivatives(q, v, tau, **kw)
+    if with_passive:
+        Pq, Pv = passive_force_derivatives(model)
+        dq = dq + Minv @ Pq
+        dv = dv + Minv @ Pv
     nv = model.nv
     A = np.zeros((2 * nv, 2 * nv))
     A[:nv, :nv] = velocity_transport(model, v)
@@ -280,6 +295,9 @@ def _step_setup(model, method, dt, where, local_map="exp"):
     if tab.scheme == "cg" and local_map != "exp":
         raise InputError(f"{where}: Crouch–Grossman methods compose flows of frozen vector "
                          f"fields and keep their order only with local_map='exp'")
+    if tab.scheme == "semi":
+        raise InputError(f"{where}: method {tab.name!r} (semi-implicit Euler) has no step "
+                         f"derivatives yet; choose 'euler', 'rkmk2', 'rkmk4' or 'cg4'")
     if tab.scheme == "vector":
         raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
                          f"Lie-group method ('euler', 'rkmk2', 'rkmk4', 'cg4' or a Tableau "

@@ -509,3 +509,77 @@ def center_of_mass(model, q):
     if not mtot > 0:
         raise SingularModelError(f"center_of_mass: the model '{model.name}' has no mass")
     return np.einsum("b,...bi->...i", model.mass, _world_coms(model, q)) / mtot
+
+
+# ------------------------------------------------------------------------ passive forces
+def passive_tables(model):
+    """(D, K, q_ref, qidx) of the passive joint forces, or None when every damping
+    and stiffness coefficient is zero (the passive term is then skipped
+    entirely).  qidx (nv,) int32: the q index of each freedom of a joint whose
+    configuration is a vector of coordinates (nq = nv), −1 for the freedoms of
+    spherical and free joints (which carry no stiffness).  Cached on the model."""
+    cache = model.__dict__.get("_passive")
+    if cache is None:
+        D, K = np.asarray(model.damping), np.asarray(model.stiffness)
+        if not (D.any() or K.any()):
+            cache = ()
+        else:
+            qidx = np.full(model.nv, -1, dtype=np.int32)
+            for i in range(model.n_bodies):
+                if model.nqj[i] == model.nvj[i]:
+                    qidx[model.voff[i]:model.voff[i] + model.nvj[i]] = np.arange(
+                        model.qoff[i], model.qoff[i] + model.nqj[i], dtype=np.int32)
+            arrays = [np.ascontiguousarray(x, dtype=np.float64)
+                      for x in (D, K, model.spring_reference)] + [qidx]
+            for x in arrays:
+                x.setflags(write=False)
+            cache = tuple(arrays)
+        model.__dict__["_passive"] = cache
+    return cache or None
+
+
+def passive_forces(model, q, v):
+    """Passive joint forces (N or N·m per velocity coordinate):
+
+        τ_p = −D v − K (q − q_ref),
+
+    D = ``model.damping``, K = ``model.stiffness``, q_ref =
+    ``model.spring_reference`` (per freedom).  For a joint whose configuration
+    is a vector of coordinates (revolute, prismatic, helical, cylindrical,
+    universal, planar: nq = nv) freedom k is coordinate k.  Spherical and free
+    joints carry damping only (stiffness is refused when the model is built):
+    −D_k v_k on their velocity coordinates, i.e. on the body angular velocity
+    (and the body or world linear velocity of a free joint, per its group).
+
+    These are the forces that :func:`treedyn.simulate`, :class:`treedyn.Simulator`
+    and :meth:`Model.linearize` add to τ unless ``passive=False``.
+
+    Parameters
+    ----------
+    q : array (nq,) or (N, nq);  v : array (nv,) or (N, nv)
+
+    Returns
+    -------
+    ndarray (nv,) or (N, nv)
+    """
+    q, v, _ = _states(model, q, v, where="passive_forces")
+    tab = passive_tables(model)
+    if tab is None:
+        return np.zeros(v.shape)
+    D, K, qref, qidx = tab
+    out = -(D * v)
+    k = np.flatnonzero(qidx >= 0)
+    out[..., k] -= K[k] * (q[..., qidx[k]] - qref[k])
+    return out
+
+
+def passive_force_derivatives(model):
+    """(∂τ_p/∂q, ∂τ_p/∂v), each (nv, nv), of :func:`passive_forces` (constant:
+    −K on the diagonal of the coordinate freedoms, −D on the diagonal); the q
+    derivative is in tangent coordinates (for coordinate joints, δq itself)."""
+    tab = passive_tables(model)
+    nv = model.nv
+    if tab is None:
+        return np.zeros((nv, nv)), np.zeros((nv, nv))
+    D, K, _, qidx = tab
+    return np.diag(np.where(qidx >= 0, -K, 0.0)), np.diag(-D)

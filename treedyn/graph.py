@@ -234,8 +234,16 @@ class JointGraph:
 
     def add_joint(self, name, type, parent, child, axis=None, point=(0.0, 0.0, 0.0),
                   pitch=0.0, axes=None, x_axis=None, group="SE3", loop=False,
-                  armature=0.0, limits=None, source=None):
+                  armature=0.0, limits=None, damping=0.0, stiffness=0.0,
+                  spring_reference=0.0, friction=0.0, source=None):
         """Add a joint ``parent → child``; geometry in the world frame at q = 0.
+
+        ``damping`` (N·s/m or N·m·s/rad), ``stiffness`` (N/m or N·m/rad),
+        ``spring_reference`` (m or rad) and ``friction`` (N or N·m, kept, not
+        modelled) take one number or one per velocity coordinate, like
+        ``armature``: the passive joint force is −D v − K (q − q_ref)
+        (:meth:`treedyn.Model.passive_forces`).  Stiffness needs a configuration
+        made of coordinates (every type but spherical and free).
 
         See ``docs/robot-format.md`` for the meaning of each argument per type.
         """
@@ -292,21 +300,15 @@ class JointGraph:
                 _fail(f"free joint '{name}': group must be one of {FREE_GROUPS}, got {group!r}",
                       source, "group")
             data["group"] = group
-        try:
-            arm_shape = np.shape(armature)
-        except ValueError:                                 # ragged lists
-            arm_shape = None
-        if arm_shape is None or len(arm_shape) > 1:
-            _fail(f"joint '{name}': armature needs a number or a list of {nv} numbers, got "
-                  f"{_short(armature)}", source, "armature")
-        arm = np.atleast_1d(_array(armature, arm_shape, "armature", source))
-        if arm.size not in (1, nv) and nv:
-            _fail(f"joint '{name}': armature needs 1 or {nv} values, got {arm.size}",
-                  source, "armature")
-        arm = np.broadcast_to(arm, (nv,)) if nv else np.zeros(0)
-        if np.any(arm < 0):
-            _fail(f"joint '{name}': negative armature", source, "armature")
-        data["armature"] = np.array(arm, dtype=float)
+        for key, value, signed in (("armature", armature, False), ("damping", damping, False),
+                                   ("stiffness", stiffness, False),
+                                   ("spring_reference", spring_reference, True),
+                                   ("friction", friction, False)):
+            data[key] = _per_freedom(value, nv, name, key, source, signed)
+        if type in ("spherical", "free") and np.any(data["stiffness"] != 0):
+            _fail(f"joint '{name}': stiffness on a {type} joint: springs act on joint "
+                  f"coordinates, and a {type} joint's configuration is a quaternion "
+                  f"(damping is allowed)", source, "stiffness")
         data["limits"] = _limits(limits, name, source)
         self.graph.add_edge(parent, child, key=name, **data)
         self._joint_edges[name] = (parent, child)
@@ -439,7 +441,9 @@ class JointGraph:
             out.graph.add_edge(WORLD, child, key=name, name=name, type="free", loop=False,
                                source=data["source"], point=np.zeros(3), pitch=0.0, axis=None,
                                axes=None, x_axis=None, group=free_group,
-                               armature=np.zeros(6), limits=_limits(None, name, None))
+                               armature=np.zeros(6), limits=_limits(None, name, None),
+                               damping=np.zeros(6), stiffness=np.zeros(6),
+                               spring_reference=np.zeros(6), friction=np.zeros(6))
             out._joint_edges[name] = (WORLD, child)
         return out
 
@@ -499,6 +503,27 @@ def _check_pose(T, field, source):
     if np.abs(R @ R.T - np.eye(3)).max() > 1e-9 or np.linalg.det(R) < 0 or \
             np.abs(T[3] - [0, 0, 0, 1]).max() > 0:
         _fail("not a rigid transformation (rotation must be orthonormal, det +1)", source, field)
+
+
+def _per_freedom(value, nv, name, key, source, signed=False):
+    """A joint's per-freedom coefficients: one number or nv numbers -> array (nv,)
+    (finite; non-negative unless ``signed``)."""
+    try:
+        shape = np.shape(value)
+    except ValueError:                                 # ragged lists
+        shape = None
+    if shape is None or len(shape) > 1:
+        _fail(f"joint '{name}': {key} needs a number or a list of {nv} numbers, got "
+              f"{_short(value)}", source, key)
+    arr = np.atleast_1d(_array(value, shape, key, source))
+    if arr.size not in (1, nv) and nv:
+        _fail(f"joint '{name}': {key} needs 1 or {nv} values, got {arr.size}", source, key)
+    arr = np.broadcast_to(arr, (nv,)) if nv else np.zeros(0)
+    if key != "armature" and not np.all(np.isfinite(arr)):
+        _fail(f"joint '{name}': {key} is not finite", source, key)
+    if not signed and np.any(arr < 0):
+        _fail(f"joint '{name}': negative {key}", source, key)
+    return np.array(arr, dtype=float)
 
 
 def _mimic_text(m):

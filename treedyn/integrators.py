@@ -14,6 +14,8 @@ Methods (all steps run in the compiled kernels, ``cysrc/integrators.pxi``):
 name              scheme                                                     order
 ================  =========================================================  =======
 ``euler``         Lie–Euler: q' = q ⊕ h v, v' = v + h a                      1
+``semi_euler``    semi-implicit (symplectic) Euler: v' = v + h a,             1
+                  q' = q ⊕ h v' (the update of MuJoCo's and PyBullet's step)
 ``rkmk2``         Munthe-Kaas RK, explicit midpoint tableau                  2
 ``rkmk4``         Munthe-Kaas RK, classical RK4 tableau (default)            4
 ``cg4``           Crouch–Grossman, 5 stages (Jackiewicz, Marthinsen &        4
@@ -46,15 +48,16 @@ from .validation import array_of_shape, number, real_array
 __all__ = ["Tableau", "METHODS", "LOCAL_MAPS", "TABLEAU_TOL", "get_method"]
 
 LOCAL_MAPS = {"exp": 0, "cayley": 1}
-SCHEME_RKMK, SCHEME_CG, SCHEME_VECTOR = 0, 1, 2
+SCHEME_RKMK, SCHEME_CG, SCHEME_VECTOR, SCHEME_SEMI = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
 class Tableau:
     """An explicit Butcher tableau (A strictly lower triangular) and the scheme using it.
 
-    ``scheme`` is ``"rkmk"`` (Munthe-Kaas), ``"cg"`` (Crouch–Grossman) or
-    ``"vector"`` (classical RK on (q, v) in vector space); ``bhat`` gives an
+    ``scheme`` is ``"rkmk"`` (Munthe-Kaas), ``"cg"`` (Crouch–Grossman),
+    ``"vector"`` (classical RK on (q, v) in vector space) or ``"semi"`` (the
+    one-stage semi-implicit Euler update, A = [[0]], b = [1]); ``bhat`` gives an
     embedded lower-order solution for step-size control.
 
     The table is checked on construction (:class:`~treedyn.errors.InputError`
@@ -96,8 +99,12 @@ class Tableau:
             raise InputError(f"{where}: order: expected an integer >= 1, got {order:g}")
         if np.any(np.triu(A) != 0):
             raise InputError("tableau: only explicit methods (A strictly lower triangular)")
-        if not isinstance(self.scheme, str) or self.scheme not in ("rkmk", "cg", "vector"):
+        if not isinstance(self.scheme, str) or self.scheme not in ("rkmk", "cg", "vector",
+                                                                     "semi"):
             raise InputError(f"tableau: unknown scheme {self.scheme!r}")
+        if self.scheme == "semi" and (s != 1 or bhat is not None):
+            raise InputError("tableau: the semi-implicit Euler scheme has one stage "
+                             "(A = [[0]], b = [1]) and no embedded pair")
         _check_consistency(A, b, c, bhat, int(order))
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "b", b)
@@ -106,7 +113,8 @@ class Tableau:
 
     @property
     def scheme_code(self):
-        return {"rkmk": SCHEME_RKMK, "cg": SCHEME_CG, "vector": SCHEME_VECTOR}[self.scheme]
+        return {"rkmk": SCHEME_RKMK, "cg": SCHEME_CG, "vector": SCHEME_VECTOR,
+                "semi": SCHEME_SEMI}[self.scheme]
 
 
 #: Relative tolerance of the consistency checks of :class:`Tableau`.
@@ -181,6 +189,7 @@ _DP = dict(
 
 METHODS = {
     "euler": Tableau([[0.0]], [1.0], [0.0], 1, "rkmk", name="euler"),
+    "semi_euler": Tableau([[0.0]], [1.0], [0.0], 1, "semi", name="semi_euler"),
     "rkmk2": Tableau([[0, 0], [0.5, 0]], [0, 1], [0, 0.5], 2, "rkmk", name="rkmk2"),
     "rkmk4": Tableau(order=4, scheme="rkmk", name="rkmk4", **_RK4),
     "cg4": Tableau(order=4, scheme="cg", name="cg4", **_CG4),

@@ -299,14 +299,19 @@ class Model(ModelCore):
         return finite_result(vdot, "forward dynamics: v̇", "q, v, τ", "forward_dynamics")
 
     def linearize(self, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
-                  reduced=False, rcond=1e-10):
+                  reduced=False, rcond=1e-10, passive=True):
         """(A, B) of the linearized equations of motion in tangent coordinates; with
         loop closures, of the constrained dynamics; ``reduced``: (Tᵀ A T, Tᵀ B, T)
-        on the tangent space of the loops' state manifold
-        (:func:`treedyn.derivatives.linearize`)."""
+        on the tangent space of the loops' state manifold; ``passive``: with the
+        joint damping and springs (:func:`treedyn.derivatives.linearize`)."""
         from .derivatives import linearize
         return linearize(self, q, v, tau, f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame,
-                         reduced=reduced, rcond=rcond)
+                         reduced=reduced, rcond=rcond, passive=passive)
+
+    def passive_forces(self, q, v):
+        """Joint damping and spring forces −D v − K (q − q_ref) (nv,) or (N, nv)
+        (:func:`treedyn.dynamics.passive_forces`)."""
+        return _dyn.passive_forces(self, q, v)
 
     def mass_matrix_factors(self, q):
         """(S, L, H) with M(q) = Sᵀ Lᵀ H L S + diag(armature) ([Park & Kim 2000]): S block-diagonal

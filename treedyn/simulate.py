@@ -9,9 +9,11 @@ import numpy as np
 
 from .errors import AccuracyWarning, InputError
 from .validation import _shape_text, array_of_shape, model_of, name, number, vectors
+from ._ext import kernels as _kernels
+from .dynamics import passive_tables
 from .integrators import get_method, local_map_code
 
-__all__ = ["simulate", "Trajectory", "ENERGY_RTOL"]
+__all__ = ["simulate", "Trajectory", "Simulator", "SimulatorState", "ENERGY_RTOL"]
 
 #: Relative energy change above which :func:`simulate` warns (AccuracyWarning) for
 #: an unforced run: max |E(t) − E(0)| > ENERGY_RTOL · max(|E(0)|, max T(t)), T the
@@ -415,7 +417,7 @@ _STABILIZATIONS = ("projection", "baumgarte")
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
              rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
-             baumgarte=(1.0, 1.0), save_every=1):
+             baumgarte=(1.0, 1.0), save_every=1, passive=True):
     """Integrate the equations of motion from (q0, v0) over [0, t_final].
 
     Parameters
@@ -428,8 +430,9 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         equal steps of t_final/ceil(t_final/dt) ≤ dt, so the last point is exactly
         t_final; ``rkmk45``: dt is the initial step.
     method : str or treedyn.integrators.Tableau
-        ``"euler"``, ``"rkmk2"``, ``"rkmk4"`` (default), ``"cg4"``, ``"rkmk45"``
-        (adaptive) or ``"rk4_vector"``; see :mod:`treedyn.integrators`.
+        ``"euler"``, ``"semi_euler"``, ``"rkmk2"``, ``"rkmk4"`` (default),
+        ``"cg4"``, ``"rkmk45"`` (adaptive) or ``"rk4_vector"``; see
+        :mod:`treedyn.integrators`.
     controller : callable, optional
         ``controller(t, q, v) -> tau`` (nv,), N or N·m per velocity coordinate,
         called at every stage; its output must be real and finite (else
@@ -468,6 +471,11 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         8 (1 + nq + nv) bytes per kept row (plus ``constraint_residual``, 8 bytes,
         for loops), i.e. about 8 (1 + nq + nv) n_steps / k bytes, plus a fixed
         workspace independent of the number of steps.
+    passive : bool
+        Add the joint damping and spring forces of the model
+        (:meth:`Model.passive_forces`: −D v − K (q − q_ref)) to the torques of
+        every stage (default).  A model without damping and stiffness skips the
+        term entirely, so its runs are bitwise those of ``passive=False``.
 
     Returns
     -------
@@ -508,6 +516,10 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     atol = number(atol, "atol", "simulate", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "simulate", minimum=1.0))
     save_every = _save_every(save_every)
+    if not isinstance(passive, (bool, np.bool_)):
+        raise InputError(f"simulate: passive: expected True or False, got "
+                         f"{type(passive).__name__} {passive!r:.60}")
+    ptab = passive_tables(model) if passive else None
     if tab.scheme == "vector" and local_map != "exp":
         raise InputError("rk4_vector integrates in vector space: local_map does not apply")
     if stabilization is not None and not (isinstance(stabilization, str)
@@ -531,11 +543,11 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     if controller is not None:
         controller = _checked_controller(controller, model.nv)
     unforced = (controller is None and (tau is None or not tau.any())
-                and (f_ext is None or not f_ext.any()))
+                and (f_ext is None or not f_ext.any()) and ptab is None)
     if model.loop_closures or model.mimic:
         traj = _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller,
                                      tau, f_ext, f_ext_frame, gravity, stabilization,
-                                     baumgarte, progress, max_steps, save_every)
+                                     baumgarte, progress, max_steps, save_every, ptab)
         if unforced:                 # rkmk45 is not available with loops
             _check_energy(traj, dt, tab.name, constrained=True)
         return traj
@@ -548,14 +560,15 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
             Q, V, _ = model._run(q0, v0, 0.0, h, nsteps, *args, None, local, controller, tau,
                                  f_ext, f_ext_frame, gravity, update,
                                  max(1, nsteps // 200) if update else 0,
-                                 save_every=save_every)
+                                 save_every=save_every, passive=ptab)
         finally:
             if bar is not None:
                 bar.close()
         t = _saved_times(nsteps, h, save_every)
     else:
         t, Q, V = _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext,
-                            f_ext_frame, gravity, rtol, atol, max_steps, progress, save_every)
+                            f_ext_frame, gravity, rtol, atol, max_steps, progress, save_every,
+                            ptab)
     _check_finite_run(Q, V, t)
     qn, vn = _names(model)
     traj = Trajectory(t=t, q=Q, v=V, model=model, gravity=gravity,
@@ -611,7 +624,7 @@ def _check_energy(traj, dt, method, constrained=False):
 
 
 def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_ext_frame,
-              gravity, rtol, atol, max_steps, progress, save_every=1):
+              gravity, rtol, atol, max_steps, progress, save_every=1, ptab=None):
     """Embedded-pair step-size control (Hairer, Nørsett & Wanner, §II.4).  Keeps the
     initial state, every save_every-th accepted step and the last one, copied into
     blocks of _BLOCK_ROWS rows (8 (1 + nq + nv) bytes per kept step)."""
@@ -636,7 +649,7 @@ def _adaptive(model, tab, q0, v0, t_final, dt, local, controller, tau, f_ext, f_
                                  f"size of the state)")
             Q, V, err = model._run(q, v, t, h, 1, tab.scheme_code, tab.A, tab.b, tab.c,
                                    tab.bhat, local, controller, tau, f_ext, f_ext_frame,
-                                   gravity)
+                                   gravity, passive=ptab)
             if not (np.all(np.isfinite(Q[1])) and np.all(np.isfinite(err))):
                 raise InputError(f"simulate: the simulation diverged: the configuration q or "
                                  f"the error estimate overflowed to infinity or NaN in the step "
@@ -711,7 +724,7 @@ def _baumgarte_gains(stabilization, baumgarte, h):
 
 def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller, tau, f_ext,
                           f_ext_frame, gravity, stabilization, baumgarte, progress, max_steps,
-                          save_every=1):
+                          save_every=1, ptab=None):
     """Fixed-step RKMK / Crouch–Grossman on the index-1 constrained equations, every
     stage and the projections in the kernels (cysrc/loops.pxi, integrators.pxi)."""
     if tab.bhat is not None or tab.scheme == "vector":
@@ -728,7 +741,7 @@ def _simulate_constrained(model, tab, q0, v0, t_final, dt, local_map, controller
                                   f_ext_frame, gravity, update,
                                   max(1, nsteps // 200) if update else 0, constrained=True,
                                   k1=k1, k2=k2, project=stabilization == "projection",
-                                  save_every=save_every)
+                                  save_every=save_every, passive=ptab)
     finally:
         if bar is not None:
             bar.close()
@@ -814,3 +827,188 @@ def _simulate_constrained_reference(model, tab, q0, v0, t_final, dt, local_map, 
                       joint_names=list(model.joint_names), q_names=qn, v_names=vn,
                       method=tab.name, local_map=local_map,
                       extra={"constraint_residual": res})
+
+
+# ------------------------------------------------------------------------ stepping
+class SimulatorState:
+    """A snapshot of a :class:`Simulator` (``sim.state()``): q, v, t, the step
+    count and the last accelerations, tied to the model it was taken on
+    (``sim.set_state`` refuses another model's snapshot).  Read-only copies."""
+
+    __slots__ = ("model", "q", "v", "t", "_t0", "_k", "_a", "_dt")
+
+    def __init__(self, model, q, v, t0, k, a, dt):
+        for x in (q, v, a):
+            x.setflags(write=False)
+        for key, val in (("model", model), ("q", q), ("v", v), ("t", t0 + k * dt),
+                         ("_t0", t0), ("_k", k), ("_a", a), ("_dt", dt)):
+            object.__setattr__(self, key, val)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("SimulatorState is immutable")
+
+    def __repr__(self):
+        return f"<SimulatorState of '{self.model.name}' at t = {self.t:.6g} s>"
+
+
+class Simulator(_kernels._Simulator):
+    """A stateful simulator: ``step(tau)`` advances one state in place.
+
+    ``Simulator(model, q0=None, v0=None, dt=1e-3, method="rkmk4", passive=True,
+    gravity=None, local_map="exp", stabilization="projection",
+    baumgarte=(1.0, 1.0), t0=0.0)``
+
+    One :class:`Data` and preallocated buffers; everything is validated once,
+    here and in :meth:`reset`.  Each step is the compiled step of
+    :func:`simulate` (``rk_step`` in ``cysrc/integrators.pxi``) with the same
+    stage torques (the applied τ plus the passive forces of
+    :meth:`Model.passive_forces` unless ``passive=False``) and, for loop
+    closures and mimic couplings, the same projection after every step: n calls
+    of ``step(tau)`` with constant tau give ``simulate(model, q0, v0, n * dt,
+    dt, method, tau=tau)``'s trajectory bit for bit (for a dt that
+    ``simulate`` keeps, i.e. ``t_final / ceil(t_final / dt) == dt``).
+
+    Parameters
+    ----------
+    model : treedyn.Model
+    q0, v0 : array_like (nq,), (nv,), optional
+        Initial state (default ``model.neutral()``, zero); quaternions unit.
+        With loops or mimic couplings it is projected onto the constraints
+        (as by ``simulate``).
+    dt : float
+        The step, s (> 0).
+    method : str or Tableau
+        A fixed-step method: ``"euler"`` (Lie–Euler), ``"semi_euler"``
+        (semi-implicit Euler, as MuJoCo and PyBullet step), ``"rkmk2"``,
+        ``"rkmk4"`` (default), ``"cg4"``, ``"rk4_vector"`` (trees only), or a
+        Tableau without an embedded pair (:mod:`treedyn.integrators`).
+    passive : bool
+        Apply the joint damping and springs (default).
+    gravity : array_like (3,), optional
+        World gravity, m/s² (default ``model.gravity``).
+    local_map, stabilization, baumgarte : as in :func:`simulate`.
+    t0 : float
+        Initial time, s.
+
+    Attributes
+    ----------
+    q, v : ndarray (nq,), (nv,)
+        The state: **copies**, new arrays on every access (writing into them
+        does not change the simulator).
+    a : ndarray (nv,)
+        Accelerations of the last step's first stage, v̇ at the state that step
+        started from (like MuJoCo's ``qacc`` after ``mj_step``), or of the last
+        :meth:`forward`; zero after a reset.  A copy.
+    t : float
+        Time, s: ``t0 + k dt`` after k steps (no accumulated sum).
+    dt, steps, model, method
+
+    Ctrl-C during ``step(tau, n)`` with a large n stops within milliseconds
+    (steps run in chunks of a few ms, signals handled in between): the steps
+    finished so far are kept, KeyboardInterrupt propagates and the simulator
+    stays usable.
+    """
+
+    __slots__ = ("_model", "_method", "_passive", "_constrained")
+
+    def __init__(self, model, q0=None, v0=None, dt=1e-3, method="rkmk4", passive=True,
+                 gravity=None, local_map="exp", stabilization="projection",
+                 baumgarte=(1.0, 1.0), t0=0.0):
+        where = "Simulator"
+        model = model_of(model, where)
+        tab = get_method(method)
+        local = local_map_code(local_map)
+        if tab.bhat is not None:
+            raise InputError(f"{where}: method {tab.name!r} is adaptive; the Simulator takes "
+                             f"fixed steps: choose 'euler', 'semi_euler', 'rkmk2', 'rkmk4', "
+                             f"'cg4' or 'rk4_vector'")
+        if tab.scheme == "cg" and local_map != "exp":
+            raise InputError(f"{where}: Crouch–Grossman methods keep their order only with "
+                             f"local_map='exp'")
+        if tab.scheme == "vector" and local_map != "exp":
+            raise InputError(f"{where}: rk4_vector integrates in vector space: local_map "
+                             f"does not apply")
+        dt = number(dt, "dt", where, minimum=0.0, strict=True)
+        t0 = number(t0, "t0", where)
+        if not isinstance(passive, (bool, np.bool_)):
+            raise InputError(f"{where}: passive: expected True or False, got "
+                             f"{type(passive).__name__} {passive!r:.60}")
+        if gravity is not None:
+            gravity = array_of_shape(gravity, (3,), "gravity", where)
+        if stabilization is not None and not (isinstance(stabilization, str)
+                                              and stabilization in _STABILIZATIONS):
+            raise InputError(f"{where}: stabilization: expected 'projection', 'baumgarte' or "
+                             f"None, got {stabilization!r}")
+        constrained = bool(model.loop_closures or model.mimic)
+        k1 = k2 = 0.0
+        if constrained:
+            if tab.scheme == "vector":
+                raise InputError(f"{where}: method {tab.name!r} is not available for models "
+                                 f"with loop closures; use a fixed-step Lie-group method "
+                                 f"(rkmk4, cg4, rkmk2, euler, semi_euler)")
+            bg = _baumgarte_gains(stabilization, baumgarte, dt)
+            if bg is not None:
+                k1, k2 = 2.0 * bg[0] / dt, (bg[1] / dt) ** 2
+        self._setup(model, dt, tab.scheme_code, tab.A, tab.b, tab.c, local,
+                    passive_tables(model) if passive else None, gravity, constrained, k1, k2,
+                    stabilization == "projection", 1e-12, 20)
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "_method", tab.name)
+        object.__setattr__(self, "_passive", bool(passive))
+        object.__setattr__(self, "_constrained", constrained)
+        self.reset(q0, v0, t0)
+
+    @property
+    def model(self):
+        """The model simulated."""
+        return self._model
+
+    @property
+    def method(self):
+        """Name of the integration method."""
+        return self._method
+
+    def __repr__(self):
+        return (f"<treedyn.Simulator of '{self._model.name}': {self._method}, dt = "
+                f"{self.dt:g} s, t = {self.t:.6g} s>")
+
+    def reset(self, q=None, v=None, t=0.0):
+        """Set the state (default ``model.neutral()``, zero velocity, t = 0),
+        checked like ``simulate``'s q0, v0; with loops or mimic couplings it is
+        projected onto the constraints.  Bad input: InputError, state unchanged."""
+        m = self._model
+        q = m.neutral() if q is None else vectors(q, m.nq, "q", "Simulator.reset", batch=False)
+        v = (np.zeros(m.nv) if v is None
+             else vectors(v, m.nv, "v", "Simulator.reset", batch=False))
+        t = number(t, "t", "Simulator.reset")
+        self._load(q, v, t)
+
+    def forward(self, tau=None):
+        """Accelerations v̇ (nv,) at the current state with torques ``tau``
+        (default zero) plus the passive forces (constrained accelerations with
+        loops); without stepping.  Also sets :attr:`a`."""
+        if tau is not None:
+            tau = vectors(tau, self._model.nv, "tau", "Simulator.forward", batch=False)
+        return self._forward(tau)
+
+    def state(self):
+        """A :class:`SimulatorState` snapshot (copies) to restore with
+        :meth:`set_state`; stepping on from it is bit-identical."""
+        q, v, t0, k, a = self._snapshot()
+        return SimulatorState(self._model, q, v, t0, k, a, self.dt)
+
+    def set_state(self, s):
+        """Restore a snapshot of :meth:`state` taken on this simulator's model
+        (another model's snapshot, or anything else: InputError, the state
+        unchanged).  The state is restored as it was (not projected again)."""
+        if not isinstance(s, SimulatorState):
+            raise InputError(f"Simulator.set_state: expected a SimulatorState (from "
+                             f"Simulator.state()), got {type(s).__name__}")
+        if s.model is not self._model:
+            raise InputError(f"Simulator.set_state: the snapshot was taken on another model "
+                             f"('{s.model.name}', nq = {s.model.nq}); this simulator's model "
+                             f"is '{self._model.name}' (nq = {self._model.nq})")
+        if s._dt == self.dt:
+            self._load(np.array(s.q), np.array(s.v), s._t0, s._k, s._a)
+        else:                                   # another step: keep the time only
+            self._load(np.array(s.q), np.array(s.v), s.t, 0, s._a)

@@ -42,10 +42,12 @@ SDFormat semantics used here (http://sdformat.org/spec, ``pose_frame_semantics``
   orientation of each tree joint's axis along the gearbox's axis), exactly;
   otherwise the file is refused, naming the gearbox.
 * ``<limit>`` lower/upper/effort/velocity are kept (negative effort or velocity
-  mean "not enforced" in SDFormat and are dropped); ``<dynamics>`` (damping,
-  friction, springs) is not read: treedyn has no joint springs or damping (a
-  warning names each joint whose values are non-zero, and each link with
-  ``<gravity>false`` or ``<kinematic>true``).
+  mean "not enforced" in SDFormat and are dropped); ``<axis><dynamics>``
+  ``<damping>``, ``<spring_stiffness>`` and ``<spring_reference>`` become the
+  joint's passive forces (:meth:`treedyn.Model.passive_forces`; ``<axis2>`` the
+  second freedom of a universal joint); ``<friction>`` is kept on the model but
+  not modelled (one warning names the joints).  A warning names each link with
+  ``<gravity>false`` or ``<kinematic>true``.
 
 Scoped names: every element is known by its scoped name (``outer::inner::x``).
 Two elements with the same scoped name (possible before 1.8, where ``::`` may
@@ -74,7 +76,7 @@ import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes, warn_user
+from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 from .urdf import _Reader
 
@@ -498,8 +500,6 @@ class _SdfReader(_Reader):
 
         for jname in tree_joints:
             self.add_joint(g, jname, bodies[jname], loop[jname])
-        for jname, (el, _) in self.joints.items():
-            self.joint_dynamics(el, f'<joint name="{jname}">')
         tree_parent = {bodies[j][1]: j for j in tree_joints if not loop[j]}
         for jname, (jtype, _, _) in self.joint_ends.items():
             if jtype == "gearbox":
@@ -517,20 +517,31 @@ class _SdfReader(_Reader):
         except ModelError as exc:                     # pragma: no cover - sources are set
             self.fail(str(exc), where_m)
         self.warn_not_read()
+        warn_friction(self.file, self.friction_joints)
         return g
 
-    def joint_dynamics(self, el, where):
-        """Report non-zero damping, friction and springs of ``<axis>``/``<axis2>``."""
-        for tag in ("axis", "axis2"):
+    def joint_dynamics(self, el, t, where):
+        """add_joint's damping, stiffness, spring_reference and friction from
+        ``<axis><dynamics>`` (and ``<axis2><dynamics>`` of a universal joint: one
+        value per freedom); names the joint in ``self.friction_joints`` if it has
+        dry friction (kept, not modelled)."""
+        tags = ("axis", "axis2") if t == "universal" else ("axis",)
+        keys = {"damping": "damping", "spring_stiffness": "stiffness",
+                "spring_reference": "spring_reference", "friction": "friction"}
+        values = {arg: [0.0] * len(tags) for arg in keys.values()}
+        for k, tag in enumerate(tags):
             ax = el.find(tag)
             dyn = ax.find("dynamics") if ax is not None else None
             if dyn is None:
                 continue
-            for key in ("damping", "friction", "spring_stiffness"):
+            for key, arg in keys.items():
                 sub = dyn.find(key)
-                if sub is not None and self.number(sub, f"{where}<{tag}><dynamics>", key) != 0:
-                    self.skip(f"{where}<{tag}><dynamics><{key}>{(sub.text or '').strip()}"
-                              f"</{key}>", "treedyn has no joint damping, friction or springs")
+                if sub is not None:
+                    values[arg][k] = self.number(sub, f"{where}<{tag}><dynamics>", key)
+        if any(values["friction"]):
+            self.friction_joints.append(where.split('"')[1])
+        return {arg: val if len(val) > 1 else val[0] for arg, val in values.items()
+                if any(val)}
 
     def find_model(self, root):
         """The model element and the gravity of the file."""
@@ -742,6 +753,8 @@ class _SdfReader(_Reader):
             kwargs["axes"] = [self.axis(jname, "axis", where), self.axis(jname, "axis2", where)]
         if t == "helical":
             kwargs["pitch"] = self.pitch(el, where)
+        if t in ("revolute", "continuous", "prismatic", "helical", "universal"):
+            kwargs.update(self.joint_dynamics(el, t, where))
         try:
             g.add_joint(jname, t, ends[0], ends[1], **kwargs)
         except ModelError as exc:

@@ -22,7 +22,8 @@ __all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
 
 _BODY_KEYS = {"name", "mass", "com", "inertia", "frame"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "axis", "point", "pitch", "axes", "x_axis",
-               "group", "loop", "armature", "limits"}
+               "group", "loop", "armature", "limits", "damping", "stiffness",
+               "spring_reference", "friction"}
 _FRAME_KEYS = {"name", "body", "origin", "rpy", "rotation"}
 _MIMIC_KEYS = {"joint", "leader", "multiplier", "offset"}
 _TOP_KEYS = {"model", "body", "joint", "frame", "mimic"}
@@ -187,7 +188,10 @@ def _build(doc, gravity, file, strict_inertia=True):
                     point=j.get("point", (0.0, 0.0, 0.0)), pitch=j.get("pitch", 0.0),
                     axes=j.get("axes"), x_axis=j.get("x_axis"), group=j.get("group", "SE3"),
                     loop=j.get("loop", False), armature=j.get("armature", 0.0),
-                    limits=j.get("limits"), source=(file, el))
+                    limits=j.get("limits"), damping=j.get("damping", 0.0),
+                    stiffness=j.get("stiffness", 0.0),
+                    spring_reference=j.get("spring_reference", 0.0),
+                    friction=j.get("friction", 0.0), source=(file, el))
     for k, fr in enumerate(_array_of_tables(doc, "frame", file)):
         el = f'[[frame]] "{fr.get("name", f"#{k}")}"'
         _check_keys(fr, _FRAME_KEYS, file, el)
@@ -253,6 +257,9 @@ def graph_to_dict(graph):
             out["loop"] = True
         if np.any(j["armature"] != 0):
             out["armature"] = _floats(j["armature"])
+        for key in ("damping", "stiffness", "spring_reference", "friction"):
+            if np.any(j.get(key, 0.0) != 0):
+                out[key] = _floats(j[key])
         lim = {k: float(v) for k, v in j["limits"].items() if np.isfinite(v)}
         if lim:
             out["limits"] = lim

@@ -4,8 +4,11 @@ Parses with ``defusedxml`` (entity expansion, DTDs and external references are
 refused), reads links and joints (direct children of ``<robot>``), ignores
 visual/collision geometry, transmissions and ``<gazebo>`` blocks, and builds a
 :class:`treedyn.graph.JointGraph` in the world construction frame at q = 0.
-A warning names what is read past although it would change the dynamics: a
-joint's non-zero ``<dynamics>`` damping or friction, and children of
+A joint's ``<dynamics damping>`` becomes its viscous damping (applied, see
+:meth:`treedyn.Model.passive_forces`); its ``friction`` (dry friction) is kept
+on the model (``model.friction``) but not modelled: one warning names the
+joints that have it.  A warning names what is read past although it would
+change the dynamics: children of
 ``<link>``, ``<joint>`` and ``<inertial>`` that URDF does not define (a typo
 such as ``<inertail>`` would otherwise leave a massless link).  A ``<mimic>``
 whose leader is a fixed joint is an error.
@@ -34,7 +37,7 @@ import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes, warn_user
+from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
@@ -101,6 +104,8 @@ class _Reader:
     def __init__(self, filename):
         self.file = filename
         self.not_read = {}           # reason -> elements read past, each named
+        self.dynamics = {}           # joint name -> {"damping": D, "friction": F} (non-zero)
+        self.friction_joints = []    # joints with dry friction (SDFormat reader)
 
     def skip(self, item, reason):
         """Note an element that is read past; :meth:`warn_not_read` reports it."""
@@ -201,10 +206,10 @@ class _Reader:
             dyn = el.find("dynamics")
             if dyn is not None:
                 for key in ("damping", "friction"):
-                    if dyn.get(key) is not None and \
-                            float(self.floats(dyn, key, 1, where + "<dynamics>")[0]) != 0.0:
-                        self.skip(f"{where}<dynamics {key}={dyn.get(key).strip()!r}>",
-                                  "treedyn has no joint damping, friction or springs")
+                    if dyn.get(key) is not None:
+                        value = float(self.floats(dyn, key, 1, where + "<dynamics>")[0])
+                        if value != 0.0:
+                            self.dynamics.setdefault(jname, {})[key] = value
             jtype = el.get("type")
             if jtype not in _URDF_TYPES:
                 self.fail(f"unknown joint type {jtype!r} (URDF types: "
@@ -308,6 +313,7 @@ class _Reader:
                 kwargs["x_axis"] = R @ _perpendicular(axis_local)
             if t == "free":
                 kwargs["group"] = free_group
+            kwargs.update(self.dynamics.get(jname, {}))
             try:
                 g.add_joint(jname, t, par, chi, **kwargs)
             except ModelError as exc:
@@ -324,6 +330,7 @@ class _Reader:
                 off = self.floats(mim, "offset", 1, where + "<mimic>", (0.0,))[0]
                 g.add_mimic(jname, leader, mult, off, source=src)
         self.warn_not_read()
+        warn_friction(self.file, [n for n, d in self.dynamics.items() if "friction" in d])
         return g
 
     def inertial(self, el, where):

@@ -57,3 +57,12 @@ def warn_user(message):
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, stacklevel=level)
+
+
+def warn_friction(file, joints):
+    """One warning naming the joints with dry friction (kept on the model as
+    ``model.friction``, not modelled yet), if any."""
+    if joints:
+        more = f" and {len(joints) - 10} more" if len(joints) > 10 else ""
+        warn_user(f"{file}: dry joint friction is not modelled (the values are kept as "
+                  f"model.friction and not applied): joints {', '.join(joints[:10])}{more}")
