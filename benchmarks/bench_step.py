@@ -8,8 +8,8 @@ and both libraries simulate the same 9-freedom tree: MuJoCo does not read the
 fingers' mimic coupling), loaded by treedyn and by MuJoCo in the same process.
 Both step at the same dt = 1 ms with the file's joint damping (treedyn: the
 passive forces; MuJoCo: dof_damping) and constant joint torques (the gravity
-compensation at the start pose: treedyn passes tau to every ``step`` call,
-MuJoCo holds it in ``qfrc_applied``); MuJoCo with ``mjDSBL_CONTACT |
+compensation at the start pose, each library's own: treedyn passes tau to
+every ``step`` call, MuJoCo holds it in ``qfrc_applied``); MuJoCo with ``mjDSBL_CONTACT |
 mjDSBL_FRICTIONLOSS | mjDSBL_LIMIT`` (what treedyn does not model).
 
 Timed, interleaved in one process (round-robin repeats), medians over K fresh
@@ -114,7 +114,12 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("step",)):
     idx = np.array([m.idx_q[n] for n in names])
     d = mujoco.MjData(mj)
     d.qpos[:] = q0[idx]
-    d.qfrc_applied[:] = tau[idx]
+    # MuJoCo's own gravity compensation (its model's round-off, not treedyn's:
+    # held to 1e-13 either way, but the pose is an unstable equilibrium)
+    d.qacc[:] = 0.0
+    mujoco.mj_inverse(mj, d)
+    out["tau_difference"] = float(np.abs(d.qfrc_inverse - tau[idx]).max())
+    d.qfrc_applied[:] = d.qfrc_inverse
     sims = {meth: td.Simulator(m, q0, dt=DT, method=meth)
             for meth in ("euler", "semi_euler", "rkmk4")}
     simm = td.Simulator(mm, q0, dt=DT, method="euler")

@@ -64,6 +64,18 @@ v = delta.project_velocity(q, rng.normal(size=delta.nv))
 tau = rng.normal(size=delta.nv)
 for i, y in enumerate(delta.constrained_forward_dynamics(q, v, tau)):
     out[f"delta.cfd.{i}"] = y
+# td.Simulator (simulator.pxi) with the passive forces (integrators.pxi) and a loop
+import copy
+g = copy.deepcopy(models["humanoid"].graph)
+for _, _, _, j in g.graph.edges(keys=True, data=True):
+    n = len(j["armature"])
+    j["damping"] = np.full(n, 0.02)
+    if j["type"] not in ("free", "spherical", "fixed"):
+        j["stiffness"], j["spring_reference"] = np.full(n, 0.5), np.full(n, 0.1)
+for name, m in (("humanoid_damped", g.compile()), ("delta", delta)):
+    sim = td.Simulator(m, dt=1e-4, method="rkmk4")
+    sim.step(rng.normal(size=(20, m.nv)), 20)
+    out[f"sim.{name}.q"], out[f"sim.{name}.v"] = sim.q, sim.v
 np.savez(sys.argv[1], **out)
 """
 

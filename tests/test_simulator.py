@@ -112,6 +112,7 @@ def test_other_options_follow_simulate(case):
         np.testing.assert_array_equal(V, tr.v, err_msg=str(kw))
 
 
+@pytest.mark.filterwarnings("ignore::treedyn.errors.AccuracyWarning")   # a run at rest
 def test_baumgarte_loop_follows_simulate():
     m = _model("slider_crank")
     tr = td.simulate(m, m.neutral(), np.zeros(m.nv), 0.03, 1e-3, stabilization="baumgarte")
