@@ -20,7 +20,9 @@ processes (default 5):
   ``mujoco.mj_step(m, d)``: µs per step;
 * ``sim.step(tau, n=1000)`` (one compiled loop) vs ``td.simulate`` of the same
   1 000 steps: µs per step;
-* the same panda with its mimic coupling kept (treedyn projects every step).
+* the same panda with its mimic coupling kept (treedyn projects every step);
+* if ``pybullet`` is installed, PyBullet's loop (``setJointMotorControlArray`` +
+  ``stepSimulation`` + ``getJointStates``) and ``stepSimulation`` alone.
 
 Every timed loop starts from the held pose at rest (a reset per 10 000 or 1 000
 steps, included in the time): with the gravity-compensating torques the arm
@@ -92,6 +94,28 @@ def _agreement(m, mj, q, tau):
     return float(np.abs(d.qacc - a[idx]).max())
 
 
+def _pybullet(path, q0, tau, names):
+    """(client, robot, joint indices in treedyn order) of PyBullet in DIRECT mode at
+    dt, the default velocity motors released (torque control), or None if
+    pybullet is not installed."""
+    try:
+        import pybullet as pb
+    except ImportError:
+        return None
+    cid = pb.connect(pb.DIRECT)
+    pb.setGravity(0, 0, -9.81, physicsClientId=cid)
+    pb.setPhysicsEngineParameter(fixedTimeStep=DT, physicsClientId=cid)
+    robot = pb.loadURDF(path, useFixedBase=True, physicsClientId=cid)
+    index = {pb.getJointInfo(robot, k, physicsClientId=cid)[1].decode(): k
+             for k in range(pb.getNumJoints(robot, physicsClientId=cid))}
+    joints = [index[n] for n in names]
+    for k, j in enumerate(joints):
+        pb.resetJointState(robot, j, q0[k], 0.0, physicsClientId=cid)
+    pb.setJointMotorControlArray(robot, joints, pb.VELOCITY_CONTROL, forces=[0.0] * len(joints),
+                                 physicsClientId=cid)
+    return pb, cid, robot, joints
+
+
 def worker(quick=False, min_time=0.2, repeat=5, sections=("step",)):
     import tempfile
 
@@ -100,8 +124,8 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("step",)):
 
     import treedyn as td
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        m, mm, mj = _models(tmp)
+    tmp = tempfile.TemporaryDirectory()
+    m, mm, mj = _models(tmp.name)
     mj.opt.timestep = DT
     mj.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
                             | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
@@ -133,6 +157,22 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("step",)):
     stmts["loop_mujoco"] = ("d.qpos[:] = q0m; d.qvel[:] = 0.0; d.time = 0.0\n"
                             "for _ in r: mujoco.mj_step(mj, d)")
     stmts["loop_euler_mimic"] = "simm.reset(q0)\nfor _ in r: simm.step(tau)"
+    pyb = _pybullet(os.path.join(tmp.name, "panda_stripped.urdf"), q0, tau, m.joint_names)
+    if pyb is not None:
+        pb, cid, robot, joints = pyb
+        g.update(pb=pb, cid=cid, robot=robot, joints=joints, tau_list=tau.tolist(),
+                 q0_list=q0.tolist(), TORQUE=pb.TORQUE_CONTROL)
+        reset = ("for k, j in enumerate(joints): pb.resetJointState(robot, j, q0_list[k], 0.0, "
+                 "physicsClientId=cid)\n")
+        stmts["loop_pybullet"] = (reset + "for _ in r:\n"
+                                  "    pb.setJointMotorControlArray(robot, joints, TORQUE, "
+                                  "forces=tau_list, physicsClientId=cid)\n"
+                                  "    pb.stepSimulation(physicsClientId=cid)\n"
+                                  "    pb.getJointStates(robot, joints, physicsClientId=cid)")
+        stmts["loop_pybullet_step_only"] = (
+            reset + "pb.setJointMotorControlArray(robot, joints, TORQUE, forces=tau_list, "
+            "physicsClientId=cid)\nfor _ in r: pb.stepSimulation(physicsClientId=cid)")
+        out["pybullet"] = "installed"
     per_loop = time_calls(stmts, g, repeat=repeat, min_time=min_time)
     for k, us in per_loop.items():
         out[k] = us / loop
@@ -146,6 +186,7 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("step",)):
         out[f"drift_{k}"] = float(np.abs(s.q - q0).max())
     mujoco.mj_step(mj, d)
     out["drift_mujoco"] = float(np.abs(d.qpos - q0[idx]).max())
+    tmp.cleanup()
     out["nv"] = m.nv
     out["mujoco"] = mujoco.__version__
     return out
@@ -167,7 +208,17 @@ def report(r, spread, info, quick, processes):
                      ("euler_mimic", "sim.step(tau), euler, mimic kept (projection)")):
         us = r[f"loop_{k}"]
         t.add(label, f"{us:.3f}", f"{us / mj:.2f}", f"{100 * spread[f'loop_{k}']:.0f} %")
+    if "loop_pybullet" in r:
+        for k, label in (("pybullet", "PyBullet: setJointMotorControlArray + stepSimulation + "
+                                      "getJointStates"),
+                         ("pybullet_step_only", "PyBullet: stepSimulation only (torques set once)")):
+            us = r[f"loop_{k}"]
+            t.add(label, f"{us:.3f}", f"{us / mj:.2f}", f"{100 * spread[f'loop_{k}']:.0f} %")
     print(t)
+    if "loop_pybullet" in r:
+        print("\nPyBullet 3.2 (DIRECT, same URDF, fixed base, no contacts; TORQUE_CONTROL "
+              "after releasing the velocity motors) steps semi-implicitly with its own "
+              "solver; its figures are per loop iteration.")
     print()
     t = Table(["one call", "µs / step", "td.simulate µs / step", "ratio"])
     for k in ("euler", "rkmk4"):
