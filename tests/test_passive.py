@@ -329,3 +329,51 @@ def test_simulate_refuses_a_non_bool_passive():
     m = td.load(td.robots.path("ur5.urdf"))
     with pytest.raises(InputError, match="passive"):
         td.simulate(m, m.neutral(), np.zeros(m.nv), 0.01, 1e-3, passive=1)
+
+
+def test_a_controller_gets_the_passive_forces_added():
+    m = _damped_panda()
+    q0, v0 = m.neutral() + 0.1, np.full(m.nv, 0.2)
+    tau = np.linspace(-1, 1, m.nv)
+    a = td.simulate(m, q0, v0, 0.03, 1e-3, tau=tau)
+    b = td.simulate(m, q0, v0, 0.03, 1e-3, controller=lambda t, q, v: tau)
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.v, b.v)
+
+
+@pytest.mark.parametrize("method", ["euler", "rkmk2", "rkmk4", "cg4"])
+def test_step_and_step_derivatives_include_the_passive_forces(method):
+    from treedyn import derivatives as tdd
+    m = _damped_panda()
+    rng = np.random.default_rng(2)
+    q, v, tau = m.neutral() + 0.2 * rng.standard_normal(m.nv), rng.standard_normal(m.nv), \
+        rng.standard_normal(m.nv)
+    h = 2e-3
+    tr = td.simulate(m, q, v, h, h, method=method, tau=tau)
+    q1, v1 = tdd.step(m, q, v, tau, h, method)
+    np.testing.assert_array_equal(q1, tr.q[1])
+    np.testing.assert_array_equal(v1, tr.v[1])
+    _, v0p = tdd.step(m, q, v, tau, h, method, passive=False)
+    assert np.abs(v0p - v1).max() > 1e-6
+    qd, vd, Fx, Fu = tdd.step_derivatives(m, q, v, tau, h, method)
+    np.testing.assert_allclose(qd, q1, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(vd, v1, rtol=0, atol=1e-12)
+    # central differences of the compiled step (revolute joints: tangent = coordinates)
+    eps = 1e-6
+    num = np.zeros((2 * m.nv, 2 * m.nv))
+    for j in range(2 * m.nv):
+        e = np.zeros(2 * m.nv); e[j] = eps
+        qp, vp = tdd.step(m, q + e[:m.nv], v + e[m.nv:], tau, h, method)
+        qm, vm = tdd.step(m, q - e[:m.nv], v - e[m.nv:], tau, h, method)
+        num[:, j] = np.concatenate([qp - qm, vp - vm]) / (2 * eps)
+    np.testing.assert_allclose(Fx, num, rtol=0, atol=1e-7)
+    _, _, Fx0, _ = tdd.step_derivatives(m, q, v, tau, h, method, passive=False)
+    assert np.abs(Fx0 - Fx).max() > 1e-4
+    with pytest.raises(InputError, match="passive"):
+        tdd.step(m, q, v, tau, h, method, passive=None)
+    with pytest.raises(InputError, match="semi-implicit"):
+        tdd.step_derivatives(m, q, v, tau, h, "semi_euler")
+    qs, vs = tdd.step(m, q, v, tau, h, "semi_euler")        # the compiled step is available
+    sim = td.Simulator(m, q, v, dt=h, method="semi_euler")
+    sim.step(tau)
+    np.testing.assert_array_equal(qs, sim.q)

@@ -25,7 +25,7 @@ from .linalg import _pinv_solve
 from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, model_of as _model_of, number, vectors
-from .dynamics import passive_force_derivatives, passive_forces, passive_tables
+from .dynamics import passive_force_derivatives, passive_tables, with_passive_forces
 
 
 def _one_state(model, q, v, tau, where, with_tau=True):
@@ -118,7 +118,7 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
                          f"{type(passive).__name__} {passive!r:.60}")
     with_passive = passive and passive_tables(model) is not None
     if with_passive:
-        tau = tau + passive_forces(model, q, v)
+        tau = with_passive_forces(model, q, v, tau)
     if model._n_crows:
         dq, dv, Minv, G, dG, _ = _constrained_derivatives(model, q, v, tau, kw, rcond, 1e-3)
     else:
@@ -262,14 +262,17 @@ def _cayley_rates(model, psi, w):
 
 # ---------------------------------------------------------------- steps
 def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
-         f_ext_frame="world", local_map="exp"):
+         f_ext_frame="world", local_map="exp", passive=True):
     """One step of a fixed-step integrator with the torque τ held over the step:
     (q', v').  The same compiled step as :func:`treedyn.simulate` (``local_map``
-    "exp" or "cayley" as there); with loop closures or mimic couplings, like
+    "exp" or "cayley" as there; ``passive``: the joint damping and springs added
+    to τ in every stage); with loop closures or mimic couplings, like
     simulate's default: (q, v) projected onto the constraints, the constrained
-    dynamics in every stage, the result projected."""
+    dynamics in every stage, the result projected.  (For stepping in a loop,
+    :class:`treedyn.Simulator` does the same without re-checking its inputs.)"""
     model = _model_of(model, "step")
     tab, h = _step_setup(model, method, dt, "step", local_map)
+    ptab = passive_tables(model) if _flag(passive, "passive", "step") else None
     local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
     loops = model._n_crows > 0
@@ -279,7 +282,7 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
             # constrained stages, the result projected (docs/constraints.md)
             Q, V = model._run(q, v, 0.0, h, 1, tab.scheme_code, tab.A, tab.b, tab.c, None,
                               local, None, tau, f_ext, f_ext_frame, gravity,
-                              constrained=loops, project=loops)[:2]
+                              constrained=loops, project=loops, passive=ptab)[:2]
         except InputError as exc:
             if "diverged" not in str(exc):
                 raise
@@ -289,15 +292,20 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     return Q[1], V[1]
 
 
+def _flag(x, argument, where):
+    """x if it is True or False, else InputError."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise InputError(f"{where}: {argument}: expected True or False, got "
+                         f"{type(x).__name__} {x!r:.60}")
+    return bool(x)
+
+
 def _step_setup(model, method, dt, where, local_map="exp"):
     tab = _integ.get_method(method)
     _integ.local_map_code(local_map)
     if tab.scheme == "cg" and local_map != "exp":
         raise InputError(f"{where}: Crouch–Grossman methods compose flows of frozen vector "
                          f"fields and keep their order only with local_map='exp'")
-    if tab.scheme == "semi":
-        raise InputError(f"{where}: method {tab.name!r} (semi-implicit Euler) has no step "
-                         f"derivatives yet; choose 'euler', 'rkmk2', 'rkmk4' or 'cg4'")
     if tab.scheme == "vector":
         raise InputError(f"step derivatives: method {tab.name!r} steps q in R^nq; choose a "
                          f"Lie-group method ('euler', 'rkmk2', 'rkmk4', 'cg4' or a Tableau "
@@ -309,7 +317,7 @@ def _step_setup(model, method, dt, where, local_map="exp"):
 
 
 def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
-                     f_ext_frame="world", local_map="exp"):
+                     f_ext_frame="world", local_map="exp", passive=True):
     """One integrator step and its exact derivatives.
 
     The step is that of :func:`step` (zero-order hold on τ); its derivatives
@@ -339,6 +347,10 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     f_ext, gravity, f_ext_frame : as in Model.forward_dynamics (held over the step).
     local_map : {"exp", "cayley"}
         The local map of the group updates, as in :func:`treedyn.simulate`.
+    passive : bool
+        Add the joint damping and springs (:meth:`Model.passive_forces`) to τ in
+        every stage, as :func:`treedyn.simulate` does (default); their
+        derivatives enter through M⁻¹ (or the constrained inverse inertia).
 
     Returns
     -------
@@ -351,12 +363,17 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     """
     model = _model_of(model, "step_derivatives")
     tab, h = _step_setup(model, method, dt, "step_derivatives", local_map)
+    if tab.scheme == "semi":
+        raise InputError(f"step_derivatives: method {tab.name!r} (semi-implicit Euler) has no "
+                         f"step derivatives yet; choose 'euler', 'rkmk2', 'rkmk4' or 'cg4'")
+    passive = _flag(passive, "passive", "step_derivatives") and \
+        passive_tables(model) is not None
     q, v, tau = _one_state(model, q, v, tau, "step_derivatives")
     inputs = "q, v, tau, dt"
     with np.errstate(all="ignore"):
         try:
             q1, v1, Fx, Fu = _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity,
-                                               f_ext_frame, local_map)
+                                               f_ext_frame, local_map, passive)
         except InputError as exc:
             if "finite" not in str(exc) and "overflow" not in str(exc):
                 raise                 # the inputs' own errors (f_ext, gravity, …)
@@ -368,8 +385,10 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     return q1, v1, Fx, Fu
 
 
-def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, local_map):
-    """step_derivatives on checked inputs (overflow checked by the caller)."""
+def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, local_map,
+                      passive=False):
+    """step_derivatives on checked inputs (overflow checked by the caller); ``passive``:
+    each stage's torque is τ + τ_p(q_s, v_s), its derivatives through M⁻¹."""
     nv = model.nv
     s = len(tab.b)
     loops = model._n_crows > 0
@@ -391,13 +410,17 @@ def _step_derivatives(model, tab, h, q, v, tau, f_ext, gravity, f_ext_frame, loc
                 Dvs += h * A[j, l] * DKv[l]
         qs, Dqs, psi, Dpsi = _advance(model, tab.scheme, q, Dq0, h * A[j, :j], Kp, DKp,
                                       local_map)
+        ts = with_passive_forces(model, qs, vs, tau) if passive else tau
         if loops:
-            aq, av, Minv, _, _, acc = _constrained_derivatives(model, qs, vs, tau, kw,
+            aq, av, Minv, _, _, acc = _constrained_derivatives(model, qs, vs, ts, kw,
                                                                1e-10, 1e-3)
             Kv.append(acc)
         else:
-            aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, tau, **kw)
-            Kv.append(model.forward_dynamics(qs, vs, tau, **kw))
+            aq, av, Minv = model.forward_dynamics_derivatives(qs, vs, ts, **kw)
+            Kv.append(model.forward_dynamics(qs, vs, ts, **kw))
+        if passive:
+            Pq, Pv = passive_force_derivatives(model)
+            aq, av = aq + Minv @ Pq, av + Minv @ Pv
         DKv.append(aq @ Dqs + av @ Dvs + Minv @ Dt)
         if tab.scheme == "rkmk":
             k, K, Dk = (_local_rates(model, psi, vs) if local_map == "exp"

@@ -573,6 +573,20 @@ def passive_forces(model, q, v):
     return out
 
 
+def with_passive_forces(model, q, v, tau):
+    """τ + τ_p(q, v) for one checked state, summed in the compiled stage torques'
+    order ((τ − D v) − K (q − q_ref), cysrc/integrators.pxi), or τ itself if the
+    model has no passive forces."""
+    tab = passive_tables(model)
+    if tab is None:
+        return tau
+    D, K, qref, qidx = tab
+    out = tau - D * v
+    k = np.flatnonzero(qidx >= 0)
+    out[k] -= K[k] * (q[qidx[k]] - qref[k])
+    return out
+
+
 def passive_force_derivatives(model):
     """(∂τ_p/∂q, ∂τ_p/∂v), each (nv, nv), of :func:`passive_forces` (constant:
     −K on the diagonal of the coordinate freedoms, −D on the diagonal); the q
