@@ -377,3 +377,19 @@ def test_step_and_step_derivatives_include_the_passive_forces(method):
     sim = td.Simulator(m, q, v, dt=h, method="semi_euler")
     sim.step(tau)
     np.testing.assert_array_equal(qs, sim.q)
+
+
+def test_command_line_simulate_applies_them_unless_no_passive(tmp_path, capsys):
+    from treedyn.cli import main
+    path = tmp_path / "slider.sdf"
+    path.write_text(_sdf_slider(0.4, 30.0, 0.05))
+    runs = {}
+    for flag in ([], ["--no-passive"]):
+        out = tmp_path / f"run{len(flag)}.npz"
+        main(["simulate", str(path), "--t-final", "0.2", "--q0", "0.2", "--v0", "0",
+              "--out", str(out)] + flag)
+        runs[len(flag)] = np.load(out)["q"][:, 0]
+    m = td.load(str(path))
+    tr = td.simulate(m, np.array([0.2]), np.zeros(1), 0.2, 1e-3)
+    np.testing.assert_array_equal(runs[0], tr.q[:, 0])
+    np.testing.assert_array_equal(runs[1], 0.2)          # no spring, no gravity along x

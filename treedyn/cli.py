@@ -213,7 +213,8 @@ def cmd_simulate(args, out):
     if m.loop_closures or m.mimic:
         v0 = m.project_velocity(q0, v0)
     tr = simulate(m, q0, v0, args.t_final, args.dt, method=args.method,
-                  local_map=args.local_map, progress=None if args.progress else False)
+                  local_map=args.local_map, progress=None if args.progress else False,
+                  passive=not args.no_passive)
     e = tr.energy
     print(f"{m.name}: {len(tr) - 1} steps of {args.method}, t = 0 … {tr.t[-1]:g} s; energy "
           f"{e[0]:.6g} J -> {e[-1]:.6g} J (max drift {np.abs(e - e[0]).max():.3g} J)", file=out)
@@ -357,8 +358,11 @@ def build_parser():
     sp.add_argument("--dt", type=_number(float, 0.0, True, " s"), default=1e-3,
                     help="time step, s, > 0 (default 1e-3)")
     sp.add_argument("--method", default="rkmk4",
-                    choices=["euler", "rkmk2", "rkmk4", "cg4", "rkmk45", "rk4_vector"])
+                    choices=["euler", "semi_euler", "rkmk2", "rkmk4", "cg4", "rkmk45",
+                             "rk4_vector"])
     sp.add_argument("--local-map", default="exp", choices=["exp", "cayley"])
+    sp.add_argument("--no-passive", action="store_true",
+                    help="leave out the file's joint damping and springs")
     sp.add_argument("--q0", help="initial configuration, nq numbers (default: neutral, "
                                  "assembled if the file has loops)")
     sp.add_argument("--v0", help="initial velocity, nv numbers (default: zero)")
