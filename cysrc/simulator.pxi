@@ -67,6 +67,12 @@ cdef class _Simulator:
         self.k = 0
         self.t0 = 0.0
 
+    cdef inline int _check(self) except -1:
+        """InputError unless _setup ran (a subclass that skipped __init__)."""
+        if self.data is None:
+            raise InputError("Simulator: not initialized (Simulator.__init__ was not called)")
+        return 0
+
     cdef int _ready(self, double* q, double* v, bint full) noexcept nogil:
         """For loops: project (q, v) as _run does (``full``: the initial
         projection; else with no iterations and no velocity: only the rows and
@@ -80,6 +86,9 @@ cdef class _Simulator:
         """Make (q, v) at t0 + k h the state (checked by the caller; loops:
         projected first).  On an error the state is unchanged."""
         cdef int nxt = 1 - self.cur, code = 0, n
+        self._check()
+        if q.shape[0] != self.nq or v.shape[0] != self.nv:
+            raise InputError(f"Simulator: q, v: expected shapes ({self.nq},), ({self.nv},)")
         if acc is None:
             self.m._check_unit_quaternions(np.asarray(q), "q")
         for n in range(self.nq):
@@ -156,6 +165,8 @@ cdef class _Simulator:
         cdef Py_ssize_t stride = 0, i, i0, iend, chunk = 1, total, ns
         cdef int code = 0, nv = self.nv
         cdef double tick
+        if self.data is None:
+            self._check()
         if type(n) is int and 1 <= <object>n <= 1 << 62:
             ns = n
         else:
@@ -239,9 +250,13 @@ cdef class _Simulator:
         cdef double[::1] tb = np.zeros(self.nv + 1)
         cdef double[::1] taub
         cdef int code, n
-        cdef double* q = &self.Q[self.cur, 0]
-        cdef double* v = &self.V[self.cur, 0]
-        cdef double* out = &self.work[self.s * self.nv]
+        cdef double* q
+        cdef double* v
+        cdef double* out
+        self._check()
+        q = &self.Q[self.cur, 0]
+        v = &self.V[self.cur, 0]
+        out = &self.work[self.s * self.nv]
         if tau is not None:
             taub = tau
             for n in range(self.nv):
@@ -268,11 +283,13 @@ cdef class _Simulator:
     @property
     def q(self):
         """Configuration (nq,): a copy."""
+        self._check()
         return np.array(self.Q[self.cur, :self.nq])
 
     @property
     def v(self):
         """Velocity (nv,): a copy."""
+        self._check()
         return np.array(self.V[self.cur, :self.nv])
 
     @property
@@ -280,16 +297,19 @@ cdef class _Simulator:
         """Accelerations (nv,) of the last step's first stage: v̇ at the state that
         step started from (MuJoCo's qacc after mj_step), or of the last forward();
         zero after a reset.  A copy."""
+        self._check()
         return np.array(self.acc[:self.nv])
 
     @property
     def t(self):
         """Time, s: t0 + k dt after k steps since the reset (no accumulated sum)."""
+        self._check()
         return self.t0 + self.k * self.h
 
     @property
     def dt(self):
         """The step, s."""
+        self._check()
         return self.h
 
     @property
@@ -299,5 +319,6 @@ cdef class _Simulator:
 
     def _snapshot(self):
         """(q, v, t0, k, a) copies of the state."""
+        self._check()
         return (np.array(self.Q[self.cur, :self.nq]), np.array(self.V[self.cur, :self.nv]),
                 self.t0, self.k, np.array(self.acc[:self.nv]))

@@ -307,3 +307,17 @@ def test_sigint_stops_a_long_step_and_keeps_the_steps_done():
     np.testing.assert_array_equal(sim.q, tr.q[-1])
     sim.step()                                        # usable
     assert sim.steps == k + 1
+
+
+def test_a_subclass_that_skips_init_gets_an_error_not_a_crash():
+    class Bare(td.Simulator):
+        __slots__ = ()
+
+        def __init__(self):
+            pass
+
+    sim = Bare()
+    for call in (lambda: sim.step(), lambda: sim.q, lambda: sim.v, lambda: sim.a, lambda: sim.t,
+                 lambda: sim.forward(), lambda: sim.state()):
+        with pytest.raises(InputError, match="not initialized"):
+            call()

@@ -907,6 +907,8 @@ class Simulator(_kernels._Simulator):
     (steps run in chunks of a few ms, signals handled in between): the steps
     finished so far are kept, KeyboardInterrupt propagates and the simulator
     stays usable.
+
+    A Simulator is one state: use one per thread (the model can be shared).
     """
 
     __slots__ = ("_model", "_method", "_passive", "_constrained")
