@@ -507,7 +507,7 @@ def _check_pose(T, field, source):
 
 def _per_freedom(value, nv, name, key, source, signed=False):
     """A joint's per-freedom coefficients: one number or nv numbers -> array (nv,)
-    (finite; non-negative unless ``signed``)."""
+    (finite, by _array; non-negative unless ``signed``)."""
     try:
         shape = np.shape(value)
     except ValueError:                                 # ragged lists
@@ -519,8 +519,6 @@ def _per_freedom(value, nv, name, key, source, signed=False):
     if arr.size not in (1, nv) and nv:
         _fail(f"joint '{name}': {key} needs 1 or {nv} values, got {arr.size}", source, key)
     arr = np.broadcast_to(arr, (nv,)) if nv else np.zeros(0)
-    if key != "armature" and not np.all(np.isfinite(arr)):
-        _fail(f"joint '{name}': {key} is not finite", source, key)
     if not signed and np.any(arr < 0):
         _fail(f"joint '{name}': negative {key}", source, key)
     return np.array(arr, dtype=float)

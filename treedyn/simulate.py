@@ -485,7 +485,8 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     -----
     AccuracyWarning
         Once per call, when the run is unforced (no ``tau`` or all zero, no
-        controller, no ``f_ext`` or all zero) and its energy changes by more than
+        controller, no ``f_ext`` or all zero, no damping or springs applied) and
+        its energy changes by more than
         ``ENERGY_RTOL`` = 1e-3 relative: max |E(t) − E(0)| > 1e-3 ·
         max(|E(0)|, max T(t)) over the kept samples (at most ``ENERGY_SAMPLES``
         of them, evenly spaced, checked), T the kinetic energy.  The dynamics
