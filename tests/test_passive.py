@@ -396,3 +396,32 @@ def test_command_line_simulate_applies_them_unless_no_passive(tmp_path, capsys):
     tr = td.simulate(m, np.array([0.2]), np.zeros(1), 0.2, 1e-3)
     np.testing.assert_array_equal(runs[0], tr.q[:, 0])
     np.testing.assert_array_equal(runs[1], 0.2)          # no spring, no gravity along x
+
+
+def test_passive_forces_equal_mujocos_qfrc_passive(tmp_path):
+    """MuJoCo reads URDF <dynamics damping> into dof_damping: its qfrc_passive and
+    qacc are treedyn's passive_forces and forward dynamics with them."""
+    mujoco = pytest.importorskip("mujoco")
+    links = "".join(
+        f'<link name="l{k}"><inertial><origin xyz="0.1 0 -0.2"/><mass value="{1 + k}"/>'
+        f'<inertia ixx="0.02" iyy="0.03" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        for k in range(1, 4))
+    axes = ["0 1 0", "1 0 0", "0 0 1"]
+    joints = "".join(
+        f'<joint name="j{k}" type="{"prismatic" if k == 2 else "revolute"}">'
+        f'<parent link="l{k - 1}"/><child link="l{k}"/><origin xyz="0 0 -0.3"/>'
+        f'<axis xyz="{axes[k - 1]}"/><limit lower="-3" upper="3" effort="9" velocity="9"/>'
+        f'<dynamics damping="{0.1 * k + 0.05}"/></joint>' for k in range(1, 4))
+    text = (f'<robot name="r"><link name="l0"/>{links}{joints}</robot>')
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    m = td.load(str(path))
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    mj.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
+    d = mujoco.MjData(mj)
+    q, v, tau = np.array([0.3, 0.1, -0.4]), np.array([0.7, -1.2, 0.5]), np.array([0.2, -1, 0.4])
+    d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q, v, tau
+    mujoco.mj_forward(mj, d)
+    np.testing.assert_allclose(m.passive_forces(q, v), d.qfrc_passive, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(m.forward_dynamics(q, v, tau + m.passive_forces(q, v)), d.qacc,
+                               rtol=0, atol=1e-10)
