@@ -99,8 +99,12 @@ class PandaReachEnv(_Base):
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, seed=None, options=None):
-        if seed is not None:
+        if gymnasium is not None:
+            super().reset(seed=seed)            # seeds self.np_random (Gymnasium's rule)
+            self._rng = self.np_random
+        elif seed is not None:
             self._rng = np.random.default_rng(seed)
+        if seed is not None:
             self.action_space.seed(seed)
         q0 = self.q_home + self._rng.uniform(-0.1, 0.1, self.model.nq)
         self.sim.reset(np.clip(q0, self.model.lower_limit, self.model.upper_limit))

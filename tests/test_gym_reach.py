@@ -49,3 +49,29 @@ def test_scripted_policy_reaches_every_target(gym_reach):
     res = gym_reach.main(steps=1000, policy="expert", seed=1)
     assert res["episodes"] >= 10 and res["reached"] == res["episodes"]
     assert max(res["final"]) < 0.02
+
+
+def test_gymnasium_env_checker_passes_when_installed(gym_reach):
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium.utils.env_checker import check_env
+    env = gym_reach.PandaReachEnv()
+    assert isinstance(env, gymnasium.Env)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # unbounded observation space: by design
+        check_env(env, skip_render_check=True)
+
+
+def test_runs_without_gymnasium(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "gymnasium", None)   # import gymnasium fails
+    mod = load_example("gym_reach")
+    assert mod.gymnasium is None
+    env = mod.PandaReachEnv(max_episode_steps=3)
+    obs, _ = env.reset(seed=2)
+    a = env.action_space.sample()
+    assert a.shape == (7,) and env.action_space.contains(a)
+    obs, reward, terminated, truncated, info = env.step(a)
+    assert obs.shape == (23,) and np.isfinite(reward)
+    env2 = mod.PandaReachEnv(max_episode_steps=3)
+    np.testing.assert_array_equal(env2.reset(seed=2)[0], env.reset(seed=2)[0])
