@@ -15,5 +15,6 @@ from .simulate import Simulator, SimulatorState, Trajectory, simulate
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "Data", "LoopClosure", "lie", "robots",
-           "derivatives", "simulate", "Trajectory", "Simulator", "SimulatorState", "integrators", "batch_threads",
+           "derivatives", "simulate", "Trajectory", "Simulator", "SimulatorState", "integrators",
+           "batch_threads",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]
