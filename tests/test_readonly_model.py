@@ -131,3 +131,11 @@ def test_pickling_round_trips_read_only(model):
         assert not b.flags.writeable, name
         with pytest.raises(ValueError):
             b.setflags(write=True)
+
+
+def test_nb_is_a_deprecated_alias_of_n_bodies(model):
+    with pytest.warns(DeprecationWarning, match="n_bodies"):
+        assert model.nb == model.n_bodies == len(model.body_names)
+    assert "nb" not in dir(model)
+    with pytest.raises(AttributeError, match="no attribute 'n_crows'"):
+        model.n_crows

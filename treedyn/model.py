@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import types
+import warnings
 from math import isfinite as _isfinite
 
 import numpy as np
@@ -174,6 +175,14 @@ class Model(ModelCore):
 
     def __delattr__(self, key):
         raise AttributeError(f"Model is immutable (cannot delete '{key}')")
+
+    def __getattr__(self, key):
+        # names of earlier versions, kept as deprecated aliases (not in dir())
+        if key == "nb":
+            warnings.warn("Model.nb is deprecated: use Model.n_bodies", DeprecationWarning,
+                          stacklevel=2)
+            return self._nb
+        raise AttributeError(f"'Model' object has no attribute '{key}'")
 
     def __reduce__(self):
         return (_compile, (self.graph,))
