@@ -126,7 +126,8 @@ LAYERS = [
     {"treedyn.errors", "treedyn.validation", "treedyn.linalg", "treedyn.joint_types",
      "treedyn.lie", "treedyn._ext"},
     {"treedyn.tables", "treedyn.integrators", "treedyn.kinematics", "treedyn.dynamics",
-     "treedyn.constraints", "treedyn.derivatives", "treedyn.plotting", "treedyn.io.xmlfile"},
+     "treedyn.constraints", "treedyn.derivatives", "treedyn.plotting", "treedyn.io.xmlfile",
+     "treedyn.io.files"},        # (io/files: issue 25, read by the readers)
     {"treedyn.model"},
     {"treedyn.compiler"},
     {"treedyn.graph"},
@@ -139,7 +140,8 @@ LAYERS = [
 def test_every_module_has_a_layer_and_imports_only_upstream():
     graph = import_graph(PACKAGE)
     layer = {m: k for k, group in enumerate(LAYERS) for m in group}
-    assert set(graph) == set(layer), "modules missing from LAYERS (docs/architecture.md)"
+    missing = sorted(set(graph) - set(layer))
+    assert not missing, f"modules without a layer (add them to LAYERS and docs/architecture.md): {missing}"
     bad = [f"{m} (layer {layer[m]}) imports {t} (layer {layer[t]}, line {n})"
            for m, targets in graph.items() for t, n in sorted(targets) if layer[t] > layer[m]]
     assert not bad, bad

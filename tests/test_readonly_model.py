@@ -139,3 +139,14 @@ def test_nb_is_a_deprecated_alias_of_n_bodies(model):
     assert "nb" not in dir(model)
     with pytest.raises(AttributeError, match="no attribute 'n_crows'"):
         model.n_crows
+
+
+def test_the_tables_mapping_and_indexes_are_read_only(model):
+    with pytest.raises(TypeError):
+        model._tables["parent"] = np.zeros(model.n_bodies, dtype=np.int32)
+    with pytest.raises(TypeError):
+        model._body_index[model.body_names[0]] = 99
+    with pytest.raises(TypeError):
+        model.idx_q[model.joint_names[0]] = 99
+    with pytest.raises(AttributeError):
+        model.parent = np.zeros(3)

@@ -160,8 +160,8 @@ class Model(ModelCore):
             {n: int(arrays["qoff"][k]) for k, n in enumerate(names["joint_names"])})
         d["idx_v"] = types.MappingProxyType(
             {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
-        d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
-        d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
+        d["_frame_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["frame_names"])})
+        d["_body_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["body_names"])})
         self._init_core(tables, names)
         if closures or mimic:
             from .constraints import ConstraintSet
