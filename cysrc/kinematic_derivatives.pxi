@@ -164,40 +164,19 @@ cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int
     return 0
 
 
-cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
-                                               const double* qd, const double* qdd, int body,
-                                               int frame, int rep, double* dq, double* dv,
-                                               double* da, bint velocity=False) noexcept nogil:
-    """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
-    body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
-    (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
-    ``velocity``: instead dv = ∂V/∂q and da = ∂V/∂v = J of the twist V (dq and
-    qdd unused): [x_m, Z_m] about r_t, and for the representations the terms of
-    the moving frame — spatial: moved to the world origin; body: R_tᵀ([x_m, Z_m] +
-    [V, x_m]); hybrid: ṙ gains ω × v_m; mixed: angular as body, linear as hybrid.
-    Only the columns of the path's freedoms are written (the caller zeroes the
-    outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
-    per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
-    cdef int nv = m.nv, n, jj, kk, bj, bk, oj, ok, cj, ck, a
-    cdef double Rt[9]
-    cdef double rt[3]
-    cdef double V[6]            # hybrid twist (ω, ṙ) of the frame
-    cdef double A[6]            # its spatial acceleration about rt: (α, a_s + α × rt)
+cdef inline void _frame_accel_sums(ModelCore m, DataC* d, int n, const double* qd,
+                                   const double* qdd, double* V, double* A) noexcept nogil:
+    """Pass 1 over the path's freedoms (n bodies in d.path, screws x_j in d.hJ):
+        W_j = Σ_k T(k,j) q̇_k x_k,   Z_k = Σ_j T(k,j) q̇_j x_j,   Zᵃ_k = Σ_j T(k,j) q̈_j x_j,
+    with T(k,j) = 1 where x_k is transported by joint j (_transports); per freedom
+    d.dYPX holds Y = Z − W, Zᵃ, Z; and the frame's twist and acceleration
+        V = Σ_j q̇_j x_j,   A = Σ_j (q̈_j x_j + q̇_j [W_j, x_j])   (J̇_j = [W_j, x_j])."""
+    cdef int jj, kk, bj, bk, oj, cj, ck, a
     cdef double W[6]
-    cdef double D[6]
-    cdef double E[6]
-    cdef double G[6]
     cdef double t6[6]
-    cdef double u6[6]
-    cdef double t[3]
-    cdef double t2[3]
     cdef double* Y
     cdef const double* xj
     cdef const double* xk
-    cdef const double* xm
-    n = _frame_columns(m, d, q, body, frame, Rt, rt)
-    if n < 0:
-        return -n
     for a in range(6):
         V[a] = 0.0
         A[a] = 0.0
@@ -206,7 +185,6 @@ cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const doub
         for cj in range(m.voff[bj], m.voff[bj] + m.nvj[bj]):
             for a in range(18):
                 d.dYPX[18 * cj + a] = 0.0
-    # pass 1: W_j = Σ_k T(k,j) v_k x_k; Z_k = Σ_j T(k,j) v_j x_j, Zᵃ_k likewise with a_j
     for jj in range(n):
         bj = d.path[jj]
         oj = m.voff[bj]
@@ -237,7 +215,28 @@ cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const doub
             Y = &d.dYPX[18 * cj]
             for a in range(6):
                 Y[a] += Y[12 + a]
-    # pass 2, per freedom m: D = ∂A_s/∂q_m and E = ∂A_s/∂v_m about rt
+
+
+cdef inline void _frame_accel_columns(ModelCore m, DataC* d, int n, const double* qd,
+                                      const double* Rt, const double* rt, int rep,
+                                      const double* V, const double* A, double* dq,
+                                      double* dv, double* da, bint velocity) noexcept nogil:
+    """Pass 2, per freedom m of the path: about r_t,
+        D = ∂A_s/∂q_m = [x_m, Zᵃ_m] + Σ_k q̇_k [Y_k, [x_k, x_m]],   E = ∂A_s/∂v_m = [x_m, Y_m],
+    G = ∂A/∂a_m = x_m, then moved to the representation rep (world origin; body:
+    Ad_{C_t}⁻¹ (D + [A, x_m]); hybrid / mixed: the moving point's terms); with
+    ``velocity`` the columns of ∂V/∂q and J instead (_velocity_column)."""
+    cdef int nv = m.nv, jj, kk, bj, bk, oj, ok, cj, ck, a
+    cdef double D[6]
+    cdef double E[6]
+    cdef double G[6]
+    cdef double t6[6]
+    cdef double u6[6]
+    cdef double t[3]
+    cdef double t2[3]
+    cdef double* Y
+    cdef const double* xk
+    cdef const double* xm
     for jj in range(n):
         bj = d.path[jj]
         oj = m.voff[bj]
@@ -314,6 +313,32 @@ cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const doub
                 dq[a * nv + cj] = D[a]
                 dv[a * nv + cj] = E[a]
                 da[a * nv + cj] = G[a]
+
+
+cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
+                                               const double* qd, const double* qdd, int body,
+                                               int frame, int rep, double* dq, double* dv,
+                                               double* da, bint velocity=False) noexcept nogil:
+    """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
+    body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
+    (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
+    ``velocity``: instead dv = ∂V/∂q and da = ∂V/∂v = J of the twist V (dq and
+    qdd unused): [x_m, Z_m] about r_t, and for the representations the terms of
+    the moving frame — spatial: moved to the world origin; body: R_tᵀ([x_m, Z_m] +
+    [V, x_m]); hybrid: ṙ gains ω × v_m; mixed: angular as body, linear as hybrid.
+    Only the columns of the path's freedoms are written (the caller zeroes the
+    outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
+    per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int n
+    cdef double Rt[9]
+    cdef double rt[3]
+    cdef double V[6]            # hybrid twist (ω, ṙ) of the frame
+    cdef double A[6]            # its spatial acceleration about rt: (α, a_s + α × rt)
+    n = _frame_columns(m, d, q, body, frame, Rt, rt)
+    if n < 0:
+        return -n
+    _frame_accel_sums(m, d, n, qd, qdd, V, A)
+    _frame_accel_columns(m, d, n, qd, Rt, rt, rep, V, A, dq, dv, da, velocity)
     return 0
 
 
