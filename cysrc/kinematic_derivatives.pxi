@@ -416,13 +416,12 @@ cdef inline void _subspace_rates2(int kind, int nv, const double* S, const doubl
             Sdd[6 * (3 + j) + 5] = t2[2] - t[2]
 
 
-cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
-                           const double* qdd, const double* qddd, int rep,
-                           double* out) noexcept nogil:
-    """Second time derivatives of the twists of all bodies (nb, 6) in representation
-    rep (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included.  Fills d.oMi,
-    d.S, d.v and d.a (body_motion_kernel).  Returns 0 or i + 1 for a non-unit
-    quaternion."""
+cdef inline void _body_jerks_recursion(ModelCore m, DataC* d, const double* qd,
+                                       const double* qdd, const double* qddd,
+                                       double* out) noexcept nogil:
+    """Body jerks V̈ᵇ_i, root to leaves (the acceleration recursion differentiated
+    once more): with u = S q̇, u̇ = Ṡ q̇ + S q̈, ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛ of joint i,
+        V̈_i = Ad_{T_i}⁻¹ V̈_p + [Ad_{T_i}⁻¹ V̇_p + V̇_i, u] + [V_i, u̇] + ü   (out)."""
     cdef int nb = m.nb, i, n, k, par, o, nvi, kind
     cdef double Sd[36]
     cdef double Sdd[36]
@@ -431,15 +430,12 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
     cdef double udd[6]
     cdef double Ap[6]
     cdef double t6[6]
-    cdef double w[6]
     cdef double s
-    cdef double t[3]
     cdef double* Jk
     cdef const double* V
     cdef const double* A
     cdef const double* C
     cdef const double* S
-    cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -483,8 +479,21 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
         twist_bracket(V, ud, t6)
         twist_add(Jk, t6)
         twist_add(Jk, udd)
-    if rep == 0:
-        return bad
+
+
+cdef inline void _body_jerks_convert(ModelCore m, DataC* d, int rep, double* out) noexcept nogil:
+    """The body jerks in representation rep: spatial d²/dt² (Ad_C Vᵇ) =
+    Ad_C (V̈ᵇ + [Vᵇ, V̇ᵇ]); hybrid / mixed: (ω̈, r⃛) with ω̈ = ζ + ω × α and
+    r⃛ = j + α × v + ω × a + ω × (a + ω × v) in body axes, rotated to the world
+    (hybrid: both parts; mixed: the linear part)."""
+    cdef int nb = m.nb, i, n
+    cdef double t6[6]
+    cdef double w[6]
+    cdef double t[3]
+    cdef double* Jk
+    cdef const double* V
+    cdef const double* A
+    cdef const double* C
     for i in range(nb):
         V = &d.v[6 * i]
         A = &d.a[6 * i]
@@ -513,6 +522,19 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
         if rep == 2:
             rot_vec(C, w, t)
             Jk[0] = t[0]; Jk[1] = t[1]; Jk[2] = t[2]
+
+
+cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                           const double* qdd, const double* qddd, int rep,
+                           double* out) noexcept nogil:
+    """Second time derivatives of the twists of all bodies (nb, 6) in representation
+    rep (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included: the body
+    motion, the jerk recursion, then the conversion.  Fills d.oMi, d.S, d.v and d.a
+    (body_motion_kernel).  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
+    _body_jerks_recursion(m, d, qd, qdd, qddd, out)
+    if rep != 0:
+        _body_jerks_convert(m, d, rep, out)
     return bad
 
 
