@@ -164,19 +164,40 @@ cdef int jacobian_derivatives_kernel(ModelCore m, DataC* d, const double* q, int
     return 0
 
 
-cdef inline void _frame_accel_sums(ModelCore m, DataC* d, int n, const double* qd,
-                                   const double* qdd, double* V, double* A) noexcept nogil:
-    """Pass 1 over the path's freedoms (n bodies in d.path, screws x_j in d.hJ):
-        W_j = Σ_k T(k,j) q̇_k x_k,   Z_k = Σ_j T(k,j) q̇_j x_j,   Zᵃ_k = Σ_j T(k,j) q̈_j x_j,
-    with T(k,j) = 1 where x_k is transported by joint j (_transports); per freedom
-    d.dYPX holds Y = Z − W, Zᵃ, Z; and the frame's twist and acceleration
-        V = Σ_j q̇_j x_j,   A = Σ_j (q̈_j x_j + q̇_j [W_j, x_j])   (J̇_j = [W_j, x_j])."""
-    cdef int jj, kk, bj, bk, oj, cj, ck, a
+cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
+                                               const double* qd, const double* qdd, int body,
+                                               int frame, int rep, double* dq, double* dv,
+                                               double* da, bint velocity=False) noexcept nogil:
+    """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
+    body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
+    (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
+    ``velocity``: instead dv = ∂V/∂q and da = ∂V/∂v = J of the twist V (dq and
+    qdd unused): [x_m, Z_m] about r_t, and for the representations the terms of
+    the moving frame — spatial: moved to the world origin; body: R_tᵀ([x_m, Z_m] +
+    [V, x_m]); hybrid: ṙ gains ω × v_m; mixed: angular as body, linear as hybrid.
+    Only the columns of the path's freedoms are written (the caller zeroes the
+    outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
+    per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
+    cdef int nv = m.nv, n, jj, kk, bj, bk, oj, ok, cj, ck, a
+    cdef double Rt[9]
+    cdef double rt[3]
+    cdef double V[6]            # hybrid twist (ω, ṙ) of the frame
+    cdef double A[6]            # its spatial acceleration about rt: (α, a_s + α × rt)
     cdef double W[6]
+    cdef double D[6]
+    cdef double E[6]
+    cdef double G[6]
     cdef double t6[6]
+    cdef double u6[6]
+    cdef double t[3]
+    cdef double t2[3]
     cdef double* Y
     cdef const double* xj
     cdef const double* xk
+    cdef const double* xm
+    n = _frame_columns(m, d, q, body, frame, Rt, rt)
+    if n < 0:
+        return -n
     for a in range(6):
         V[a] = 0.0
         A[a] = 0.0
@@ -185,6 +206,7 @@ cdef inline void _frame_accel_sums(ModelCore m, DataC* d, int n, const double* q
         for cj in range(m.voff[bj], m.voff[bj] + m.nvj[bj]):
             for a in range(18):
                 d.dYPX[18 * cj + a] = 0.0
+    # pass 1: W_j = Σ_k T(k,j) v_k x_k; Z_k = Σ_j T(k,j) v_j x_j, Zᵃ_k likewise with a_j
     for jj in range(n):
         bj = d.path[jj]
         oj = m.voff[bj]
@@ -215,28 +237,7 @@ cdef inline void _frame_accel_sums(ModelCore m, DataC* d, int n, const double* q
             Y = &d.dYPX[18 * cj]
             for a in range(6):
                 Y[a] += Y[12 + a]
-
-
-cdef inline void _frame_accel_columns(ModelCore m, DataC* d, int n, const double* qd,
-                                      const double* Rt, const double* rt, int rep,
-                                      const double* V, const double* A, double* dq,
-                                      double* dv, double* da, bint velocity) noexcept nogil:
-    """Pass 2, per freedom m of the path: about r_t,
-        D = ∂A_s/∂q_m = [x_m, Zᵃ_m] + Σ_k q̇_k [Y_k, [x_k, x_m]],   E = ∂A_s/∂v_m = [x_m, Y_m],
-    G = ∂A/∂a_m = x_m, then moved to the representation rep (world origin; body:
-    Ad_{C_t}⁻¹ (D + [A, x_m]); hybrid / mixed: the moving point's terms); with
-    ``velocity`` the columns of ∂V/∂q and J instead (_velocity_column)."""
-    cdef int nv = m.nv, jj, kk, bj, bk, oj, ok, cj, ck, a
-    cdef double D[6]
-    cdef double E[6]
-    cdef double G[6]
-    cdef double t6[6]
-    cdef double u6[6]
-    cdef double t[3]
-    cdef double t2[3]
-    cdef double* Y
-    cdef const double* xk
-    cdef const double* xm
+    # pass 2, per freedom m: D = ∂A_s/∂q_m and E = ∂A_s/∂v_m about rt
     for jj in range(n):
         bj = d.path[jj]
         oj = m.voff[bj]
@@ -313,32 +314,6 @@ cdef inline void _frame_accel_columns(ModelCore m, DataC* d, int n, const double
                 dq[a * nv + cj] = D[a]
                 dv[a * nv + cj] = E[a]
                 da[a * nv + cj] = G[a]
-
-
-cdef int frame_acceleration_derivatives_kernel(ModelCore m, DataC* d, const double* q,
-                                               const double* qd, const double* qdd, int body,
-                                               int frame, int rep, double* dq, double* dv,
-                                               double* da, bint velocity=False) noexcept nogil:
-    """(∂A/∂q, ∂A/∂v, ∂A/∂a), each (6, nv) row-major, of the twist derivative A of
-    body ``body`` (or named frame ``frame`` ≥ 0 on it) in representation rep
-    (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included (see the header).
-    ``velocity``: instead dv = ∂V/∂q and da = ∂V/∂v = J of the twist V (dq and
-    qdd unused): [x_m, Z_m] about r_t, and for the representations the terms of
-    the moving frame — spatial: moved to the world origin; body: R_tᵀ([x_m, Z_m] +
-    [V, x_m]); hybrid: ṙ gains ω × v_m; mixed: angular as body, linear as hybrid.
-    Only the columns of the path's freedoms are written (the caller zeroes the
-    outputs).  Fills d.oMi, d.S, d.hJ on the path and uses d.dYPX as scratch:
-    per freedom Y = Z − W, Zᵃ, Z.  Returns 0 or i + 1 for a non-unit quaternion."""
-    cdef int n
-    cdef double Rt[9]
-    cdef double rt[3]
-    cdef double V[6]            # hybrid twist (ω, ṙ) of the frame
-    cdef double A[6]            # its spatial acceleration about rt: (α, a_s + α × rt)
-    n = _frame_columns(m, d, q, body, frame, Rt, rt)
-    if n < 0:
-        return -n
-    _frame_accel_sums(m, d, n, qd, qdd, V, A)
-    _frame_accel_columns(m, d, n, qd, Rt, rt, rep, V, A, dq, dv, da, velocity)
     return 0
 
 
@@ -416,12 +391,13 @@ cdef inline void _subspace_rates2(int kind, int nv, const double* S, const doubl
             Sdd[6 * (3 + j) + 5] = t2[2] - t[2]
 
 
-cdef inline void _body_jerks_recursion(ModelCore m, DataC* d, const double* qd,
-                                       const double* qdd, const double* qddd,
-                                       double* out) noexcept nogil:
-    """Body jerks V̈ᵇ_i, root to leaves (the acceleration recursion differentiated
-    once more): with u = S q̇, u̇ = Ṡ q̇ + S q̈, ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛ of joint i,
-        V̈_i = Ad_{T_i}⁻¹ V̈_p + [Ad_{T_i}⁻¹ V̇_p + V̇_i, u] + [V_i, u̇] + ü   (out)."""
+cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                           const double* qdd, const double* qddd, int rep,
+                           double* out) noexcept nogil:
+    """Second time derivatives of the twists of all bodies (nb, 6) in representation
+    rep (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included.  Fills d.oMi,
+    d.S, d.v and d.a (body_motion_kernel).  Returns 0 or i + 1 for a non-unit
+    quaternion."""
     cdef int nb = m.nb, i, n, k, par, o, nvi, kind
     cdef double Sd[36]
     cdef double Sdd[36]
@@ -430,12 +406,18 @@ cdef inline void _body_jerks_recursion(ModelCore m, DataC* d, const double* qd,
     cdef double udd[6]
     cdef double Ap[6]
     cdef double t6[6]
+    cdef double w[6]
     cdef double s
+    cdef double t[3]
     cdef double* Jk
     cdef const double* V
     cdef const double* A
     cdef const double* C
     cdef const double* S
+    cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
+    # the recursion, root to leaves (the acceleration recursion differentiated once
+    # more): u = S q̇, u̇ = Ṡ q̇ + S q̈, ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛ of joint i,
+    #   V̈_i = Ad_{T_i}⁻¹ V̈_p + [Ad_{T_i}⁻¹ V̇_p + V̇_i, u] + [V_i, u̇] + ü
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -479,21 +461,9 @@ cdef inline void _body_jerks_recursion(ModelCore m, DataC* d, const double* qd,
         twist_bracket(V, ud, t6)
         twist_add(Jk, t6)
         twist_add(Jk, udd)
-
-
-cdef inline void _body_jerks_convert(ModelCore m, DataC* d, int rep, double* out) noexcept nogil:
-    """The body jerks in representation rep: spatial d²/dt² (Ad_C Vᵇ) =
-    Ad_C (V̈ᵇ + [Vᵇ, V̇ᵇ]); hybrid / mixed: (ω̈, r⃛) with ω̈ = ζ + ω × α and
-    r⃛ = j + α × v + ω × a + ω × (a + ω × v) in body axes, rotated to the world
-    (hybrid: both parts; mixed: the linear part)."""
-    cdef int nb = m.nb, i, n
-    cdef double t6[6]
-    cdef double w[6]
-    cdef double t[3]
-    cdef double* Jk
-    cdef const double* V
-    cdef const double* A
-    cdef const double* C
+    if rep == 0:
+        return bad
+    # the representation: spatial Ad_C (V̈ᵇ + [Vᵇ, V̇ᵇ]); hybrid / mixed (ω̈, r⃛)
     for i in range(nb):
         V = &d.v[6 * i]
         A = &d.a[6 * i]
@@ -522,19 +492,6 @@ cdef inline void _body_jerks_convert(ModelCore m, DataC* d, int rep, double* out
         if rep == 2:
             rot_vec(C, w, t)
             Jk[0] = t[0]; Jk[1] = t[1]; Jk[2] = t[2]
-
-
-cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
-                           const double* qdd, const double* qddd, int rep,
-                           double* out) noexcept nogil:
-    """Second time derivatives of the twists of all bodies (nb, 6) in representation
-    rep (0 body, 1 spatial, 2 hybrid, 3 mixed), gravity not included: the body
-    motion, the jerk recursion, then the conversion.  Fills d.oMi, d.S, d.v and d.a
-    (body_motion_kernel).  Returns 0 or i + 1 for a non-unit quaternion."""
-    cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
-    _body_jerks_recursion(m, d, qd, qdd, qddd, out)
-    if rep != 0:
-        _body_jerks_convert(m, d, rep, out)
     return bad
 
 

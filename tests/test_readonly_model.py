@@ -136,7 +136,6 @@ def test_pickling_round_trips_read_only(model):
 def test_nb_is_a_deprecated_alias_of_n_bodies(model):
     with pytest.warns(DeprecationWarning, match="n_bodies"):
         assert model.nb == model.n_bodies == len(model.body_names)
-    assert "nb" not in dir(model)
     with pytest.raises(AttributeError, match="no attribute 'n_crows'"):
         model.n_crows
 
