@@ -27,7 +27,7 @@ def _arrays(model):
     """(name, array) of every ndarray attribute of the model and every kernel table."""
     out = []
     for name in dir(model):
-        if name.startswith("__"):
+        if name.startswith("__") or name == "nb":          # (nb: deprecated, warns)
             continue
         try:
             val = getattr(model, name)
