@@ -20,6 +20,7 @@ pool, releasing the GIL for models with at least ``GIL_RELEASE_NV`` velocity
 coordinates) or over a batch in an OpenMP ``prange`` with one Data per thread.
 """
 import os
+from types import MappingProxyType
 
 import numpy as np
 cimport numpy as cnp
@@ -362,11 +363,15 @@ cdef class ModelCore:
     cdef const int[::1] cl_parallel    # 1: the closure's axes stay parallel for every q
     cdef const int[:, ::1] mm_int      # (couplings, 4): follower, leader freedom; their q index
     cdef const double[:, ::1] mm_dbl   # (couplings, 2): multiplier, offset
-    #: the kernel tables by name (the arrays above, read-only; test and debug access)
-    cdef readonly dict _tables
+    cdef dict _tabs                    # the tables above by name (see _tables)
     cdef Data _idle                    # idle Data for plain calls (a pool, not model
     cdef list _pool                    # state: no result depends on them)
     cdef list _teams                   # idle teams of Data for batches (likewise)
+
+    @property
+    def _tables(self):
+        """The kernel tables by name (read-only arrays; test and debug access)."""
+        return MappingProxyType(self._tabs)
 
     @property
     def _nb(self):
@@ -386,7 +391,7 @@ cdef class ModelCore:
         global _next_serial
         _next_serial += 1
         self.serial = _next_serial
-        self._tables = {}
+        self._tabs = {}
         self.parent = self._table(t, "parent")
         self.kind = self._table(t, "kind")
         self.qoff = self._table(t, "qoff")
@@ -412,8 +417,8 @@ cdef class ModelCore:
         self.path_nv = self._table(t, "path_nv")
         self.max_pending = t["max_pending"]
         self.fd_recursive = t["fd_recursive"]
-        self._tables["max_pending"] = self.max_pending
-        self._tables["fd_recursive"] = self.fd_recursive
+        self._tabs["max_pending"] = self.max_pending
+        self._tabs["fd_recursive"] = self.fd_recursive
         self.anc_ptr = self._table(t, "anc_ptr")
         self.anc_run = self._table(t, "anc_run")
         self.dof_parent = self._table(t, "dof_parent")
@@ -451,7 +456,7 @@ cdef class ModelCore:
                 and a.flags.c_contiguous):
             raise ValueError(f"kernel table {name}: expected a read-only array on bytes "
                              f"(treedyn.tables.frozen)")
-        self._tables[name] = a
+        self._tabs[name] = a
         return a
 
     def _init_loops(self, dict t):

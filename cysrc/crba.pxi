@@ -42,8 +42,8 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
             twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
 
 
-cdef inline int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
-                                         bint joints_ready, bint world_ready) noexcept nogil:
+cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
+                                  bint joints_ready, bint world_ready) noexcept nogil:
     """CRBA pass 1, root to leaves: each body's pose C_i in frame s (d.sMi), its
     spatial screws J_i (d.sJ) and its rigid inertia in frame s, Iᶜ_i = Ad*_{C_i⁻¹} M_i
     Ad_{C_i⁻¹} (d.sIc: m, m c, Θ about s).  Returns 0 or i + 1 for a non-unit
@@ -66,7 +66,7 @@ cdef inline int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
     return bad
 
 
-cdef inline void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) noexcept nogil:
+cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) noexcept nogil:
     """CRBA pass 2, leaves to root: with the composite inertia Iᶜ_i of body i's
     subtree (complete once its children were added), each freedom k of joint i
     gives the column force F = Iᶜ_i J_k and the entries
@@ -118,7 +118,14 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
     those of frame s: only the positions are formed.  ``lower``: only the entries
     the tree factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k)
     are written, nothing else."""
-    cdef int bad = _crba_poses_and_inertias(m, d, q, joints_ready, world_ready)
+    cdef int bad
+    if not (joints_ready or world_ready or lower):
+        # the plain call with constant flags: the compiler inlines both passes here
+        # with the flags folded (measured: 3 % of a 7-body mass_matrix call)
+        bad = _crba_poses_and_inertias(m, d, q, False, False)
+        _crba_composite_columns(m, d, M, False)
+        return bad
+    bad = _crba_poses_and_inertias(m, d, q, joints_ready, world_ready)
     _crba_composite_columns(m, d, M, lower)
     return bad
 

@@ -432,13 +432,17 @@ cdef class Data:
         p += (64 - (<size_t>p) % 64) // 8
         _carve(&self.c, BUF_LANES, self.rows, <char*>p, sizeof(double), L)
 
-    def __getattr__(self, name):
-        """The fields the table (_DATA_TABLE) shows: read-only (rows, width) views."""
+    def __getattribute__(self, name):
+        # the fields the table (_DATA_TABLE) shows, looked up first: read-only
+        # (rows, width) views of the Data's memory
+        view = _DATA_VIEWS.get(name)
+        if view is None:
+            return object.__getattribute__(self, name)
+        return self._field_view(view)
+
+    cdef _field_view(self, tuple view):
         cdef Py_ssize_t start
-        try:
-            rows, width, start = _DATA_VIEWS[name]
-        except KeyError:
-            raise AttributeError(f"'treedyn.Data' object has no attribute {name!r}") from None
+        rows, width, start = view
         n = self.nb if rows == "nb" else self.nv
         start = (<double**>(<char*>&self.c + <size_t>start))[0] - &self.buf[0]
         arr = np.asarray(self.buf)[start:start + <Py_ssize_t>n * width]

@@ -415,6 +415,9 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
     cdef const double* C
     cdef const double* S
     cdef int bad = body_motion_kernel(m, d, q, qd, qdd)
+    # the recursion, root to leaves (the acceleration recursion differentiated once
+    # more): u = S q̇, u̇ = Ṡ q̇ + S q̈, ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛ of joint i,
+    #   V̈_i = Ad_{T_i}⁻¹ V̈_p + [Ad_{T_i}⁻¹ V̇_p + V̇_i, u] + [V_i, u̇] + ü
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
@@ -460,6 +463,7 @@ cdef int body_jerks_kernel(ModelCore m, DataC* d, const double* q, const double*
         twist_add(Jk, udd)
     if rep == 0:
         return bad
+    # the representation: spatial Ad_C (V̈ᵇ + [Vᵇ, V̇ᵇ]); hybrid / mixed (ω̈, r⃛)
     for i in range(nb):
         V = &d.v[6 * i]
         A = &d.a[6 * i]

