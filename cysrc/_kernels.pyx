@@ -538,11 +538,7 @@ cdef class ModelCore:
         (``work``; default nv, the whole model).  ``group`` (if not NULL): fn on
         TD_VL samples at once, used for the batch's full groups of TD_VL."""
         cdef Data d
-        cdef _Team team
-        cdef int code = 0, nth, L = TD_VL
-        cdef Py_ssize_t s, ng = 0, items, per, i0, i1
-        cdef double tick = 0.0
-        cdef int[::1] errs
+        cdef int code = 0
         if N < 0:
             d = self._data(data)
             if work < 0:
@@ -561,6 +557,18 @@ cdef class ModelCore:
                              "per thread internally)")
         if N == 0:
             return 0
+        return self._dispatch_batch(fn, c, N, work, what, group)
+
+    cdef int _dispatch_batch(self, kernel_t fn, Call* c, Py_ssize_t N, int work, str what,
+                             group_t group) except -1:
+        """The batch half of _dispatch (N > 0 samples).  Kept out of _dispatch so
+        that single calls stay lean (the chunk loop's Python objects and
+        try/finally cost single calls about 30 ns when they shared one function)."""
+        cdef _Team team
+        cdef int nth, L = TD_VL
+        cdef Py_ssize_t s, ng = 0, items, per, i0, i1
+        cdef double tick = 0.0
+        cdef int[::1] errs
         global _omp_started, _lane_groups_run
         nth = _batch_threads()
         if nth > N:
