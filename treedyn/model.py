@@ -142,6 +142,7 @@ class Model(ModelCore):
     _assemble = _kernels._assemble                                          # closed_loop_id.pxi
     _closed_loop_inverse_dynamics = _kernels._closed_loop_inverse_dynamics  # closed_loop_id.pxi
     _run = _kernels._run                                                    # integrators.pxi
+    _rollout = _kernels._rollout                                            # rollout.pxi
 
     def __init__(self, graph, arrays, names, closures, mimic, tables):
         """Called by :func:`treedyn.compiler.compile_model` with the compiler's
