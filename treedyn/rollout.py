@@ -16,7 +16,7 @@ from .dynamics import passive_tables
 from .integrators import get_method, local_map_code
 from .simulate import _baumgarte_gains, _progress_bar, _save_every, _saved_times, _step_count
 
-__all__ = ["rollout", "Rollout", "LinearFeedback"]
+__all__ = ["rollout", "Rollout", "LinearFeedback", "open_rollout"]
 
 _STABILIZATIONS = ("projection", "baumgarte", None)
 #: keys of ``params=`` (per-sample parameters; docs/rollout.md)
@@ -118,11 +118,12 @@ class Rollout:
         groups = self._groups if self._groups is not None else np.zeros(N, dtype=np.intp)
         for g, m in enumerate(models):
             for s in np.flatnonzero(groups == g):
-                ok = np.all(np.isfinite(self.q[s]), axis=1) & np.all(np.isfinite(self.v[s]), axis=1)
+                qs, vs = np.asarray(self.q[s]), np.asarray(self.v[s])
+                ok = np.all(np.isfinite(qs), axis=1) & np.all(np.isfinite(vs), axis=1)
                 if not ok.any():
                     continue
                 grav = None if self._gravity is None else self._gravity[s]
-                q, v = self.q[s][ok], self.v[s][ok]
+                q, v = np.asarray(self.q[s])[ok], np.asarray(self.v[s])[ok]
                 E[s, ok] = m.kinetic_energy(q, v) + m.potential_energy(q, grav)
         return E
 
@@ -303,8 +304,7 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
                          "client (e.g. dask.distributed.Client(processes=False)) or save "
                          "the Rollout with to_npz")
     if client is not None:
-        from ._rollout_dask import run_distributed
-        return run_distributed(model, args, client, chunk, out, progress)
+        return _run_distributed(model, args, client, chunk, out, progress)
     n_total = args["N"] * args["nsteps"]
     update, bar = _progress_bar(progress if progress is not None
                                 else (None if n_total >= 1_000_000 else False), n_total)
@@ -541,3 +541,168 @@ def _result(model, a, Q, V, R, status, failed):
         grav = np.broadcast_to(grav, (a["N"], 3))
     return Rollout(t, Q, V, status, failed, a["params"], a["method"], a["h"], model=model,
                    models=models, groups=a["groups"], constraint_residual=R, gravity=grav)
+
+
+# ---------------------------------------------------------------- Dask (client=)
+# The samples split into chunks, each run by the local compiled loop on a
+# dask.distributed worker.  The model is scattered once to every worker (it
+# pickles as its graph and is recompiled there); a chunk's arguments are its own
+# rows.  Samples do not interact and each is stepped by the same kernel as in a
+# local call, so the arrays are bitwise the local call's.  Dask retries the chunks
+# of a lost worker (distributed.scheduler.allowed-failures); a chunk that raises is
+# reported with its samples.  dask, distributed and zarr (the optional extra
+# treedyn[distributed]) are imported only here, when a client or a store is used.
+
+_PER_SAMPLE = ("Q0", "V0", "tau", "K", "xref", "gravity", "damping", "groups")
+
+
+class ChunkFailed(RuntimeError):
+    """A chunk of a distributed rollout raised (samples i0 … i1 − 1)."""
+
+    def __init__(self, i0, i1, exc):
+        super().__init__(f"samples {i0}..{i1 - 1}: {type(exc).__name__}: {exc}")
+        self.i0, self.i1, self.exc = i0, i1, exc
+
+
+def _chunk_args(a, i0, i1):
+    """The prepared arguments of samples i0 … i1 − 1 (rows broadcast to all
+    samples are kept as they are)."""
+    sub = dict(a)
+    N = a["N"]
+    for k in _PER_SAMPLE:
+        x = a[k]
+        if x is not None and (x.shape[0] == N and (N > 1 or k in ("Q0", "V0", "groups"))):
+            sub[k] = np.ascontiguousarray(x[i0:i1])
+    sub["N"] = i1 - i0
+    sub["params"] = {}
+    return sub
+
+
+def _chunk_task(model, sub, i0, i1, out):
+    """Run one chunk on a worker; write it to the Zarr store ``out`` if given."""
+    try:
+        Q, V, R, status, failed = _run_samples(model, sub)
+        if out is None:
+            return Q, V, R, status, failed
+        import zarr
+        g = zarr.open_group(out, mode="r+")
+        g["q"][i0:i1] = Q
+        g["v"][i0:i1] = V
+        if R is not None:
+            g["constraint_residual"][i0:i1] = R
+        g["status"][i0:i1] = status
+        g["failed_step"][i0:i1] = failed
+        return None, None, None, status, failed
+    except Exception as exc:       # named with its samples in the client process
+        raise ChunkFailed(i0, i1, exc) from exc
+
+
+def _create_store(out, model, a, rows, chunk):
+    import zarr
+    N, nq, nv = a["N"], model.nq, model.nv
+    g = zarr.open_group(out, mode="w")
+    g.create_array("q", shape=(N, rows, nq), chunks=(chunk, rows, nq), dtype="f8")
+    g.create_array("v", shape=(N, rows, nv), chunks=(chunk, rows, nv), dtype="f8")
+    if a["constrained"]:
+        g.create_array("constraint_residual", shape=(N, rows), chunks=(chunk, rows), dtype="f8")
+    g.create_array("status", shape=(N,), chunks=(chunk,), dtype="i4")
+    g.create_array("failed_step", shape=(N,), chunks=(chunk,), dtype="i8")
+    t = g.create_array("t", shape=(rows,), chunks=(max(rows, 1),), dtype="f8")
+    t[:] = _saved_times(a["nsteps"], a["h"], a["save_every"])
+    g.attrs.update(method=a["method"], dt=a["h"], nq=nq, nv=nv, model=model.name)
+    return g
+
+
+def _run_distributed(model, a, client, chunk, out, progress):
+    """treedyn.rollout on a dask.distributed client (see there)."""
+    try:
+        from distributed import as_completed
+    except ImportError:                                          # pragma: no cover
+        raise InputError("rollout: client= needs the optional extra: pip install "
+                         "'treedyn[distributed]' (dask[distributed], zarr)") from None
+    if a["controller"] is not None:
+        try:
+            from distributed.protocol.pickle import dumps
+            dumps(a["controller"])
+        except Exception as exc:
+            raise InputError(f"rollout: controller: with a client the controller is sent to "
+                             f"the workers and must be picklable (a module-level function "
+                             f"or a picklable object): {type(exc).__name__}: {exc}") from None
+    N = a["N"]
+    if chunk is None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunk = max(1, -(-N // (2 * workers)))
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
+            or chunk < 1:
+        raise InputError(f"rollout: chunk: expected an integer >= 1, got {chunk!r:.60}")
+    chunk = int(chunk)
+    rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
+    if out is not None:
+        _create_store(str(out), model, a, rows, chunk)
+    bounds = [(i0, min(N, i0 + chunk)) for i0 in range(0, N, chunk)]
+    model_f = client.scatter(model, broadcast=True)
+    futures = {client.submit(_chunk_task, model_f, _chunk_args(a, i0, i1), i0, i1,
+                             None if out is None else str(out), pure=False): (i0, i1)
+               for i0, i1 in bounds}
+    results, failures, done = {}, [], 0
+    bar = None
+    if progress is True or (progress is None and _interactive() and N * a["nsteps"] >= 10**6):
+        from tqdm import tqdm
+        bar = tqdm(total=N, unit="sample", leave=False)
+    try:
+        for fut in as_completed(list(futures)):
+            i0, i1 = futures[fut]
+            try:
+                results[i0] = fut.result()
+            except ChunkFailed as exc:
+                failures.append(exc)
+            except Exception as exc:                # e.g. KilledWorker after the retries
+                failures.append(ChunkFailed(i0, i1, exc))
+            done += i1 - i0
+            if bar is not None:
+                bar.update(i1 - i0)
+            if callable(progress) and progress is not True:
+                progress(done, N)
+    finally:
+        if bar is not None:
+            bar.close()
+    if failures:
+        failures.sort(key=lambda e: e.i0)
+        ranges = ", ".join(f"{e.i0}..{e.i1 - 1}" for e in failures)
+        raise InputError(f"rollout: {len(failures)} chunk(s) failed, samples {ranges}; first: "
+                         f"{failures[0]}") from failures[0].exc
+    status = np.concatenate([results[i0][3] for i0, _ in bounds])
+    failed = np.concatenate([results[i0][4] for i0, _ in bounds])
+    if out is None:
+        Q = np.concatenate([results[i0][0] for i0, _ in bounds])
+        V = np.concatenate([results[i0][1] for i0, _ in bounds])
+        R = (np.concatenate([results[i0][2] for i0, _ in bounds]) if a["constrained"]
+             else None)
+        return _result(model, a, Q, V, R, status, failed)
+    import dask.array as da
+    Q = da.from_zarr(str(out), component="q")
+    V = da.from_zarr(str(out), component="v")
+    R = da.from_zarr(str(out), component="constraint_residual") if a["constrained"] else None
+    return _result(model, a, Q, V, R, status, failed)
+
+
+def _interactive():
+    import sys
+    return sys.stderr.isatty()
+
+
+def open_rollout(path, model=None):
+    """A :class:`Rollout` read lazily (dask arrays) from a Zarr store written by
+    ``rollout(..., out=path)`` or the ``treedyn rollout`` command."""
+    import dask.array as da
+    import zarr
+    g = zarr.open_group(str(path), mode="r")
+    status = np.asarray(g["status"][:])
+    R = (da.from_zarr(str(path), component="constraint_residual")
+         if "constraint_residual" in g else None)
+    return Rollout(np.asarray(g["t"][:]), da.from_zarr(str(path), component="q"),
+                   da.from_zarr(str(path), component="v"), status,
+                   np.asarray(g["failed_step"][:]), {}, g.attrs["method"], g.attrs["dt"],
+                   model=model, constraint_residual=R)
+
+
