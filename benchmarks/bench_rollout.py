@@ -153,6 +153,29 @@ def bench_loops(threads, repeat, quick, rng):
     return out
 
 
+def bench_dask(quick, repeat, rng):
+    """Seconds of a local call on one thread and of the same call on a LocalCluster
+    of 1 and 2 single-threaded worker processes (chunks of 1 000 samples)."""
+    from distributed import Client, LocalCluster
+
+    import treedyn as td
+    m = td.load(td.robots.path("ur5.urdf"))
+    N, nstep = (2000, 100) if quick else (10_000, 1000)
+    q0 = np.array([m.random_configuration(rng) for _ in range(N)])
+    v0 = np.zeros((N, m.nv))
+    kw = dict(save_every=100, progress=False)
+    out = {"N": N, "nstep": nstep}
+    out["local"] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, threads=1, **kw),
+                               repeat)
+    for nw in (1, 2):
+        with LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, env={"OMP_NUM_THREADS": "1"}) as cl, \
+                Client(cl) as c:
+            out[nw] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, client=c,
+                                                     chunk=1000, **kw), repeat)
+    return out
+
+
 def _cassie():
     import importlib.util
     path = os.path.join(os.path.dirname(HERE), "examples", "cassie.py")
@@ -174,6 +197,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=None, help="timing repeats (default 3)")
     ap.add_argument("--robots", default=",".join(ROBOTS))
+    ap.add_argument("--dask", action="store_true",
+                    help="also time the Dask path (LocalCluster of 1 and 2 worker processes)")
     args = ap.parse_args(argv)
     N = args.n or (200 if args.quick else 10_000)
     nstep = 100 if args.quick else 1000
@@ -200,6 +225,12 @@ def main(argv=None):
               f"per state: {step / aba:.2f}x (target <= 5)")
     if "cassie" in loops:
         print(f"{'cassie':<16} constrained RKMK4 in a rollout: {loops['cassie']:.4g} steps/s")
+    if args.dask:
+        d = bench_dask(args.quick, repeat, rng)
+        print(f"dask (ur5, {d['N']} rollouts of {d['nstep']} steps, chunks of 1000, one thread "
+              f"per worker): local 1 thread {d['local']:.3g} s; 1 worker {d[1]:.3g} s "
+              f"(overhead {100 * (d[1] / d['local'] - 1):+.1f} %, target <= 15 %); 2 workers "
+              f"{d[2]:.3g} s (speed-up {d[1] / d[2]:.2f}x)")
     return 0
 
 

@@ -257,3 +257,32 @@ def test_both_kernel_builds_give_bitwise_the_same_rollouts(tmp_path):
     for k in res["baseline"]:
         assert np.array_equal(res["baseline"][k], res["avx2"][k]), k
         assert np.all(np.isfinite(res["baseline"][k]))
+
+
+@pytest.mark.parametrize("case", ["tree", "delta", "controller"])
+def test_sigint_stops_a_rollout_quickly_and_the_model_stays_usable(case):
+    import signal
+    import threading
+    import time
+    m = model("ur5" if case != "delta" else "delta")
+    q0, v0 = states(m, 8, np.random.default_rng(12))
+    before = td.rollout(m, q0, v0, 0.02, 1e-3)
+    kw = {"controller": lambda t, Q, V: np.zeros_like(V)} if case == "controller" else {}
+    sent = []
+
+    def fire():
+        sent.append(time.perf_counter())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Timer(0.25, fire)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):     # minutes uninterrupted
+            td.rollout(m, np.repeat(q0, 25, axis=0), np.repeat(v0, 25, axis=0), 1e3, 1e-3,
+                       save_every=100_000, **kw)
+        latency = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+    assert latency < 0.5, f"KeyboardInterrupt {latency:.3f} s after SIGINT"
+    after = td.rollout(m, q0, v0, 0.02, 1e-3)
+    assert np.array_equal(after.q, before.q) and np.array_equal(after.v, before.v)
