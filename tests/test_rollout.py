@@ -213,6 +213,9 @@ def test_bad_input_is_named():
     with pytest.raises(InputError, match="NaN"):
         td.rollout(m, q0, v0, 0.01, 1e-3,
                    controller=lambda t, Q, V: np.full((3, m.nv), np.nan))
+    with pytest.raises(InputError, match="not both"):
+        td.rollout(m, q0, v0, 0.01, 1e-3, tau=np.zeros(m.nv),
+                   controller=lambda t, Q, V: np.zeros((3, m.nv)))
     with pytest.raises(InputError, match="adaptive"):
         td.rollout(m, q0, v0, 0.01, 1e-3, method="rkmk45")
     with pytest.raises(InputError, match="LinearFeedback K"):

@@ -377,6 +377,9 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
         if not callable(controller):
             raise InputError(f"rollout: controller: expected a LinearFeedback or a callable "
                              f"controller(t, Q, V) -> (N, nv), got {type(controller).__name__}")
+        if tau is not None:
+            raise InputError("rollout: give either a Python controller or torques tau, not "
+                             "both (tau is the feed-forward of a LinearFeedback only)")
         a["controller"] = controller
     if gravity is not None:
         a["gravity"] = np.ascontiguousarray(_states(gravity, 3, "gravity")[:1])
