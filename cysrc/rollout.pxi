@@ -185,8 +185,9 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     controller(t, Q, V, status) -> (N, nv): evaluated before every step for all
     samples (views of the current states; the samples that stopped, status != 0,
     hold their last state).  Rows as _run's save_every.
-    Between chunks ``progress(sample steps done)`` is called and signals are
-    handled (Ctrl-C: KeyboardInterrupt, the partial run dropped)."""
+    Between chunks (blocks of samples × up to 1024 steps, 10–40 ms) ``progress(sample
+    steps done)`` is called and signals are handled (Ctrl-C: KeyboardInterrupt, the
+    partial run dropped)."""
     from time import perf_counter
     cdef int nq = self.nq, nv = self.nv, w = nq + nv, n
     cdef cnp.ndarray qa = np.ascontiguousarray(Q0, dtype=np.float64)
@@ -304,8 +305,10 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     cdef double[:, ::1] work = np.empty((nth, wsz))
     cdef _Team team = self._team(nth, False)
     global _omp_started
-    # steps in chunks of kc (1 with a Python controller); samples in blocks of 1–4 ms
-    cdef Py_ssize_t kc = 1 if controller is not None else min(max(nsteps, 1), 256)
+    # steps in chunks of kc (1 with a Python controller); samples in blocks of 10–40 ms:
+    # each block ends with the threads' barrier, whose wait can cost a time slice when
+    # the cores are shared, so a block must hold much more work than that
+    cdef Py_ssize_t kc = 1 if controller is not None else min(max(nsteps, 1), 1024)
     cdef double tick
     try:
         with nogil:
@@ -342,9 +345,9 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
                 if progress is not None:
                     progress((i1 - i0) * (kb - ka))
                 i0 = i1
-                if tick < 1e-3:
+                if tick < 1e-2:
                     per *= 2
-                elif tick > 4e-3 and per > nth:
+                elif tick > 4e-2 and per > nth:
                     per //= 2
                 PyErr_CheckSignals()        # Ctrl-C: KeyboardInterrupt, the run dropped
             ka = kb

@@ -287,7 +287,7 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     -------
     Rollout
 
-    Ctrl-C stops a run within milliseconds (between chunks of samples); the
+    Ctrl-C stops a run within tens of milliseconds (between blocks of samples); the
     partial result is dropped.
 
     Raises
@@ -643,7 +643,7 @@ def _run_distributed(model, a, client, chunk, out, progress):
     if out is not None:
         _create_store(str(out), model, a, rows, chunk)
     bounds = [(i0, min(N, i0 + chunk)) for i0 in range(0, N, chunk)]
-    model_f = client.scatter(model, broadcast=True)
+    model_f = client.scatter(model, broadcast=True, hash=False)   # a key of its own per call
     futures = {client.submit(_chunk_task, model_f, _chunk_args(a, i0, i1), i0, i1,
                              None if out is None else str(out), pure=False): (i0, i1)
                for i0, i1 in bounds}
