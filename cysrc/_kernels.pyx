@@ -79,6 +79,7 @@ include "loops.pxi"
 include "closed_loop_id.pxi"
 include "integrators.pxi"
 include "simulator.pxi"
+include "rollout.pxi"
 
 #: the kernels' codes and column layouts with which treedyn.tables builds the tables
 KERNEL_CODES = dict(

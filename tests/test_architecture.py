@@ -132,7 +132,7 @@ LAYERS = [
     {"treedyn.compiler"},
     {"treedyn.graph"},
     {"treedyn.io.urdf", "treedyn.io.sdf", "treedyn.io.toml"},
-    {"treedyn.io", "treedyn.simulate"},
+    {"treedyn.io", "treedyn.simulate", "treedyn.rollout"},
     {"treedyn", "treedyn.cli"},
 ]
 

@@ -319,6 +319,52 @@ def _pinocchio_pair(args, m, q, v, a, env):
     return pin
 
 
+def cmd_rollout(args, out):
+    import time
+    from .rollout import rollout
+    if args.out and not (args.out.endswith(".zarr") or args.out.endswith(".npz")):
+        raise _UsageError(f"--out: expected a directory ending in .zarr or a .npz file, got "
+                          f"{args.out}")
+    if args.out and args.out.endswith(".npz"):
+        _check_output(args.out, "--out")
+    m = _load(args)
+    rng = np.random.default_rng(args.seed)
+    q0 = np.array([m.random_configuration(rng) for _ in range(args.n)]).reshape(args.n, m.nq)
+    v0 = rng.normal(size=(args.n, m.nv)) * args.v_scale
+    if m.loop_closures or m.mimic:
+        q0 = np.array([m.assemble(q) for q in q0]).reshape(args.n, m.nq)
+        v0 = np.array([m.project_velocity(q, v) for q, v in zip(q0, v0)]).reshape(args.n, m.nv)
+    client = None
+    zarr_out = args.out if args.out and args.out.endswith(".zarr") else None
+    try:
+        if args.scheduler or zarr_out:
+            try:
+                from distributed import Client
+            except ImportError:
+                raise TreedynError("--scheduler and --out *.zarr need the optional extra: "
+                                   "pip install 'treedyn[distributed]'") from None
+            client = (Client(args.scheduler) if args.scheduler else
+                      Client(processes=False, n_workers=1, threads_per_worker=1,
+                             dashboard_address=None))
+        tick = time.perf_counter()
+        r = rollout(m, q0, v0, args.t_final, args.dt, method=args.method,
+                    save_every=args.save_every, passive=not args.no_passive, client=client,
+                    chunk=args.chunk, out=zarr_out, progress=not args.no_progress)
+        tick = time.perf_counter() - tick
+    finally:
+        if client is not None:
+            client.close()
+    steps = args.n * max(1, int(np.ceil(args.t_final / args.dt - 1e-9)))
+    print(f"{m.name}: {args.n} samples × {len(r.t)} rows ({args.method}, dt = {r.dt:g} s): "
+          f"{tick:.3g} s, {steps / tick:.4g} steps/s; {int(r.diverged.sum())} diverged",
+          file=out)
+    if args.out and args.out.endswith(".npz"):
+        r.to_npz(args.out)
+    if args.out:
+        print(f"wrote {args.out}", file=out)
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="treedyn", description="Robot and multibody dynamics "
                                 "with screw and Lie group theory (treedyn " + __version__ + ").",
@@ -371,6 +417,33 @@ def build_parser():
     sp.add_argument("--plot", help="write a plot of q, energy and constraint residual; "
                                    "the extension gives the format: {plot_formats}")
     sp.add_argument("--progress", action="store_true", help="show a progress bar")
+
+    sp = command("rollout", cmd_rollout, "simulate many random initial states at once "
+                 "(locally, or on a Dask cluster with --scheduler)")
+    robot_args(sp, optional=True)
+    sp.add_argument("--n", type=_number(int, 1, False), default=1000,
+                    help="number of samples (random configurations), >= 1 (default 1000)")
+    sp.add_argument("--t-final", type=_number(float, 0.0, True, " s"), default=1.0,
+                    help="end time, s, > 0 (default 1)")
+    sp.add_argument("--dt", type=_number(float, 0.0, True, " s"), default=1e-3,
+                    help="time step, s, > 0 (default 1e-3)")
+    sp.add_argument("--method", default="rkmk4",
+                    choices=["euler", "semi_euler", "rkmk2", "rkmk4", "cg4", "rk4_vector"])
+    sp.add_argument("--save-every", type=_number(int, 1, False), default=1,
+                    help="keep every k-th state, >= 1 (default 1)")
+    sp.add_argument("--v-scale", type=_number(float, 0.0, False), default=0.0,
+                    help="initial velocities normal with this standard deviation (default 0)")
+    sp.add_argument("--seed", type=_number(int, 0, False), default=0,
+                    help="seed of the random initial states (default 0)")
+    sp.add_argument("--no-passive", action="store_true",
+                    help="leave out the file's joint damping and springs")
+    sp.add_argument("--out", help="write the runs: a directory ending in .zarr (Zarr "
+                                  "shards, needs treedyn[distributed]) or a .npz file")
+    sp.add_argument("--scheduler", help="address of a Dask scheduler (tcp://host:8786): run "
+                                        "the chunks on its workers")
+    sp.add_argument("--chunk", type=_number(int, 1, False), default=None,
+                    help="samples per Dask chunk (default: N / (2 × workers))")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     sp = command("convert", cmd_convert, "convert a robot file (URDF or TOML) to TOML")
     sp.add_argument("input")

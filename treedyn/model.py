@@ -143,6 +143,7 @@ class Model(ModelCore):
     _assemble = _kernels._assemble                                          # closed_loop_id.pxi
     _closed_loop_inverse_dynamics = _kernels._closed_loop_inverse_dynamics  # closed_loop_id.pxi
     _run = _kernels._run                                                    # integrators.pxi
+    _rollout = _kernels._rollout                                            # rollout.pxi
 
     def __init__(self, graph, arrays, names, closures, mimic, tables):
         """Called by :func:`treedyn.compiler.compile_model` with the compiler's
@@ -210,6 +211,54 @@ class Model(ModelCore):
                 raise InputError(f"with_armature: armature[{name!r}]: expected values >= 0, "
                                  f"got {val}")
             data["armature"] = val
+        return graph.compile()
+
+    def inertial_parameters(self):
+        """The 10 standard inertial parameters of every body, (n_bodies, 10):
+        ``(m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)``, m in kg,
+        c the COM (m) and I the inertia about the **body origin** (kg·m²,
+        I = Θ_c + m (|c|² 1 − c cᵀ)), in body axes: the order of Pinocchio's
+        ``Inertia.toDynamicParameters()``.  Merged (fixed-joint) links are lumped
+        into their body.  Inverse: :meth:`with_inertial_parameters`."""
+        m = np.asarray(self.mass)
+        I = np.asarray(self.spatial_inertia)[:, :3, :3]
+        mc = m[:, None] * np.asarray(self.com)
+        return np.column_stack([m, mc, I[:, 0, 0], I[:, 0, 1], I[:, 1, 1], I[:, 0, 2],
+                                I[:, 1, 2], I[:, 2, 2]])
+
+    def with_inertial_parameters(self, pi):
+        """A new model with the inertial parameters ``pi`` (n_bodies, 10) in the
+        order of :meth:`inertial_parameters`.  Each body's own link gets them;
+        links merged into it become massless (the model's graph changes
+        accordingly, so the new model pickles and saves with these parameters).
+        The model itself is immutable.  Raises InputError for a negative mass, a
+        massless body with a first moment, or an inertia about the COM that is not
+        positive semi-definite."""
+        nb = self.n_bodies
+        pi = array_of_shape(pi, (nb, 10), "pi", "with_inertial_parameters")
+        graph = copy.deepcopy(self.graph)
+        owned = set(self.body_names)
+        for k, (fname, body) in enumerate(zip(self.frame_names, self.frame_body)):
+            if body >= 0 and fname not in owned and fname in graph.graph.nodes:
+                node = graph.body(fname)
+                node["mass"], node["com"], node["inertia"] = 0.0, np.zeros(3), np.zeros((3, 3))
+        for i, name in enumerate(self.body_names):
+            m, mc = float(pi[i, 0]), pi[i, 1:4]
+            xx, xy, yy, xz, yz, zz = pi[i, 4:]
+            Io = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            if m < 0 or (m == 0 and np.any(mc != 0)):
+                raise InputError(f"with_inertial_parameters: pi[{i}] (body '{name}'): expected "
+                                 f"a mass >= 0 (and m c = 0 when m = 0), got m = {m:g}, "
+                                 f"m c = {mc}")
+            c = mc / m if m > 0 else np.zeros(3)
+            Ic = Io - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+            ev = np.linalg.eigvalsh(Ic)
+            if ev[0] < -1e-12 * max(1.0, abs(ev[-1])):
+                raise InputError(f"with_inertial_parameters: pi[{i}] (body '{name}'): the "
+                                 f"inertia about the COM is not positive semi-definite "
+                                 f"(eigenvalues {ev})")
+            node = graph.body(name)
+            node["mass"], node["com"], node["inertia"] = m, c, 0.5 * Ic + 0.5 * Ic.T
         return graph.compile()
 
     @property

@@ -1,0 +1,248 @@
+"""Many rollouts at once: td.rollout against MuJoCo's ``mujoco.rollout``.
+
+    python benchmarks/bench_rollout.py [--quick] [--n N] [--threads 2]
+
+ur5, panda and talos_full_v2 (+ free flyer) from example-robot-data, their
+``<visual>``, ``<collision>`` and ``<mimic>`` elements stripped so that MuJoCo
+loads the same URDF (talos' free joint added to its root body by ``MjSpec``).
+N rollouts (default 10 000; --quick 200) of 1 s at dt = 1 ms from perturbed
+neutral poses with zero applied torques (the file's joint damping in both),
+run in calls of ``--batch`` samples (default 500); MuJoCo writes every state
+into a reused output array, treedyn keeps the first and last (save_every =
+n_steps).  A treedyn sample that diverges stops; only the steps taken count
+(and the number of diverged samples is printed).  MuJoCo: contacts,
+limits and friction loss disabled, one ``MjData`` per thread (``--threads``,
+default 2, persistent pool); treedyn: ``threads=--threads``.  Printed: sample
+steps per second and treedyn / MuJoCo ratios (Lie–Euler, semi-implicit Euler,
+RKMK4 against MuJoCo's semi-implicit Euler).
+
+Closed loops (four-bar, Delta): one constrained RKMK4 step inside a rollout
+against one ABA call (a batch of the same model's forward dynamics, per state),
+both on ``--threads`` threads; Cassie (examples/cassie.py, cassie_v2.sdf):
+constrained RKMK4 steps per second in a rollout.
+
+Timings are wall-clock medians of ``--repeat`` runs on this machine as it is
+(the figures of a shared machine are indicative only).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+from oracles import erd_path  # noqa: E402
+
+ROBOTS = ("ur5", "panda", "talos_full_v2")
+DT = 1e-3
+
+
+def stripped(name):
+    text = open(erd_path(name)).read()
+    for tag in ("visual", "collision", "mimic"):
+        text = re.sub(rf"<{tag}\b.*?</{tag}>", "", text, flags=re.S)
+        text = re.sub(rf"<{tag}\b[^>]*/>", "", text)
+    return text
+
+
+def load_pair(name, tmpdir):
+    """(treedyn model, MuJoCo model) of the same stripped URDF."""
+    import mujoco
+
+    import treedyn as td
+    path = os.path.join(tmpdir, name + ".urdf")
+    with open(path, "w") as fh:
+        fh.write(stripped(name))
+    floating = name.startswith("talos")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = td.load(path, floating_base=floating, lenient_inertia=True) \
+            if "lenient_inertia" in td.load.__code__.co_varnames else td.load(path, floating_base=floating)
+    spec = mujoco.MjSpec.from_file(path)
+    if floating:
+        spec.worldbody.first_body().add_freejoint()
+    mj = spec.compile()
+    mj.opt.timestep = DT
+    mj.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
+                            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
+                            | mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    return m, mj
+
+
+def median_time(fn, repeat):
+    fn()                                # warm-up: thread teams, first touch of memory
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def bench_tree(name, N, batch, nstep, threads, repeat, tmpdir, rng):
+    import mujoco
+    from mujoco import rollout as mjr
+
+    import treedyn as td
+    m, mj = load_pair(name, tmpdir)
+    q0 = np.repeat(m.neutral()[None], batch, axis=0)
+    for i, k in enumerate(m.nqj):
+        if k == 1:
+            q0[:, m.qoff[i]] += 0.1 * rng.normal(size=batch)
+    v0 = np.zeros((batch, m.nv))
+    calls = -(-N // batch)
+    res = {}
+    for method in ("euler", "semi_euler", "rkmk4"):
+        def run(method=method):
+            for _ in range(calls):
+                td.rollout(m, q0, v0, nstep * DT, DT, method=method, threads=threads,
+                           save_every=nstep)
+        # a sample that diverges stops: only the steps taken count
+        r = td.rollout(m, q0, v0, nstep * DT, DT, method=method, threads=threads,
+                       save_every=nstep)
+        taken = np.where(r.diverged, r.failed_step, nstep).sum()
+        res[method] = calls * taken / median_time(run, repeat)
+        res[method + "_div"] = int(r.diverged.sum())
+    datas = [mujoco.MjData(mj) for _ in range(threads)]
+    d = mujoco.MjData(mj)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    nstate = mujoco.mj_stateSize(mj, spec)
+    init = np.empty((batch, nstate))
+    for s in range(batch):
+        mujoco.mj_resetData(mj, d)
+        for j in range(mj.njnt):
+            if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE:
+                d.qpos[mj.jnt_qposadr[j]] += 0.1 * rng.normal()
+        mujoco.mj_getState(mj, d, init[s], spec)
+    state = np.empty((batch, nstep, nstate))
+    with mjr.Rollout(nthread=threads) as pool:
+        def run_mj():
+            for _ in range(calls):
+                pool.rollout(mj, datas, init, nstep=nstep, state=state)
+        run_mj()
+        res["mujoco"] = calls * batch * nstep / median_time(run_mj, repeat)
+    res["nv"] = m.nv
+    return res
+
+
+def bench_loops(threads, repeat, quick, rng):
+    import treedyn as td
+    out = {}
+    N, nstep = (200, 20) if quick else (2000, 100)
+    for name in ("four_bar", "delta"):
+        m = td.load(td.robots.path(name + ".toml"))
+        q = m.assemble(m.neutral())
+        Q0 = np.repeat(q[None], N, axis=0)
+        V0 = np.array([m.project_velocity(q, 0.1 * rng.normal(size=m.nv)) for _ in range(N)])
+        step = median_time(lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads),
+                           repeat) / (N * nstep)
+        tau = np.zeros((N, m.nv))
+        aba = median_time(lambda: m.forward_dynamics(Q0, V0, tau), repeat) / N
+        out[name] = (step * 1e6, aba * 1e6)
+    cassie = _cassie()
+    if cassie is not None:
+        m, q = cassie
+        n = 50 if quick else 500
+        Q0 = np.repeat(q[None], n, axis=0)
+        V0 = np.zeros((n, m.nv))
+        ns = 20 if quick else 100
+        t = median_time(lambda: td.rollout(m, Q0, V0, ns * 1e-4, 1e-4, threads=threads), repeat)
+        out["cassie"] = n * ns / t
+    return out
+
+
+def bench_dask(quick, repeat, rng):
+    """Seconds of a local call on one thread and of the same call on a LocalCluster
+    of 1 and 2 single-threaded worker processes (chunks of 1 000 samples)."""
+    from distributed import Client, LocalCluster
+
+    import treedyn as td
+    m = td.load(td.robots.path("ur5.urdf"))
+    N, nstep = (2000, 100) if quick else (10_000, 1000)
+    q0 = np.array([m.random_configuration(rng) for _ in range(N)])
+    v0 = np.zeros((N, m.nv))
+    kw = dict(save_every=100, progress=False)
+    out = {"N": N, "nstep": nstep}
+    out["local"] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, threads=1, **kw),
+                               repeat)
+    for nw in (1, 2):
+        with LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, env={"OMP_NUM_THREADS": "1"}) as cl, \
+                Client(cl) as c:
+            out[nw] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, client=c,
+                                                     chunk=1000, **kw), repeat)
+    return out
+
+
+def _cassie():
+    import importlib.util
+    path = os.path.join(os.path.dirname(HERE), "examples", "cassie.py")
+    spec = importlib.util.spec_from_file_location("_cassie_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        m, _ = mod.load(align=True)
+    except FileNotFoundError:
+        return None
+    return m, m.assemble(m.neutral())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="200 rollouts of 0.1 s, one repeat")
+    ap.add_argument("--n", type=int, default=None, help="rollouts per robot (default 10 000)")
+    ap.add_argument("--batch", type=int, default=500, help="samples per call (default 500)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=None, help="timing repeats (default 3)")
+    ap.add_argument("--robots", default=",".join(ROBOTS))
+    ap.add_argument("--dask", action="store_true",
+                    help="also time the Dask path (LocalCluster of 1 and 2 worker processes)")
+    args = ap.parse_args(argv)
+    N = args.n or (200 if args.quick else 10_000)
+    nstep = 100 if args.quick else 1000
+    batch = min(args.batch, N)
+    repeat = args.repeat or (1 if args.quick else 3)
+    rng = np.random.default_rng(0)
+    print(f"rollouts: {N} per robot of {nstep} steps at dt = {DT:g} s, {args.threads} threads, "
+          f"calls of {batch} samples; median of {repeat}; load average "
+          f"{os.getloadavg()[0]:.2f} (shared machine: indicative)")
+    print(f"{'robot':<16}{'nv':>4}{'MuJoCo':>12}{'Lie-Euler':>12}{'semi-Euler':>12}"
+          f"{'RKMK4':>12}   ratios to MuJoCo (steps/s)")
+    with tempfile.TemporaryDirectory() as tmpdir:
+        for name in args.robots.split(","):
+            r = bench_tree(name, N, batch, nstep, args.threads, repeat, tmpdir, rng)
+            mj = r["mujoco"]
+            print(f"{name:<16}{r['nv']:>4}{mj:>12.4g}{r['euler']:>12.4g}{r['semi_euler']:>12.4g}"
+                  f"{r['rkmk4']:>12.4g}   Lie-Euler {r['euler'] / mj:.2f}x (target 3), "
+                  f"semi-Euler {r['semi_euler'] / mj:.2f}x, RKMK4 {r['rkmk4'] / mj:.2f}x "
+                  f"(target 1)")
+            div = {k: r[k + "_div"] for k in ("euler", "semi_euler", "rkmk4") if r[k + "_div"]}
+            if div:
+                print(f"{'':<16}diverged samples (of {batch}, counted up to their failing "
+                      f"step): {div}")
+    loops = bench_loops(args.threads, repeat, args.quick, rng)
+    for name in ("four_bar", "delta"):
+        step, aba = loops[name]
+        print(f"{name:<16} constrained RKMK4 step in a rollout {step:.3g} µs, ABA {aba:.3g} µs "
+              f"per state: {step / aba:.2f}x (target <= 5)")
+    if "cassie" in loops:
+        print(f"{'cassie':<16} constrained RKMK4 in a rollout: {loops['cassie']:.4g} steps/s")
+    if args.dask:
+        d = bench_dask(args.quick, repeat, rng)
+        print(f"dask (ur5, {d['N']} rollouts of {d['nstep']} steps, chunks of 1000, one thread "
+              f"per worker): local 1 thread {d['local']:.3g} s; 1 worker {d[1]:.3g} s "
+              f"(overhead {100 * (d[1] / d['local'] - 1):+.1f} %, target <= 15 %); 2 workers "
+              f"{d[2]:.3g} s (speed-up {d[1] / d[2]:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
