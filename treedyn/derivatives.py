@@ -24,7 +24,7 @@ from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
 from .linalg import _pinv_solve
 from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
-from .validation import finite_result, model_of as _model_of, number, vectors
+from .validation import finite_result, flag, model_of as _model_of, number, vectors
 from .dynamics import passive_force_derivatives, passive_tables, with_passive_forces
 
 
@@ -113,9 +113,7 @@ def linearize(model, q, v, tau, f_ext=None, gravity=None, f_ext_frame="world",
     rcond = number(rcond, "rcond", "linearize", minimum=0.0, strict=True)
     kw = dict(f_ext=f_ext, gravity=gravity, f_ext_frame=f_ext_frame)
     dG = None
-    if not isinstance(passive, (bool, np.bool_)):
-        raise InputError(f"linearize: passive: expected True or False, got "
-                         f"{type(passive).__name__} {passive!r:.60}")
+    flag(passive, "passive", "linearize")
     with_passive = passive and passive_tables(model) is not None
     if with_passive:
         tau = with_passive_forces(model, q, v, tau)
@@ -272,7 +270,7 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     :class:`treedyn.Simulator` does the same without re-checking its inputs.)"""
     model = _model_of(model, "step")
     tab, h = _step_setup(model, method, dt, "step", local_map)
-    ptab = passive_tables(model) if _flag(passive, "passive", "step") else None
+    ptab = passive_tables(model) if flag(passive, "passive", "step") else None
     local = _integ.local_map_code(local_map)
     q, v, tau = _one_state(model, q, v, tau, "step")
     loops = model._n_crows > 0
@@ -290,14 +288,6 @@ def step(model, q, v, tau, dt, method="euler", f_ext=None, gravity=None,
     finite_result(Q[1], "step: q'", "q, v, tau, dt")
     finite_result(V[1], "step: v'", "q, v, tau, dt")
     return Q[1], V[1]
-
-
-def _flag(x, argument, where):
-    """x if it is True or False, else InputError."""
-    if not isinstance(x, (bool, np.bool_)):
-        raise InputError(f"{where}: {argument}: expected True or False, got "
-                         f"{type(x).__name__} {x!r:.60}")
-    return bool(x)
 
 
 def _step_setup(model, method, dt, where, local_map="exp"):
@@ -366,7 +356,7 @@ def step_derivatives(model, q, v, tau, dt, method="euler", f_ext=None, gravity=N
     if tab.scheme == "semi":
         raise InputError(f"step_derivatives: method {tab.name!r} (semi-implicit Euler) has no "
                          f"step derivatives yet; choose 'euler', 'rkmk2', 'rkmk4' or 'cg4'")
-    passive = _flag(passive, "passive", "step_derivatives") and \
+    passive = flag(passive, "passive", "step_derivatives") and \
         passive_tables(model) is not None
     q, v, tau = _one_state(model, q, v, tau, "step_derivatives")
     inputs = "q, v, tau, dt"

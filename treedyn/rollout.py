@@ -13,12 +13,11 @@ import numpy as np
 from .errors import InputError
 from .validation import _shape_text, model_of, number, vectors
 from .dynamics import passive_tables
-from .integrators import get_method, local_map_code
-from .simulate import _baumgarte_gains, _progress_bar, _save_every, _saved_times, _step_count
+from .simulate import (_baumgarte_gains, _progress_bar, _run_options, _save_every,
+                       _saved_times, _step_count)
 
 __all__ = ["rollout", "Rollout", "LinearFeedback", "open_rollout"]
 
-_STABILIZATIONS = ("projection", "baumgarte", None)
 #: keys of ``params=`` (per-sample parameters; docs/rollout.md)
 PARAM_KEYS = ("gravity", "damping", "armature", "inertial_parameters", "payload")
 
@@ -319,26 +318,12 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
 def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params, passive,
              gravity, local_map, stabilization, baumgarte, max_steps):
     """Checked arguments as a dict (picklable: what a chunk needs besides the model)."""
-    tab = get_method(method)
-    if tab.bhat is not None:
-        raise InputError(f"rollout: method {tab.name!r} is adaptive; use a fixed-step method "
-                         f"(euler, semi_euler, rkmk2, rkmk4, cg4, rk4_vector)")
-    local = local_map_code(local_map)
-    if tab.scheme == "cg" and local_map != "exp":
-        raise InputError("rollout: Crouch–Grossman methods need local_map='exp'")
-    if tab.scheme == "vector" and local_map != "exp":
-        raise InputError("rollout: rk4_vector integrates in vector space: local_map does not "
-                         "apply")
+    tab, local = _run_options("rollout", method, local_map, passive, stabilization,
+                              fixed_step=True)
     t_final = number(t_final, "t_final", "rollout", minimum=0.0)
     dt = number(dt, "dt", "rollout", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "rollout", minimum=1.0))
     save_every = _save_every(save_every)
-    if not isinstance(passive, (bool, np.bool_)):
-        raise InputError(f"rollout: passive: expected True or False, got "
-                         f"{type(passive).__name__} {passive!r:.60}")
-    if stabilization not in _STABILIZATIONS:
-        raise InputError(f"rollout: stabilization: expected 'projection', 'baumgarte' or "
-                         f"None, got {stabilization!r}")
     nq, nv = model.nq, model.nv
     Q0 = _states(q0, nq, "q0")
     N = Q0.shape[0]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AccuracyWarning, InputError
-from .validation import _shape_text, array_of_shape, model_of, name, number, vectors
+from .validation import _shape_text, array_of_shape, flag, model_of, name, number, vectors
 from ._ext import kernels as _kernels
 from .dynamics import passive_tables
 from .integrators import get_method, local_map_code
@@ -414,6 +414,31 @@ def _step_count(t_final, dt, max_steps):
 _STABILIZATIONS = ("projection", "baumgarte")
 
 
+def _run_options(where, method, local_map, passive, stabilization, fixed_step=False):
+    """(tableau, local-map code) of a run, with the checks simulate, Simulator and
+    rollout share: the method (``fixed_step``: adaptive ones refused), a local map
+    the method keeps its order with, ``passive`` a bool, a known stabilization."""
+    tab = get_method(method)
+    local = local_map_code(local_map)
+    if fixed_step and tab.bhat is not None:
+        raise InputError(f"{where}: method {tab.name!r} is adaptive; {where} takes fixed "
+                         f"steps: choose 'euler', 'semi_euler', 'rkmk2', 'rkmk4', 'cg4' or "
+                         f"'rk4_vector'")
+    if tab.scheme == "cg" and local_map != "exp":
+        raise InputError(f"{where}: Crouch–Grossman methods compose flows of frozen vector "
+                         f"fields and keep their order only with local_map='exp' (with the "
+                         f"Cayley map cg4 drops to order 2)")
+    if tab.scheme == "vector" and local_map != "exp":
+        raise InputError(f"{where}: rk4_vector integrates in vector space: local_map does "
+                         f"not apply")
+    flag(passive, "passive", where)
+    if stabilization is not None and not (isinstance(stabilization, str)
+                                          and stabilization in _STABILIZATIONS):
+        raise InputError(f"{where}: stabilization: expected 'projection', 'baumgarte' or "
+                         f"None, got {stabilization!r}")
+    return tab, local
+
+
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
              rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
@@ -505,28 +530,14 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         state that overflows to infinity or NaN during the run (with the time).
     """
     model = model_of(model, "simulate")
-    tab = get_method(method)
-    local = local_map_code(local_map)
-    if tab.scheme == "cg" and local_map != "exp":
-        raise InputError("Crouch–Grossman methods compose flows of frozen vector fields and "
-                         "keep their order only with local_map='exp' (with the Cayley map "
-                         "cg4 drops to order 2)")
+    tab, local = _run_options("simulate", method, local_map, passive, stabilization)
     t_final = number(t_final, "t_final", "simulate", minimum=0.0)
     dt = number(dt, "dt", "simulate", minimum=0.0, strict=True)
     rtol = number(rtol, "rtol", "simulate", minimum=0.0)
     atol = number(atol, "atol", "simulate", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "simulate", minimum=1.0))
     save_every = _save_every(save_every)
-    if not isinstance(passive, (bool, np.bool_)):
-        raise InputError(f"simulate: passive: expected True or False, got "
-                         f"{type(passive).__name__} {passive!r:.60}")
     ptab = passive_tables(model) if passive else None
-    if tab.scheme == "vector" and local_map != "exp":
-        raise InputError("rk4_vector integrates in vector space: local_map does not apply")
-    if stabilization is not None and not (isinstance(stabilization, str)
-                                          and stabilization in _STABILIZATIONS):
-        raise InputError(f"simulate: stabilization: expected 'projection', 'baumgarte' or "
-                         f"None, got {stabilization!r}")
     if controller is not None and not callable(controller):
         raise InputError("controller must be callable as controller(t, q, v) -> tau")
     if controller is not None and tau is not None:
@@ -919,29 +930,12 @@ class Simulator(_kernels._Simulator):
                  baumgarte=(1.0, 1.0), t0=0.0):
         where = "Simulator"
         model = model_of(model, where)
-        tab = get_method(method)
-        local = local_map_code(local_map)
-        if tab.bhat is not None:
-            raise InputError(f"{where}: method {tab.name!r} is adaptive; the Simulator takes "
-                             f"fixed steps: choose 'euler', 'semi_euler', 'rkmk2', 'rkmk4', "
-                             f"'cg4' or 'rk4_vector'")
-        if tab.scheme == "cg" and local_map != "exp":
-            raise InputError(f"{where}: Crouch–Grossman methods keep their order only with "
-                             f"local_map='exp'")
-        if tab.scheme == "vector" and local_map != "exp":
-            raise InputError(f"{where}: rk4_vector integrates in vector space: local_map "
-                             f"does not apply")
+        tab, local = _run_options(where, method, local_map, passive, stabilization,
+                                  fixed_step=True)
         dt = number(dt, "dt", where, minimum=0.0, strict=True)
         t0 = number(t0, "t0", where)
-        if not isinstance(passive, (bool, np.bool_)):
-            raise InputError(f"{where}: passive: expected True or False, got "
-                             f"{type(passive).__name__} {passive!r:.60}")
         if gravity is not None:
             gravity = array_of_shape(gravity, (3,), "gravity", where)
-        if stabilization is not None and not (isinstance(stabilization, str)
-                                              and stabilization in _STABILIZATIONS):
-            raise InputError(f"{where}: stabilization: expected 'projection', 'baumgarte' or "
-                             f"None, got {stabilization!r}")
         constrained = bool(model.loop_closures or model.mimic)
         k1 = k2 = 0.0
         if constrained:

@@ -192,6 +192,14 @@ def states(model, q, v=_ABSENT, where=""):
     return q, v, q.ndim == 2
 
 
+def flag(x, argument, where=""):
+    """``x`` as a bool if it is True or False (Python or NumPy), else InputError."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise InputError(f"{_where(where, argument)}: expected True or False, got "
+                         f"{type(x).__name__} {x!r:.60}")
+    return bool(x)
+
+
 def number(x, argument, where="", minimum=None, strict=False):
     """``x`` as a finite Python float, optionally ``>= minimum`` (``> minimum`` if
     ``strict``)."""
