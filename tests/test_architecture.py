@@ -124,7 +124,7 @@ def test_the_package_imports_flow_one_way():
 # compiler (JointGraph.compile), compiler imports model, model the algorithms.
 LAYERS = [
     {"treedyn.errors", "treedyn.validation", "treedyn.linalg", "treedyn.joint_types",
-     "treedyn.lie", "treedyn._ext"},
+     "treedyn.lie", "treedyn.geometry", "treedyn._ext"},
     {"treedyn.tables", "treedyn.integrators", "treedyn.kinematics", "treedyn.dynamics",
      "treedyn.constraints", "treedyn.derivatives", "treedyn.plotting", "treedyn.io.xmlfile",
      "treedyn.io.files"},        # (io/files: issue 25, read by the readers)

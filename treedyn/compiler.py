@@ -245,6 +245,10 @@ def compile_model(graph, _private=False):
         F[len(order):] = F[len(order):] @ np.array([pose for _, (_, pose) in extra])
     frame_offset = np.concatenate([np.eye(4)[None], Ainv_w[frame_body[1:]] @ F])
 
+    # shapes: pose in the owner's frame = owner frame⁻¹ · link frame · shape pose
+    shapes = [sh.placed(owner[sh.link], Ainv_w[owner[sh.link]] @ frame_of(sh.link) @ sh.pose)
+              for sh in graph.shapes]
+
     closures = []
     unapplied = [j["name"] for j in graph.joints(loop=True)
                  if any(np.any(j.get(key, 0.0) != 0) for key in _PASSIVE_KEYS)]
@@ -294,5 +298,5 @@ def compile_model(graph, _private=False):
     )
     names = dict(name=graph.name, body_names=list(moving), joint_names=joint_names,
                  joint_types=joint_types, frame_names=frame_names,
-                 free_groups=free_groups)
+                 free_groups=free_groups, shapes=shapes)
     return Model(graph, arrays, names, closures, mimic, core_tables(arrays))

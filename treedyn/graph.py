@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 
 from .errors import ModelError, RobotFileError
+from .geometry import Shape, check_shape
 from .joint_types import JOINT_TYPES, WORLD
 from .linalg import _power_of_two_scaled, unit_vector
 from .validation import _given
@@ -201,6 +202,7 @@ class JointGraph:
         self.frames = {}       # extra frames: name -> (link, 4x4 pose in link frame)
         self.frame_sources = {}  # extra frames: name -> source (file, element) or None
         self.mimic = []        # dicts: joint, leader, multiplier, offset
+        self.shapes = []       # treedyn.geometry.Shape, poses in their link's frame
         self._joint_edges = {}  # joint name -> (parent, child)
 
     # ------------------------------------------------------------------ building
@@ -325,6 +327,32 @@ class JointGraph:
         _check_pose(pose, "pose", source)
         self.frames[name] = (body, pose)
         self.frame_sources[name] = source
+
+    def add_shape(self, link, kind, size, pose=None, mesh=None, rgba=None, name=None,
+                  role="visual", source=None):
+        """Attach a shape (drawing and, later, contact; never read by the kernels) to
+        ``link`` (a body or ``"world"``) at ``pose`` (4×4, link frame).  ``kind`` and
+        ``size`` as in :mod:`treedyn.geometry` (metres; a mesh's size is its scale and
+        ``mesh`` its file path); ``rgba`` four numbers in [0, 1]; ``role``
+        ``"visual"`` or ``"collision"``.  Returns the :class:`~treedyn.geometry.Shape`."""
+        _text(link, "link", source, "link", "shape: ")
+        where = f"shape{' ' + repr(name) if name else ''} on '{link}'"
+        if link not in self.graph:
+            _fail(f"{where}: link '{link}' does not exist", source, "link")
+        if mesh is not None and not isinstance(mesh, str):
+            _fail(f"{where}: mesh must be a file path (str), got {_short(mesh)}", source, "mesh")
+        if kind == "mesh" and not mesh:
+            _fail(f"{where}: a mesh shape needs its file", source, "mesh")
+        if name is not None:
+            name = _text(name, "name", source, "shape")
+        try:
+            kind, size, pose, rgba, role = check_shape(kind, size, pose, rgba, role, where)
+        except ModelError as exc:
+            _fail(str(exc), source, "shape")
+        shape = Shape(kind, size, link, pose, mesh=mesh, rgba=rgba, name=name, role=role,
+                      source=source)
+        self.shapes.append(shape)
+        return shape
 
     def add_mimic(self, joint, leader, multiplier=1.0, offset=0.0, source=None):
         """Record q_joint = multiplier · q_leader + offset (kept, never dropped).

@@ -106,6 +106,9 @@ class Model(ModelCore):
     frame_names, frame_body, frame_offset
         Named frames (every link of the file, merged ones included, plus extra
         frames): owning body and pose in its frame.
+    shapes : tuple of treedyn.geometry.Shape
+        Visual and collision shapes kept from the file (never read by the
+        kernels), each on its compiled body with its pose in that body's frame.
     loop_closures : list of LoopClosure
     mimic : list of dict (joint, leader, multiplier, offset)
     gravity : ndarray (3,)
