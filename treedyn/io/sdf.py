@@ -435,6 +435,7 @@ class _SdfReader(_Reader):
         except ValueError:
             self.fail(f"version must be like '1.7', got {raw!r}", "<sdf>", "version")
         self.version, self.version_text = (major, minor), raw.strip()
+        self.tree = root
         if not MIN_VERSION <= self.version <= MAX_VERSION:
             self.fail(f"SDFormat version {raw!r} is not supported (treedyn reads "
                       f"{MIN_VERSION[0]}.{MIN_VERSION[1]} to {MAX_VERSION[0]}.{MAX_VERSION[1]})",

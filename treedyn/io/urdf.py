@@ -109,6 +109,7 @@ class _Reader:
         self.dynamics = {}           # joint name -> {"damping": D, "friction": F} (non-zero)
         self.friction_joints = []    # joints with dry friction (SDFormat reader)
         self.understood = set()      # ids of the vendor (prefixed) elements read
+        self.tree = None             # the root element, once parsed
 
     def skip_vendor(self, root):
         """Note the prefixed (vendor-namespace) elements and attributes not read."""
@@ -168,6 +169,12 @@ class _Reader:
             warn_user(f"{self.file}: not read: {'; '.join(parts)}")
 
     def fail(self, msg, element, field=None):
+        if field and msg.startswith("missing") and self.tree is not None:
+            twins = _prefixed_twins(self.tree, field)
+            if twins:
+                msg += (f" (the file has {', '.join(twins)}: a vendor prefix makes it another "
+                        f"element, which treedyn does not read; the format's '{field}' has "
+                        f"no prefix)")
         raise RobotFileError(msg, file=self.file, element=element, field=field)
 
     def floats(self, elem, attr, n, where, default=None):
@@ -218,7 +225,7 @@ class _Reader:
 
     def build(self, root, floating_base, free_group, gravity, strict_inertia):
         name = root.get("name") or os.path.splitext(os.path.basename(self.file))[0]
-        robot = root
+        robot = self.tree = root
         links, joints = {}, {}
         for el in root.findall("link"):
             lname = el.get("name")
@@ -238,7 +245,7 @@ class _Reader:
         if WORLD not in links and _names_world(root):
             # Drake's and ROS's convention: an undeclared link 'world' is the world
             # frame, exactly as if the file declared <link name="world"/>
-            links[WORLD] = ET.Element("link", name=WORLD)
+            links = {WORLD: ET.Element("link", name=WORLD), **links}
         child_of = {}
         for el in root.findall("joint"):
             jname = el.get("name")
@@ -451,6 +458,16 @@ def _prefixed(parent, tag):
     """The children ``<tag>`` of ``parent`` for a prefixed tag (ElementPath's find
     would read the prefix as a namespace to look up)."""
     return [child for child in parent if child.tag == tag]
+
+
+def _prefixed_twins(root, local):
+    """The distinct prefixed element and attribute names ``p:local`` in the tree."""
+    found = set()
+    for el in root.iter():
+        for name in (el.tag, *el.attrib):
+            if isinstance(name, str) and name.endswith(":" + local):
+                found.add(f"<{name}>" if name is el.tag else f"attribute {name}")
+    return sorted(found)
 
 
 def _names_world(root):

@@ -86,7 +86,9 @@ def parse_root(text, filename, tag, free_group, malformed_hint=""):
                              file=filename, element="<?xml encoding=...?>") from None
     _drop_declarations(root, filename)
     if root.tag != tag:
-        raise RobotFileError(f"root element is <{root.tag}>, expected <{tag}>",
+        hint = (" (a vendor prefix makes it another element: the format's root has none)"
+                if root.tag.endswith(":" + tag) else "")
+        raise RobotFileError(f"root element is <{root.tag}>, expected <{tag}>{hint}",
                              file=filename, element=f"<{root.tag}>")
     if free_group not in ("SE3", "SO3xR3"):
         raise RobotFileError(f"free_group must be 'SE3' or 'SO3xR3', got {free_group!r}",
