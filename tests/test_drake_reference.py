@@ -1,7 +1,7 @@
 """treedyn against Drake (pydrake 1.51) on two files of issue #30's features.
 
 Oracle: Drake's poses, mass matrices and gravity forces, computed once by
-tests/data/make_drake_reference.py and checked in (tests/data/drake_reference.npz;
+tests/data/make_drake_reference.py and checked in (tests/data/drake_reference.json;
 Drake is not a test dependency).  drake_vendor.sdf has an undeclared ``drake:``
 prefix, three disconnected trees (Drake: a welded arm and two bodies on
 quaternion floating joints), a ``placement_frame`` and rotor inertias with gear
@@ -16,6 +16,7 @@ off Drake's body pose X as A⁻¹X, and v_treedyn = T v_drake with T orthogonal:
 M_treedyn = T M_drake Tᵀ, g_treedyn = −T τ_g,drake (Drake's gravity forces are
 on the right-hand side).
 """
+import json
 import os
 import warnings
 
@@ -26,7 +27,8 @@ import treedyn as td
 from treedyn.lie import rot_to_quat, se3_inv
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-REF = np.load(os.path.join(DATA, "drake_reference.npz"))
+with open(os.path.join(DATA, "drake_reference.json")) as _f:
+    REF = {key: np.array(value) for key, value in json.load(_f).items()}
 TOL = 1e-12
 
 

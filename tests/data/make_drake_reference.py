@@ -5,7 +5,8 @@ test dependency):
 
     python tests/data/make_drake_reference.py
 
-It writes tests/data/drake_reference.npz, which tests/test_drake_reference.py
+It writes tests/data/drake_reference.json (floats written exactly: JSON keeps
+Python's shortest round-trip repr), which tests/test_drake_reference.py
 compares treedyn with.  Only pydrake and NumPy are used here, so the values are
 Drake's own: for each file, Drake's joints (name, type, position and velocity
 offsets), and at the default configuration and at random ones, Drake's
@@ -14,6 +15,7 @@ rotor inertias Drake reflects through the gear ratios) and the generalized
 gravity forces, all in Drake's own coordinates (a floating joint's velocity is
 (ω, v) of the body in the world).
 """
+import json
 import os
 import sys
 
@@ -69,12 +71,14 @@ def reference(path, rng, extra_frames):
 def main():
     from importlib.metadata import version
     rng = np.random.default_rng(30)
-    data = {"drake_version": np.array(version("drake"))}
+    data = {"drake_version": version("drake")}
     for tag, (name, extra_frames) in FILES.items():
         for key, value in reference(os.path.join(HERE, name), rng, extra_frames).items():
-            data[f"{tag}_{key}"] = value
-    target = os.path.join(HERE, "drake_reference.npz")
-    np.savez_compressed(target, **data)
+            data[f"{tag}_{key}"] = value.tolist()
+    target = os.path.join(HERE, "drake_reference.json")
+    with open(target, "w") as f:
+        json.dump(data, f, indent=None, separators=(",", ":"))
+        f.write("\n")
     print(f"wrote {target} (pydrake {data['drake_version']})")
 
 
