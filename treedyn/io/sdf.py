@@ -64,8 +64,18 @@ the child of no joint; the first link if every link is) is fixed to the world,
 or attached by a free joint ``root_joint`` with ``floating_base=True``.  The
 tree is grown breadth-first from the world along the joints (parent → child,
 joints in file order); a joint whose child already has a tree joint becomes a
-loop closure.  Joints are never reversed: a link that cannot be reached from
-the root that way is an error.
+loop closure.  Joints are never reversed.  Every other tree floats freely (the
+SDFormat rule, as in libsdformat and Drake): its root link, the first link of
+it in file order that is the child of no joint, gets a free joint
+``<link>_root_joint`` of group ``free_group``; links that are each the child of
+a joint and cannot be reached are an error.
+
+``<model placement_frame="f">`` (1.8+): the model's ``<pose>`` places frame
+``f`` of the model, so the model frame is at pose · (pose of f in the model)⁻¹.
+Drake's ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` of a joint give its
+armature gear_ratio² · rotor_inertia (none if the effort limit is 0: Drake adds
+no actuator then).  Other vendor-prefixed elements and attributes are named in
+the "not read" warning (:mod:`treedyn.io.xmlfile`).
 """
 from __future__ import annotations
 

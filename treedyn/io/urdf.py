@@ -11,7 +11,12 @@ joints that have it.  A warning names what is read past although it would
 change the dynamics: children of
 ``<link>``, ``<joint>`` and ``<inertial>`` that URDF does not define (a typo
 such as ``<inertail>`` would otherwise leave a massless link).  A ``<mimic>``
-whose leader is a fixed joint is an error.
+whose leader is a fixed joint is an error.  A link ``world`` that joints name
+but the file does not declare is the world frame (as if declared).  Drake's
+``<transmission><actuator>`` ``<drake:rotor_inertia value>`` and
+``<drake:gear_ratio value>`` give the joint's armature gear_ratio² ·
+rotor_inertia; other vendor-prefixed elements and attributes are named in the
+"not read" warning (:mod:`treedyn.io.xmlfile`).
 
 URDF semantics used here (ROS URDF specification):
 
