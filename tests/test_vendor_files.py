@@ -435,6 +435,12 @@ def test_armature_from_any_source_enters_every_algorithm_identically(tmp_path):
             t2 = td.simulate(other, q, v, t_final=0.05, dt=1e-3, method=method)
             np.testing.assert_array_equal(t1.q, t2.q)
             np.testing.assert_array_equal(t1.v, t2.v)
+            s1, s2 = (td.Simulator(x, q, v, dt=1e-3, method=method) for x in (sdf_model, other))
+            for _ in range(5):
+                s1.step(tau)
+                s2.step(tau)
+            np.testing.assert_array_equal(s1.q, s2.q)
+            np.testing.assert_array_equal(s1.v, s2.v)
 
 
 def test_armature_in_aba_id_and_derivatives_is_that_of_the_mass_matrix():
@@ -470,6 +476,13 @@ def test_armature_slows_a_simulated_joint_by_the_reflected_inertia():
     np.testing.assert_allclose(m.mass_matrix(m.neutral()), [[0.2 + 1.0]], rtol=0, atol=1e-15)
     np.testing.assert_allclose(m.forward_dynamics(m.neutral(), [0.0], [0.6]), [0.5],
                                rtol=0, atol=1e-15)
+    # a constant torque: θ(t) = τ t² / (2 J), exact for RKMK4 (a quadratic in t)
+    for method in ("rkmk4", "euler"):
+        traj = td.simulate(m, [0.0], [0.0], t_final=0.1, dt=1e-3, method=method, tau=[0.6])
+        exact = 0.5 * 0.5 * traj.t ** 2
+        tol = 1e-14 if method == "rkmk4" else 3e-5      # Euler: a·dt·t/2 (without the
+        # armature θ(0.1) would be 3e-3, not 2.5e-3)
+        np.testing.assert_allclose(traj.q[:, 0], exact, rtol=0, atol=tol)
 
 
 # --------------------------------------------------------------------- hostile variants
