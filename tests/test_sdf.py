@@ -491,7 +491,11 @@ BAD = {
     "attached_to_cycle": ('<frame name="f1" attached_to="f2"/>'
                           '<frame name="f2" attached_to="f1"/>' + link("a"),
                           ("attached to each other",)),
-    "unreachable": (GOOD + link("c"), ('<model name="m">', "cannot be reached", "'c'")),
+    # a lone link floats freely (tests/test_vendor_files.py); links that are each the
+    # child of a joint, in a cycle away from the root, have no root to float
+    "unreachable": (GOOD + link("c") + link("d") + joint("k1", "revolute", "c", "d")
+                    + joint("k2", "revolute", "d", "c"),
+                    ('<model name="m">', "cannot be reached", "'c'", "no root link")),
     "static": ("<static>true</static>" + link("a"), ('<model name="m">', "static")),
     "two_inertials": ('<link name="a"><inertial/><inertial/></link>',
                       ('<link name="a">', "2 <inertial>")),

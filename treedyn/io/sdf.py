@@ -64,8 +64,18 @@ the child of no joint; the first link if every link is) is fixed to the world,
 or attached by a free joint ``root_joint`` with ``floating_base=True``.  The
 tree is grown breadth-first from the world along the joints (parent → child,
 joints in file order); a joint whose child already has a tree joint becomes a
-loop closure.  Joints are never reversed: a link that cannot be reached from
-the root that way is an error.
+loop closure.  Joints are never reversed.  Every other tree floats freely (the
+SDFormat rule, as in libsdformat and Drake): its root link, the first link of
+it in file order that is the child of no joint, gets a free joint
+``<link>_root_joint`` of group ``free_group``; links that are each the child of
+a joint and cannot be reached are an error.
+
+``<model placement_frame="f">`` (1.8+): the model's ``<pose>`` places frame
+``f`` of the model, so the model frame is at pose · (pose of f in the model)⁻¹.
+Drake's ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` of a joint give its
+armature gear_ratio² · rotor_inertia (none if the effort limit is 0: Drake adds
+no actuator then).  Other vendor-prefixed elements and attributes are named in
+the "not read" warning (:mod:`treedyn.io.xmlfile`).
 """
 from __future__ import annotations
 
@@ -78,7 +88,7 @@ from .. import lie
 from ..errors import ModelError, RobotFileError
 from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
-from .urdf import _Reader
+from .urdf import _prefixed, _Reader
 
 __all__ = ["read_sdf", "parse_sdf_string"]
 
@@ -343,15 +353,51 @@ class _SdfReader(_Reader):
             base, pose_el, el_where = self.pose_base(cur)
             chain.append((cur, base, pose_el, el_where))
             cur = base
+        self.walk_end = cur
         for cur, base, pose_el, el_where in reversed(chain):
             T_base = np.eye(4) if base[0] == "world" else self.poses[base]
             with np.errstate(over="ignore", invalid="ignore"):
                 T = T_base @ self.pose_value(pose_el, el_where)
+                if cur[0] == "model":
+                    T = T @ self.placement(cur)
             if not np.all(np.isfinite(T)):
                 self.fail("the pose at q = 0 overflows the float64 range (composed with the "
                           "poses it is relative to)", el_where + "<pose>", "pose")
             self.poses[cur] = T
         return self.poses[node]
+
+    def placement(self, node):
+        """The inverse pose, in the model frame, of the model's ``placement_frame``
+        (identity without one): the model's ``<pose>`` places that frame, so the
+        model frame is at pose · placement."""
+        scope = self.scopes[node[1]]
+        name = (scope.el.get("placement_frame") or "").strip()
+        if not name:
+            return np.eye(4)
+        if self.version < (1, 8):
+            self.fail(f"placement_frame is SDFormat 1.8+, the file declares version "
+                      f"{self.version_text}", scope.where, "placement_frame")
+        frame = self.lookup(name, scope, scope.where, "placement_frame")
+        if frame == node:
+            return np.eye(4)
+        if frame in self.placing:
+            self.fail(f"placement_frame '{name}': its pose depends on the placement of the "
+                      f"model itself", scope.where, "placement_frame")
+        # the frame's pose in the model frame: its chain of poses walked with the
+        # model frame standing at the identity, in a scratch memo
+        saved = self.poses
+        self.poses = {node: np.eye(4)}
+        self.placing.add(frame)
+        try:
+            T = self.world_pose(frame, scope.where)
+            end = self.walk_end
+        finally:
+            self.poses = saved
+            self.placing.discard(frame)
+        if end != node:
+            self.fail(f"placement_frame '{name}': its pose is not defined in the model frame "
+                      f"(its chain of poses ends at the world)", scope.where, "placement_frame")
+        return lie.se3_inv(T)
 
     def pose_base(self, node):
         """(the frame node a node's ``<pose>`` is relative to, the ``<pose>``, the element)."""
@@ -399,6 +445,7 @@ class _SdfReader(_Reader):
         except ValueError:
             self.fail(f"version must be like '1.7', got {raw!r}", "<sdf>", "version")
         self.version, self.version_text = (major, minor), raw.strip()
+        self.tree = root
         if not MIN_VERSION <= self.version <= MAX_VERSION:
             self.fail(f"SDFormat version {raw!r} is not supported (treedyn reads "
                       f"{MIN_VERSION[0]}.{MIN_VERSION[1]} to {MAX_VERSION[0]}.{MAX_VERSION[1]})",
@@ -433,7 +480,7 @@ class _SdfReader(_Reader):
                     self.fail("the child of a joint cannot be the world", where, "child")
                 ends.append(self.lookup(text, scope, where, role))
             self.joint_ends[jname] = (jtype, ends[0], ends[1])
-        self.poses, self.attached = {}, {}
+        self.poses, self.attached, self.placing = {}, {}, set()
 
         # ---- bodies
         g = JointGraph(name, gravity=file_gravity if gravity is None else gravity,
@@ -491,12 +538,35 @@ class _SdfReader(_Reader):
                 if not loop[j]:
                     reached.add(cb)
                     queue.append(cb)
+        # every other tree floats freely (SDFormat; libsdformat and Drake do the same):
+        # its root link, the first of it in file order that is the child of no
+        # joint, gets a free joint "<link>_root_joint"
+        taken = set(self.joints) | {root_joint}
+        for lk in self.links:
+            if lk in reached or lk in child_of:
+                continue
+            jname = f"{lk}_root_joint"
+            while jname in taken:
+                jname = "_" + jname
+            taken.add(jname)
+            g.add_joint(jname, "free", WORLD, lk, group=free_group,
+                        source=(self.file, f'<link name="{lk}">'))
+            reached.add(lk)
+            queue.append(lk)
+            while queue:
+                body = queue.pop(0)
+                for j in children[body]:
+                    cb = bodies[j][1]
+                    loop[j] = cb in reached
+                    if not loop[j]:
+                        reached.add(cb)
+                        queue.append(cb)
         lost = [lk for lk in self.links if lk not in reached]
         if lost:
             top = "the world" if root_joint is None else f"the root link '{base}'"
             self.fail(f"links {lost} cannot be reached from {top} along the joints (parent -> "
-                      f"child; treedyn does not reverse joints, and links without joints "
-                      f"float freely in SDFormat but are not read)", where_m, "link")
+                      f"child; treedyn does not reverse joints, and every link of them is "
+                      f"the child of a joint: no root link to float freely)", where_m, "link")
 
         for jname in tree_joints:
             self.add_joint(g, jname, bodies[jname], loop[jname])
@@ -516,6 +586,7 @@ class _SdfReader(_Reader):
             g._check_mimic()
         except ModelError as exc:                     # pragma: no cover - sources are set
             self.fail(str(exc), where_m)
+        self.skip_vendor(root)
         self.warn_not_read()
         warn_friction(self.file, self.friction_joints)
         return g
@@ -598,8 +669,6 @@ class _SdfReader(_Reader):
         if model_el.find("include") is not None:
             self.fail("<include> needs other files (model:// URIs): treedyn reads "
                       "self-contained files; inline the included model", where, "include")
-        if (model_el.get("placement_frame") or "").strip():
-            self.fail("placement_frame is not supported", where, "placement_frame")
         scope = _Scope(model_el, prefix, parent, where)
         self.scopes[prefix] = scope
         names = {}                    # name -> kind, for uniqueness within the scope
@@ -755,10 +824,32 @@ class _SdfReader(_Reader):
             kwargs["pitch"] = self.pitch(el, where)
         if t in ("revolute", "continuous", "prismatic", "helical", "universal"):
             kwargs.update(self.joint_dynamics(el, t, where))
+        armature = self.rotor_armature(el, t, kwargs.get("limits"), loop, where)
+        if armature:
+            kwargs["armature"] = armature
         try:
             g.add_joint(jname, t, ends[0], ends[1], **kwargs)
         except ModelError as exc:
             self.fail(str(exc), where)
+
+    def rotor_armature(self, el, t, limits, loop, where):
+        """Drake's ``<drake:rotor_inertia>`` · ``<drake:gear_ratio>``² of a joint, its
+        armature (0 without them).  As in Drake, a joint whose effort limit is 0 has
+        no actuator, hence no rotor; a loop closure has no coordinate to carry it."""
+        value = self.reflected_inertia(el, where)
+        if value is None:
+            return 0.0
+        if t not in ("revolute", "continuous", "prismatic", "helical"):
+            self.fail(f"a rotor inertia drives a one-freedom joint (revolute, continuous, "
+                      f"prismatic, screw); this joint is {el.get('type')}",
+                      where + "<drake:rotor_inertia>", "drake:rotor_inertia")
+        if limits and limits.get("effort") == 0.0:
+            self.skip(f"{where}<drake:rotor_inertia>", "effort limit 0: no actuator, as in Drake")
+            return 0.0
+        if loop:
+            self.skip(f"{where}<drake:rotor_inertia>", "a loop closure has no coordinate")
+            return 0.0
+        return value
 
     def pitch(self, el, where):
         new = self.single(el, "screw_thread_pitch", where)

@@ -11,7 +11,12 @@ joints that have it.  A warning names what is read past although it would
 change the dynamics: children of
 ``<link>``, ``<joint>`` and ``<inertial>`` that URDF does not define (a typo
 such as ``<inertail>`` would otherwise leave a massless link).  A ``<mimic>``
-whose leader is a fixed joint is an error.
+whose leader is a fixed joint is an error.  A link ``world`` that joints name
+but the file does not declare is the world frame (as if declared).  Drake's
+``<transmission><actuator>`` ``<drake:rotor_inertia value>`` and
+``<drake:gear_ratio value>`` give the joint's armature gear_ratio² ·
+rotor_inertia; other vendor-prefixed elements and attributes are named in the
+"not read" warning (:mod:`treedyn.io.xmlfile`).
 
 URDF semantics used here (ROS URDF specification):
 
@@ -33,11 +38,13 @@ import re
 
 import math
 
+import xml.etree.ElementTree as ET
+
 import numpy as np
 
 from .. import lie
 from ..errors import ModelError, RobotFileError
-from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
+from .xmlfile import parse_root, read_bytes, vendor_items, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
@@ -106,6 +113,45 @@ class _Reader:
         self.not_read = {}           # reason -> elements read past, each named
         self.dynamics = {}           # joint name -> {"damping": D, "friction": F} (non-zero)
         self.friction_joints = []    # joints with dry friction (SDFormat reader)
+        self.understood = set()      # ids of the vendor (prefixed) elements read
+        self.tree = None             # the root element, once parsed
+
+    def skip_vendor(self, root):
+        """Note the prefixed (vendor-namespace) elements and attributes not read."""
+        for item in vendor_items(root, self.understood):
+            self.skip(item, "vendor extensions, not read")
+
+    def rotor_value(self, parent, tag, where, default):
+        """The ``value`` attribute (URDF) or the text (SDFormat) of the vendor element
+        ``<tag>`` of ``parent`` (at most one), marked as read; ``default`` if absent."""
+        found = _prefixed(parent, tag)
+        if len(found) > 1:
+            self.fail(f"{len(found)} <{tag}> elements; at most one is allowed", where, tag)
+        if not found:
+            return default
+        el = found[0]
+        self.understood.add(id(el))
+        if "value" in el.attrib or not (el.text or "").strip():
+            return float(self.floats(el, "value", 1, f"{where}<{tag}>")[0])
+        return float(self.floats({"value": el.text}, "value", 1, f"{where}<{tag}>")[0])
+
+    def reflected_inertia(self, parent, where):
+        """Drake's reflected rotor inertia gear_ratio² · rotor_inertia of the
+        ``<drake:rotor_inertia>`` and ``<drake:gear_ratio>`` children of ``parent``
+        (None if it has neither)."""
+        if not _prefixed(parent, "drake:rotor_inertia") and \
+                not _prefixed(parent, "drake:gear_ratio"):
+            return None
+        inertia = self.rotor_value(parent, "drake:rotor_inertia", where, 0.0)
+        ratio = self.rotor_value(parent, "drake:gear_ratio", where, 1.0)
+        if inertia < 0.0:
+            self.fail(f"rotor inertia must be >= 0, got {inertia!r}",
+                      where + "<drake:rotor_inertia>", "drake:rotor_inertia")
+        value = ratio * ratio * inertia
+        if not math.isfinite(value):
+            self.fail(f"gear_ratio² · rotor_inertia = {ratio!r}² · {inertia!r} overflows",
+                      where + "<drake:gear_ratio>", "drake:gear_ratio")
+        return value
 
     def skip(self, item, reason):
         """Note an element that is read past; :meth:`warn_not_read` reports it."""
@@ -114,7 +160,8 @@ class _Reader:
     def unknown_children(self, elem, kind, where):
         """Report children of ``elem`` that are not part of the format (e.g. a typo)."""
         for child in elem:
-            if isinstance(child.tag, str) and child.tag not in _KNOWN[kind]:
+            if isinstance(child.tag, str) and child.tag not in _KNOWN[kind] \
+                    and ":" not in child.tag:         # prefixed: see skip_vendor
                 self.skip(f"{where}<{child.tag}>", "not URDF elements")
 
     def warn_not_read(self):
@@ -127,6 +174,12 @@ class _Reader:
             warn_user(f"{self.file}: not read: {'; '.join(parts)}")
 
     def fail(self, msg, element, field=None):
+        if field and msg.startswith("missing") and self.tree is not None:
+            twins = _prefixed_twins(self.tree, field)
+            if twins:
+                msg += (f" (the file has {', '.join(twins)}: a vendor prefix makes it another "
+                        f"element, which treedyn does not read; the format's '{field}' has "
+                        f"no prefix)")
         raise RobotFileError(msg, file=self.file, element=element, field=field)
 
     def floats(self, elem, attr, n, where, default=None):
@@ -177,6 +230,7 @@ class _Reader:
 
     def build(self, root, floating_base, free_group, gravity, strict_inertia):
         name = root.get("name") or os.path.splitext(os.path.basename(self.file))[0]
+        robot = self.tree = root
         links, joints = {}, {}
         for el in root.findall("link"):
             lname = el.get("name")
@@ -193,6 +247,10 @@ class _Reader:
             links[lname] = el
         if not links:
             self.fail("the robot has no links", "<robot>")
+        if WORLD not in links and _names_world(root):
+            # Drake's and ROS's convention: an undeclared link 'world' is the world
+            # frame, exactly as if the file declared <link name="world"/>
+            links = {WORLD: ET.Element("link", name=WORLD), **links}
         child_of = {}
         for el in root.findall("joint"):
             jname = el.get("name")
@@ -262,6 +320,7 @@ class _Reader:
             lost = sorted(set(links) - seen)
             self.fail(f"links {lost} are not connected to the root '{base}' (cycle)", "<robot>")
 
+        armature = self.transmissions(robot, joints)
         g = JointGraph(name, gravity=(0.0, 0.0, -9.81) if gravity is None else gravity,
                        strict_inertia=strict_inertia)
         base_is_world = base == WORLD
@@ -314,6 +373,8 @@ class _Reader:
             if t == "free":
                 kwargs["group"] = free_group
             kwargs.update(self.dynamics.get(jname, {}))
+            if jname in armature:
+                kwargs["armature"] = armature[jname]
             try:
                 g.add_joint(jname, t, par, chi, **kwargs)
             except ModelError as exc:
@@ -329,9 +390,47 @@ class _Reader:
                 mult = self.floats(mim, "multiplier", 1, where + "<mimic>", (1.0,))[0]
                 off = self.floats(mim, "offset", 1, where + "<mimic>", (0.0,))[0]
                 g.add_mimic(jname, leader, mult, off, source=src)
+        self.skip_vendor(robot)
         self.warn_not_read()
         warn_friction(self.file, [n for n, d in self.dynamics.items() if "friction" in d])
         return g
+
+    def transmissions(self, root, joints):
+        """Armature per joint from Drake's ``<transmission><actuator>``
+        ``<drake:rotor_inertia value>`` and ``<drake:gear_ratio value>``:
+        gear_ratio² · rotor_inertia, summed over the actuators of a joint.  As in
+        Drake, a transmission on a joint whose effort limit is 0 adds no actuator
+        (it is named in the "not read" warning)."""
+        armature = {}
+        for k, tr in enumerate(root.findall("transmission")):
+            where = f'<transmission name="{tr.get("name", k)}">'
+            actuators = [a for a in tr.findall("actuator")
+                         if _prefixed(a, "drake:rotor_inertia") or _prefixed(a, "drake:gear_ratio")]
+            if not actuators:
+                continue
+            targets = tr.findall("joint")
+            if len(targets) != 1 or not targets[0].get("name"):
+                self.fail(f"a transmission with a rotor inertia needs exactly one <joint "
+                          f"name=...>, got {len(targets)}", where, "joint")
+            jname = targets[0].get("name")
+            if jname not in joints:
+                self.fail(f"joint '{jname}' is not defined", where + "<joint>", "name")
+            el, jtype = joints[jname][:2]
+            if _URDF_TYPES[jtype] not in ("revolute", "continuous", "prismatic"):
+                self.fail(f"a rotor inertia drives a one-freedom joint (revolute, continuous, "
+                          f"prismatic); joint '{jname}' is {jtype}", where + "<joint>", "name")
+            lim = el.find("limit")
+            effort = lim.get("effort") if lim is not None else None
+            for act in actuators:
+                where_a = f'{where}<actuator name="{act.get("name", "")}">'
+                value = self.reflected_inertia(act, where_a)
+                if effort is not None and float(self.floats(
+                        lim, "effort", 1, f'<joint name="{jname}"><limit>')[0]) == 0.0:
+                    self.skip(where_a, f"joint '{jname}' has effort limit 0: no actuator, as "
+                                       f"in Drake")
+                    continue
+                armature[jname] = armature.get(jname, 0.0) + value
+        return armature
 
     def inertial(self, el, where):
         inl = el.find("inertial")
@@ -358,6 +457,28 @@ class _Reader:
             self.fail("the inertia overflows when rotated from the <inertial><origin> frame "
                       "into the link frame (entries too large)", where_i + "<inertia>", "ixx")
         return mass, T[:3, 3].copy(), inertia
+
+
+def _prefixed(parent, tag):
+    """The children ``<tag>`` of ``parent`` for a prefixed tag (ElementPath's find
+    would read the prefix as a namespace to look up)."""
+    return [child for child in parent if child.tag == tag]
+
+
+def _prefixed_twins(root, local):
+    """The distinct prefixed element and attribute names ``p:local`` in the tree."""
+    found = set()
+    for el in root.iter():
+        for name in (el.tag, *el.attrib):
+            if isinstance(name, str) and name.endswith(":" + local):
+                found.add(f"<{name}>" if name is el.tag else f"attribute {name}")
+    return sorted(found)
+
+
+def _names_world(root):
+    """Whether a joint of the robot names the link 'world' as its parent or child."""
+    return any(sub.get("link") == WORLD for el in root.findall("joint")
+               for sub in (el.find("parent"), el.find("child")) if sub is not None)
 
 
 def _perpendicular(n):
