@@ -142,25 +142,29 @@ class Scene:
         r = 0.02 * self.length
         parent = np.asarray(model.parent)
         Y = np.asarray(model.Y)
+        # joint points (world, q = 0): fixed in both bodies a joint connects
+        xj = [_joint_point(Y[model.voff[i]:model.voff[i] + model.nvj[i]], A[i, :3, 3])
+              for i in range(nb)]
+        ends = {i: [] for i in range(nb)}           # body -> points (world, q = 0) to reach
         for i in range(nb):
-            # joint point of body i: fixed in its parent and in itself
+            if parent[i] >= 0:
+                ends[int(parent[i])].append(xj[i])
+        for lc in model.loop_closures:
+            for body in (lc.parent_body, lc.child_body):
+                if body >= 0:
+                    ends[body].append(np.asarray(lc.point, float))
+        for i in range(nb):
             rows = Y[model.voff[i]:model.voff[i] + model.nvj[i]]
-            x = _joint_point(rows, A[i, :3, 3])
-            p = parent[i]
-            if stick == "always" or (stick == "auto" and p >= 0 and p not in drawn):
-                if p >= 0:
-                    a = np.zeros(3)
-                    b = np.linalg.solve(A[p], np.append(x, 1.0))[:3]
-                    T, L = _segment_pose(a, b)
+            x = xj[i]
+            if stick == "always" or (stick == "auto" and i not in drawn):
+                start = np.linalg.solve(A[i], np.append(x, 1.0))[:3]
+                targets = [np.linalg.solve(A[i], np.append(e, 1.0))[:3] for e in ends[i]] \
+                    or [np.asarray(model.com[i], float)]
+                for k, e in enumerate(targets):
+                    T, L = _segment_pose(start, e)
                     if L > 1e-9:
-                        items.append(Item(f"stick{p}_{i}", p, T, "capsule", (r, L),
+                        items.append(Item(f"stick{i}_{k}", i, T, "capsule", (r, L),
                                           rgb=STICK_RGB, group="stick"))
-            leaf = not np.any(parent == i)
-            if leaf and (stick == "always" or (stick == "auto" and i not in drawn)):
-                T, L = _segment_pose(np.zeros(3), np.asarray(model.com[i], float))
-                if L > 1e-9:
-                    items.append(Item(f"stick{i}_com", i, T, "capsule", (r, L), rgb=STICK_RGB,
-                                      group="stick"))
             rc = 0.012 * self.length if model.mass[i] <= 0 else \
                 (3 * model.mass[i] / (4 * np.pi * COM_DENSITY)) ** (1 / 3)
             T = np.eye(4)
@@ -192,10 +196,12 @@ class Scene:
         self._pose = np.array([it.pose for it in items]).reshape(-1, 4, 4)
 
     def poses(self, q):
-        """World poses (n_items, 4, 4) of every item at configuration ``q``."""
+        """World poses (n_items, 4, 4) of every item at configuration ``q`` ((N, n_items,
+        4, 4) for ``q`` of shape (N, nq)): ``forward_kinematics(q)[body] @ item.pose``."""
         oMi = self.model.forward_kinematics(q)
-        base = np.concatenate([np.eye(4)[None], oMi])          # index 0: the world
-        return base[self._body + 1] @ self._pose
+        world = np.broadcast_to(np.eye(4), oMi.shape[:-3] + (1, 4, 4))
+        base = np.concatenate([world, oMi], axis=-3)            # index 0: the world
+        return base[..., self._body + 1, :, :] @ self._pose
 
     def group(self, name):
         """Indices of the items of a group."""
