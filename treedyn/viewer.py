@@ -19,6 +19,8 @@ names the missing files.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import threading
 import time
@@ -330,8 +332,9 @@ class Viewer:
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
         self.scene = Scene(model, role=role, warn=True)
         self.fps = float(fps)
-        self._server = viser.ViserServer(host=host, port=0 if port is None else port,
-                                         verbose=False, label=title)
+        with contextlib.redirect_stdout(io.StringIO()):        # viser's banner: we print .url
+            self._server = viser.ViserServer(host=host, port=0 if port is None else port,
+                                             verbose=False, label=title)
         self.url = f"http://{'localhost' if host in ('127.0.0.1', 'localhost') else host}:" \
                    f"{self._server.get_port()}"
         server = self._server
@@ -514,7 +517,8 @@ class Viewer:
         """Stop the server and the player."""
         self._stop.set()
         self._thread.join(timeout=2)
-        self._server.stop()
+        with contextlib.redirect_stdout(io.StringIO()):
+            self._server.stop()
 
     def __enter__(self):
         return self
