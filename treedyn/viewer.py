@@ -455,8 +455,8 @@ class Viewer:
             for s, P in enumerate(poses_by_sample):
                 off = self._offsets[s]
                 for h, T in zip(self._handles[s], P):
-                    h.wxyz = _wxyz(T[:3, :3])
-                    h.position = T[:3, 3] + off
+                    _set_exact(h, "wxyz", _wxyz(T[:3, :3]))
+                    _set_exact(h, "position", T[:3, 3] + off)
 
     def poses(self, k=None):
         """World poses (samples, n_items, 4, 4) of the scene items at row ``k`` (default:
@@ -528,6 +528,15 @@ class Viewer:
 
     def __repr__(self):
         return f"<treedyn.Viewer {self.model.name} at {self.url}>"
+
+
+def _set_exact(handle, attr, value):
+    """Set a handle's pose vector exactly: viser skips a change within np.allclose's
+    1e-8 of the current value, so such a change is sent through a different value."""
+    setattr(handle, attr, value)
+    if not np.array_equal(getattr(handle, attr), value):
+        setattr(handle, attr, np.asarray(value) + 1.0)
+        setattr(handle, attr, value)
 
 
 def _capsule_mesh(r, length, n=16, m=6):
