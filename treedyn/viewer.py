@@ -171,7 +171,7 @@ class Scene:
                 (3 * model.mass[i] / (4 * np.pi * COM_DENSITY)) ** (1 / 3)
             T = np.eye(4)
             T[:3, 3] = model.com[i]
-            items.append(Item(f"com{i}", i, T, "sphere", (min(max(rc, 0.5 * r), 0.15 * self.length),),
+            items.append(Item(f"com{i}", i, T, "sphere", (min(max(rc, 0.5 * r), 0.06 * self.length),),
                               rgb=COM_RGB, group="com"))
             local = np.linalg.solve(A[i], np.append(x, 1.0))[:3]
             for k, row in enumerate(rows):
@@ -355,7 +355,7 @@ class Viewer:
                                                          "frames", "loops")}
         P0 = self.scene.poses(self.Q[0, 0])
         c = P0[:, :3, 3].mean(axis=0) if len(P0) else np.zeros(3)
-        server.initial_camera.position = tuple(c + np.array([1.6, 1.6, 1.0]) * max(L, 0.3) * 1.3)
+        server.initial_camera.position = tuple(c + np.array([1.0, 1.0, 0.7]) * L)
         server.initial_camera.look_at = tuple(c)
         self.look_at = c
         # the GUI: timeline, toggles
