@@ -268,3 +268,19 @@ def test_shipped_robots_with_visuals_draw_them_where_their_links_are():
     end2 = (C[0] @ stem.pose @ np.array([0, 0, 0.225, 1]))[:3]
     assert min(np.linalg.norm(end), np.linalg.norm(end2)) < 1e-14
     assert os.path.basename(td.robots.path("delta.toml")) == "delta.toml"
+
+
+def test_sdf_model_uris_resolve_above_the_file_or_on_gazebo_model_path(tmp_path, monkeypatch):
+    (tmp_path / "models" / "thing" / "meshes").mkdir(parents=True)
+    (tmp_path / "models" / "thing" / "meshes" / "p.stl").write_text("solid x\nendsolid x\n")
+    text = SDF.replace("<uri>part.stl</uri>", "<uri>model://thing/meshes/p.stl</uri>")
+    near = tmp_path / "models" / "thing" / "m.sdf"
+    near.write_text(text)
+    assert td.load(near).shapes[2].mesh == str(tmp_path / "models" / "thing" / "meshes" / "p.stl")
+    (tmp_path / "far").mkdir()
+    far = tmp_path / "far" / "m.sdf"
+    far.write_text(text)
+    monkeypatch.delenv("GAZEBO_MODEL_PATH", raising=False)
+    assert td.load(far).shapes[2].mesh == "model://thing/meshes/p.stl"      # kept as written
+    monkeypatch.setenv("GAZEBO_MODEL_PATH", str(tmp_path / "models"))
+    assert td.load(far).shapes[2].mesh == str(tmp_path / "models" / "thing" / "meshes" / "p.stl")

@@ -5,9 +5,10 @@ Each reader calls one function of this module with its own reader object, so the
 geometry lives apart from the kinematics.  Shapes are attached with
 :meth:`treedyn.JointGraph.add_shape` (kinds and sizes: :mod:`treedyn.geometry`).
 
-Mesh paths: ``package://pkg/rest`` is looked up as ``<root>/pkg/rest`` for each
-root on ``$ROS_PACKAGE_PATH`` and each directory above the robot file (the
-directory named ``pkg`` itself included); ``file://`` and relative paths against
+Mesh paths: ``package://pkg/rest`` (ROS) and ``model://pkg/rest`` (SDFormat) are
+looked up as ``<root>/pkg/rest`` for each root on ``$ROS_PACKAGE_PATH`` (resp.
+``$GAZEBO_MODEL_PATH``, ``$SDF_PATH``, ``$GZ_SIM_RESOURCE_PATH``) and each
+directory above the robot file (the directory named ``pkg`` itself included); ``file://`` and relative paths against
 the robot file's directory.  A path whose file is found is stored absolute;
 otherwise it is kept as written (the viewer warns and draws the stick figure).
 """
@@ -28,10 +29,13 @@ def resolve_mesh(uri, base_dir):
     """The absolute path of mesh ``uri`` if its file is found, else ``uri`` unchanged."""
     text = uri.strip()
     candidates = []
-    if text.startswith("package://"):
-        rest = text[len("package://"):]
+    scheme = text.partition("://")[0] if "://" in text else ""
+    if scheme in ("package", "model"):
+        rest = text[len(scheme) + 3:]
         pkg, _, sub = rest.partition("/")
-        roots = [r for r in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if r]
+        env = ("ROS_PACKAGE_PATH",) if scheme == "package" else ("GAZEBO_MODEL_PATH",
+                                                                 "SDF_PATH", "GZ_SIM_RESOURCE_PATH")
+        roots = [r for key in env for r in os.environ.get(key, "").split(os.pathsep) if r]
         d = os.path.abspath(base_dir)
         while True:
             roots.append(d)
@@ -44,8 +48,6 @@ def resolve_mesh(uri, base_dir):
         candidates += [os.path.join(r, pkg, sub) for r in roots]
     elif text.startswith("file://"):
         candidates.append(text[len("file://"):])
-    elif text.startswith("model://"):
-        return text
     else:
         candidates.append(text if os.path.isabs(text) else os.path.join(base_dir, text))
     for c in candidates:
