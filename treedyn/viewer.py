@@ -180,8 +180,8 @@ class Scene:
                 if n == 0:
                     continue
                 u = np.linalg.solve(A[i][:3, :3], w / n)       # axis in body i's frame
-                T, _ = _segment_pose(local - 0.1 * self.length * u, local + 0.1 * self.length * u)
-                items.append(Item(f"axis{i}_{k}", i, T, "cylinder", (0.25 * r, 0.2 * self.length),
+                T, _ = _segment_pose(local - 0.05 * self.length * u, local + 0.05 * self.length * u)
+                items.append(Item(f"axis{i}_{k}", i, T, "cylinder", (0.25 * r, 0.1 * self.length),
                                   rgb=AXIS_RGB, group="axes"))
         for k, lc in enumerate(model.loop_closures):
             for side, body in (("parent", lc.parent_body), ("child", lc.child_body)):
@@ -605,7 +605,7 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
 
 # ----------------------------------------------------------------------- video
 def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640, 480),
-            role="visual", samples=1, dpi=100, elev=20.0, azim=-60.0):
+            role="visual", samples=1, dpi=100, elev=20.0, azim=-60.0, axes=False):
     """Write a video of ``traj`` (MP4 with imageio-ffmpeg, or GIF) without a browser.
 
     Drawn with matplotlib (3D, headless): the stick figure, the primitive shapes
@@ -625,6 +625,9 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
         A body or frame name the camera follows (default: fixed on the whole motion).
     size : (width, height)
         In pixels.
+    axes : bool
+        Draw the axes with their grid (default off: drawing them takes most of the
+        time of a frame, ~5× for Cassie).
 
     Returns
     -------
@@ -658,8 +661,11 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
     ax = fig.add_axes((0, 0, 1, 1), projection="3d")
     ax.view_init(elev=elev, azim=azim)
     ax.set_box_aspect((1, 1, 1))
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    if axes:
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+    else:
+        ax.set_axis_off()
     stamp = fig.text(0.02, 0.95, "", fontsize=11, family="monospace")
     artists = _mpl_artists(ax, scene, Q.shape[0], model)
     L = scene.length
@@ -698,13 +704,13 @@ def _mpl_artists(ax, scene, S, model):
             elif it.kind == "capsule":
                 arts.append(ax.plot([], [], [], color=c, lw=5, solid_capstyle="round")[0])
             elif it.kind == "cylinder":
-                arts.append(ax.plot([], [], [], color=c, lw=2 if it.group == "axes" else 6)[0])
+                arts.append(ax.plot([], [], [], color=c, lw=1.5 if it.group == "axes" else 6)[0])
             elif it.kind in ("sphere", "ellipsoid"):
                 arts.append(ax.plot([], [], [], "o", color=c, ms=6 if it.group != "com" else 7)[0])
             elif it.kind == "box":
                 arts.append(ax.plot([], [], [], color=c, lw=1.5)[0])
             elif it.kind == "mesh":
-                arts.append(ax.plot([], [], [], ".", color=c, ms=1)[0])
+                arts.append(ax.plot([], [], [], ".", color=tuple(0.6 * np.asarray(c)), ms=1.5)[0])
             else:
                 arts.append(None)
         out.append(arts)
@@ -723,7 +729,7 @@ def _mesh_points(item):
     if key not in _MESH_POINTS:
         trimesh = _need("trimesh")
         v = np.asarray(trimesh.load(item.mesh, force="mesh").vertices) * item.size
-        step = max(1, len(v) // 300)
+        step = max(1, len(v) // 400)
         _MESH_POINTS[key] = v[::step]
     return _MESH_POINTS[key]
 
