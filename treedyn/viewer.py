@@ -339,6 +339,7 @@ class Viewer:
                    f"{self._server.get_port()}"
         server = self._server
         server.scene.set_up_direction("+z")
+        server.gui.configure_theme(show_share_button=False)     # no public share links
         S = self.Q.shape[0]
         L = self.scene.length
         self._offsets = np.zeros((S, 3))
