@@ -244,6 +244,13 @@ def test_gif_and_the_command_line(tmp_path):
     assert im.n_frames == 3 and im.size == (200, 150)
     with pytest.raises(InputError, match=r"\.mp4 or \.gif"):
         td.animate(m, tr, str(tmp_path / "x.avi"))
+    for size in ((0, 100), (100,), "big", (1e6, 100)):
+        with pytest.raises(InputError, match="size"):
+            td.animate(m, tr, str(tmp_path / "x.gif"), size=size)
+    with pytest.raises(InputError, match="samples"):
+        td.animate(m, tr, str(tmp_path / "x.gif"), samples=0)
+    with pytest.raises(InputError, match="fps"):
+        td.animate(m, tr, str(tmp_path / "x.gif"), fps=0)
     with pytest.raises(InputError, match="follow.*nope"):
         td.animate(m, tr, str(tmp_path / "x.gif"), follow="nope")
     with pytest.raises(SystemExit):
@@ -336,3 +343,42 @@ def test_view_command_serves_until_stopped(tmp_path):
                   out=io.StringIO())
     assert rc == 1 and "nq = 3" in err.getvalue()
     assert os.path.exists(tmp_path / "bad.npz")
+
+
+def test_unreadable_or_empty_meshes_fall_back_like_missing_ones(tmp_path):
+    pytest.importorskip("trimesh")
+    (tmp_path / "good.stl").write_text(_STL)
+    (tmp_path / "junk.stl").write_bytes(b"\x00\x01 definitely not a mesh")
+    (tmp_path / "empty.stl").write_text("solid e\nendsolid e\n")
+    links = "".join(f"""<link name="{n}"><inertial><mass value="1"/><origin xyz="0 0 0.1"/>
+        <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+        <visual><geometry><mesh filename="{f}" scale="1 -1 1"/></geometry></visual></link>"""
+                    for n, f in (("a", "good.stl"), ("b", "junk.stl"), ("c", "empty.stl")))
+    joints = "".join(f"""<joint name="j{k}" type="revolute"><parent link="{p}"/><child link="{c}"/>
+        <origin xyz="0 0 0.3"/><axis xyz="1 0 0"/></joint>"""
+                     for k, (p, c) in enumerate((("a", "b"), ("b", "c"))))
+    path = tmp_path / "r.urdf"
+    path.write_text(f'<robot name="r">{links}{joints}</robot>')
+    m = td.load(path)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        sc = Scene(m, meshes=True)
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 1 and "unreadable" in msgs[0]
+    assert "junk.stl" in msgs[0] and "empty.stl" in msgs[0] and "good.stl" not in msgs[0]
+    assert {sc.items[k].body for k in sc.group("stick")} == {m.body_index("b"), m.body_index("c")}
+    (mesh,) = [sc.items[k] for k in sc.group("shape")]
+    v, f = mesh.data
+    assert v.dtype == np.float32 and f.dtype == np.uint32
+    np.testing.assert_allclose(v[1], [0.1, 0.0, 0.0])
+    np.testing.assert_allclose(v[2], [0.0, -0.1, 0.0])             # scaled by (1, -1, 1)
+    np.testing.assert_array_equal(f[0], [2, 1, 0])                  # mirrored: faces flipped
+    # the viewer and the video draw the same scene
+    pytest.importorskip("viser")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = td.view(m)
+    try:
+        assert len(v.scene.group("stick")) == len(sc.group("stick"))
+    finally:
+        v.close()

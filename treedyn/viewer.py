@@ -46,11 +46,13 @@ COM_DENSITY = 1000.0
 class Item:
     """One drawn thing, fixed in ``body`` (-1: the world) at ``pose`` (its frame)."""
 
-    __slots__ = ("name", "body", "pose", "kind", "size", "mesh", "rgb", "group")
+    __slots__ = ("name", "body", "pose", "kind", "size", "mesh", "rgb", "group", "data")
 
-    def __init__(self, name, body, pose, kind, size, mesh=None, rgb=SHAPE_RGB, group="shape"):
+    def __init__(self, name, body, pose, kind, size, mesh=None, rgb=SHAPE_RGB, group="shape",
+                 data=None):
         self.name, self.body, self.pose, self.kind = name, int(body), np.asarray(pose), kind
         self.size, self.mesh, self.rgb, self.group = np.asarray(size, float), mesh, rgb, group
+        self.data = data             # a mesh's (vertices (scaled), faces), once loaded
 
     def __repr__(self):
         return f"Item({self.name!r}, {self.kind} on body {self.body}, {self.group})"
@@ -110,9 +112,12 @@ class Scene:
     stick : {"auto", "always", "never"}
         The stick figure for bodies without drawable shapes (``"auto"``), for all
         bodies, or none (COM and axes are drawn in every case; toggle them).
+    meshes : bool
+        Load the mesh files now (trimesh): an unreadable or empty one counts as
+        missing.  Otherwise only their existence is checked.
     """
 
-    def __init__(self, model, role="visual", stick="auto", warn=True):
+    def __init__(self, model, role="visual", stick="auto", warn=True, meshes=False):
         if stick not in ("auto", "always", "never"):
             raise InputError(f"Scene: stick: expected 'auto', 'always' or 'never', got "
                              f"{_given(stick)}")
@@ -124,22 +129,33 @@ class Scene:
             if nb else np.zeros((0, 3))
         extent = max(extent, np.ptp(com_w, axis=0).max() if nb > 1 else 0.0)
         self.length = float(extent) if extent > 0 else 1.0      # characteristic size, m
-        items, self.missing = [], []
+        items, self.missing, self.unreadable = [], [], []
         drawn = set()
         for k, s in enumerate(model.shapes):
             if s.role != role:
                 continue
-            if s.kind == "mesh" and not os.path.isfile(s.mesh):
-                self.missing.append(s.mesh)
-                continue
+            data = None
+            if s.kind == "mesh":
+                if not os.path.isfile(s.mesh):
+                    self.missing.append(s.mesh)
+                    continue
+                if meshes:
+                    data = _load_mesh(s.mesh, s.size)
+                    if isinstance(data, str):
+                        self.unreadable.append(f"{s.mesh} ({data})")
+                        continue
             rgb = tuple(s.rgba[:3]) if s.rgba is not None else SHAPE_RGB
             items.append(Item(f"shape{k}" + (f"_{s.name}" if s.name else ""), s.body, s.pose,
-                              s.kind, s.size, s.mesh, rgb, "shape"))
+                              s.kind, s.size, s.mesh, rgb, "shape", data))
             drawn.add(s.body)
-        if self.missing and warn:
-            more = f" and {len(self.missing) - 5} more" if len(self.missing) > 5 else ""
-            warnings.warn(f"{model.name}: mesh files not found: "
-                          f"{', '.join(self.missing[:5])}{more}; their bodies are drawn as stick "
+        if (self.missing or self.unreadable) and warn:
+            parts = []
+            for label, files in (("mesh files not found", self.missing),
+                                 ("mesh files unreadable", self.unreadable)):
+                if files:
+                    more = f" and {len(files) - 5} more" if len(files) > 5 else ""
+                    parts.append(f"{label}: {', '.join(files[:5])}{more}")
+            warnings.warn(f"{model.name}: {'; '.join(parts)}; their bodies are drawn as stick "
                           f"figures", UserWarning, stacklevel=3)
         r = 0.02 * self.length
         parent = np.asarray(model.parent)
@@ -330,7 +346,7 @@ class Viewer:
     def __init__(self, model, t, Q, host, port, samples_offset, path_frame, role, fps, title):
         viser = _need("viser")
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
-        self.scene = Scene(model, role=role, warn=True)
+        self.scene = Scene(model, role=role, warn=True, meshes=True)
         self.fps = float(fps)
         with contextlib.redirect_stdout(io.StringIO()):        # viser's banner: we print .url
             self._server = viser.ViserServer(host=host, port=0 if port is None else port,
@@ -420,13 +436,8 @@ class Viewer:
             sx, sy = (float(x) if x > 0 else 4.0 * self.scene.length for x in it.size)
             return sc.add_box(name, color=rgb, dimensions=(sx, sy, 1e-3))
         if it.kind == "mesh":
-            trimesh = _need("trimesh")
-            mesh = trimesh.load(it.mesh, force="mesh")
-            v = np.asarray(mesh.vertices) * it.size
-            f = np.asarray(mesh.faces)
-            if np.prod(np.sign(it.size)) < 0:          # mirrored: keep the faces outward
-                f = f[:, ::-1]
-            return sc.add_mesh_simple(name, v.astype(np.float32), f.astype(np.uint32), color=rgb)
+            v, f = it.data
+            return sc.add_mesh_simple(name, v, f, color=rgb)
         if it.kind == "frame":
             return sc.add_frame(name, axes_length=float(it.size[0]),
                                 axes_radius=float(it.size[0]) * 0.05)
@@ -640,6 +651,15 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
         raise InputError(f"animate: path: expected a .mp4 or .gif file, got {path!r}")
     if not (isinstance(fps, (int, float)) and 1 <= fps <= 240):
         raise InputError(f"animate: fps: expected a number in [1, 240], got {_given(fps)}")
+    try:
+        w, h = (int(x) for x in size)
+    except (TypeError, ValueError):
+        w = h = 0
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise InputError(f"animate: size: expected (width, height) in pixels, 16 to 8192, got "
+                         f"{_given(size)}")
+    if not (isinstance(samples, (int, np.integer)) and samples >= 1):
+        raise InputError(f"animate: samples: expected a positive integer, got {_given(samples)}")
     t, Q = motion(model, traj, where="animate")
     Q = _finite_rows(Q[:samples])
     span = float(t[-1] - t[0]) if duration is None else float(duration)
@@ -655,8 +675,7 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    scene = Scene(model, role=role)
-    w, h = int(size[0]), int(size[1])
+    scene = Scene(model, role=role, meshes=True)
     fig = Figure(figsize=(w / dpi, h / dpi), dpi=dpi)
     canvas = FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1), projection="3d")
@@ -722,17 +741,35 @@ _BOX_EDGES = np.array([[-1, -1, -1], [1, -1, -1], [1, 1, -1], [-1, 1, -1], [-1, 
                        [-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1], [-1, -1, 1],
                        [np.nan] * 3, [1, -1, -1], [1, -1, 1], [np.nan] * 3, [1, 1, -1],
                        [1, 1, 1], [np.nan] * 3, [-1, 1, -1], [-1, 1, 1]], float) / 2
-_MESH_POINTS = {}
-
-
 def _mesh_points(item):
-    key = (item.mesh, tuple(item.size))
-    if key not in _MESH_POINTS:
-        trimesh = _need("trimesh")
-        v = np.asarray(trimesh.load(item.mesh, force="mesh").vertices) * item.size
-        step = max(1, len(v) // 400)
-        _MESH_POINTS[key] = v[::step]
-    return _MESH_POINTS[key]
+    v = item.data[0]
+    return v[::max(1, len(v) // 400)]
+
+
+_MESHES = {}          # (path, mtime, scale) -> (vertices, faces): each file read once
+
+
+def _load_mesh(path, scale):
+    """(vertices × scale (float32), faces (uint32)) of a mesh file, or the reason it
+    cannot be drawn (a str)."""
+    trimesh = _need("trimesh")
+    try:
+        key = (path, os.stat(path).st_mtime_ns, tuple(scale))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if key not in _MESHES:
+        try:
+            mesh = trimesh.load(path, force="mesh")
+            v = np.asarray(mesh.vertices, dtype=float) * scale
+            f = np.asarray(mesh.faces, dtype=np.int64)
+        except Exception as exc:             # trimesh raises many kinds on a bad file
+            return f"{type(exc).__name__}: {exc}"[:200]
+        if len(f) == 0 or not np.all(np.isfinite(v)):
+            return "no faces" if len(f) == 0 else "non-finite vertices"
+        if np.prod(np.sign(scale)) < 0:       # mirrored: keep the faces outward
+            f = f[:, ::-1]
+        _MESHES[key] = (v.astype(np.float32), np.ascontiguousarray(f, dtype=np.uint32))
+    return _MESHES[key]
 
 
 def _mpl_update(arts, scene, P):
