@@ -382,3 +382,17 @@ def test_unreadable_or_empty_meshes_fall_back_like_missing_ones(tmp_path):
         assert len(v.scene.group("stick")) == len(sc.group("stick"))
     finally:
         v.close()
+
+
+def test_view_arguments_are_checked():
+    pytest.importorskip("viser")
+    m = td.load(td.robots.path("four_bar.toml"))
+    q = _assembled(m)
+    with pytest.raises(InputError, match="either traj or q"):
+        td.view(m, (np.zeros(1), q[None]), q=q)
+    with pytest.raises(InputError, match="samples"):
+        td.view(m, samples=0)
+    with pytest.raises(InputError, match="fps"):
+        td.view(m, fps=1000)
+    with pytest.raises(InputError, match=r"q: expected finite numbers of shape \(3,\)"):
+        td.view(m, q=[0.0, np.nan, 0.0])

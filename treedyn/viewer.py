@@ -348,19 +348,30 @@ class Viewer:
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
         self.scene = Scene(model, role=role, warn=True, meshes=True)
         self.fps = float(fps)
+        self._side = samples_offset
         with contextlib.redirect_stdout(io.StringIO()):        # viser's banner: we print .url
             self._server = viser.ViserServer(host=host, port=0 if port is None else port,
                                              verbose=False, label=title)
         self.url = f"http://{'localhost' if host in ('127.0.0.1', 'localhost') else host}:" \
                    f"{self._server.get_port()}"
+        try:
+            self._build(path_frame)
+        except BaseException:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._server.stop()
+            raise
+
+    def _build(self, path_frame):
+        """The scene, the camera, the GUI and the player thread."""
+        model, t = self.model, self.t
         server = self._server
         server.scene.set_up_direction("+z")
         server.gui.configure_theme(show_share_button=False)     # no public share links
         S = self.Q.shape[0]
         L = self.scene.length
         self._offsets = np.zeros((S, 3))
-        if samples_offset:
-            self._offsets[:, 1] = np.arange(S) * (samples_offset if samples_offset is not True
+        if self._side:
+            self._offsets[:, 1] = np.arange(S) * (self._side if self._side is not True
                                                    else 1.5 * L)
         self._handles = []                      # per sample: list of handles per item
         for s in range(S):
@@ -603,6 +614,8 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
     >>> v = td.view(model, traj)          # doctest: +SKIP
     >>> print(v.url); v.close()           # doctest: +SKIP
     """
+    if traj is not None and q is not None:
+        raise InputError("view: give either traj or q, not both")
     t, Q = motion(model, traj, q)
     if not (isinstance(samples, (int, np.integer)) and samples >= 1):
         raise InputError(f"view: samples: expected a positive integer, got {_given(samples)}")
@@ -672,7 +685,6 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
         raise InputError(f"animate: follow: no body or frame named {follow!r} (frames: "
                          f"{_few(model.frame_names)})")
     _need("matplotlib", "plot")
-    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     scene = Scene(model, role=role, meshes=True)
@@ -708,7 +720,6 @@ def animate(model, traj, path, fps=30, *, duration=None, follow=None, size=(640,
             writer.send(np.ascontiguousarray(frame))
     finally:
         writer.close()
-    del matplotlib
     return {"path": path, "frames": n, "fps": float(fps), "duration": n / fps}
 
 
