@@ -396,3 +396,23 @@ def test_view_arguments_are_checked():
         td.view(m, fps=1000)
     with pytest.raises(InputError, match=r"q: expected finite numbers of shape \(3,\)"):
         td.view(m, q=[0.0, np.nan, 0.0])
+
+
+def test_the_player_advances_at_slow_speed_and_moves_the_timeline():
+    """Rows every 1 ms, display at 30 Hz: at speed 0.02 a display tick is 0.67 ms of
+    motion, less than a row; the player keeps its own clock, so the rows advance."""
+    pytest.importorskip("viser")
+    import time
+    m = td.load(td.robots.path("two_link_arm.urdf"))
+    tr = td.simulate(m, np.array([0.3, 0.2]), np.zeros(2), t_final=0.5, dt=1e-3)
+    v = td.view(m, tr, fps=30)
+    try:
+        v.show(100)
+        assert v._time.value == pytest.approx(0.1)             # the slider follows
+        v.play(speed=0.02)
+        time.sleep(1.5)
+        v.play(False)
+        assert v._k > 100 + 8                                  # ~30 ms of motion in 1.5 s
+        assert v._time.value == pytest.approx(float(tr.t[v._k]))
+    finally:
+        v.close()

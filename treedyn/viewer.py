@@ -187,7 +187,7 @@ class Scene:
                 (3 * model.mass[i] / (4 * np.pi * COM_DENSITY)) ** (1 / 3)
             T = np.eye(4)
             T[:3, 3] = model.com[i]
-            items.append(Item(f"com{i}", i, T, "sphere", (min(max(rc, 0.5 * r), 0.06 * self.length),),
+            items.append(Item(f"com{i}", i, T, "sphere", (min(max(rc, 0.5 * r), 0.04 * self.length),),
                               rgb=COM_RGB, group="com"))
             local = np.linalg.solve(A[i], np.append(x, 1.0))[:3]
             for k, row in enumerate(rows):
@@ -381,9 +381,12 @@ class Viewer:
             self._handles.append(hs)
         self._groups = {g: self.scene.group(g) for g in ("shape", "stick", "com", "axes",
                                                          "frames", "loops")}
-        P0 = self.scene.poses(self.Q[0, 0])
-        c = P0[:, :3, 3].mean(axis=0) if len(P0) else np.zeros(3)
-        server.initial_camera.position = tuple(c + np.array([1.0, 1.0, 0.7]) * L)
+        # the camera: on the middle of the first row of every sample, back by their extent
+        pts = np.concatenate([self.scene.poses(self.Q[s, 0])[:, :3, 3] + self._offsets[s]
+                              for s in range(S)]) if self.scene.items else np.zeros((1, 3))
+        c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+        reach = max(L, float(np.ptp(pts, axis=0).max()))
+        server.initial_camera.position = tuple(c + np.array([1.0, 1.0, 0.7]) * reach)
         server.initial_camera.look_at = tuple(c)
         self.look_at = c
         # the GUI: timeline, toggles
@@ -494,6 +497,8 @@ class Viewer:
             self._k = k
             self._place(self.poses(k))
             self._set_residual(self.Q[0, k])
+        if self._time.value != float(self.t[k]):
+            self._time.value = float(self.t[k])            # (its callback: k already shown)
 
     def _set_residual(self, q):
         if self.model.loop_closures or self.model.mimic:
@@ -517,18 +522,21 @@ class Viewer:
         """Playback thread: advances the time by speed × wall time, at most ``fps``
         updates per second (rows in between are skipped: decimated to the display)."""
         last = time.perf_counter()
+        now_t, shown = None, None           # the player's own clock (rows are coarser)
         while not self._stop.wait(1.0 / self.fps):
             now = time.perf_counter()
             if not self._playing or len(self.t) < 2:
-                last = now
+                last, now_t = now, None
                 continue
-            t = self.t[self._k] + self._speed * (now - last)
+            if now_t is None or self._k != shown:        # started, or moved by the user
+                now_t = float(self.t[self._k])
+            now_t += self._speed * (now - last)
             last = now
-            if t > self.t[-1]:
-                t = self.t[0]                                     # loop
-            k = int(np.searchsorted(self.t, t, side="right") - 1)
+            if now_t > self.t[-1]:
+                now_t = float(self.t[0])                                   # loop
+            k = int(np.searchsorted(self.t, now_t, side="right") - 1)
             self.show(k)
-            self._time.value = float(self.t[k])
+            shown = k
 
     def play(self, on=True, speed=None):
         """Start (or stop) the timeline player."""
