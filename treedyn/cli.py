@@ -1,7 +1,8 @@
 """The ``treedyn`` command line.
 
 ``treedyn info FILE`` · ``treedyn simulate FILE`` · ``treedyn convert IN OUT`` ·
-``treedyn bench [FILE]`` — ``treedyn COMMAND --help`` for the options.  Exit
+``treedyn bench [FILE]`` · ``treedyn view FILE [--traj RUN.npz]`` · ``treedyn animate
+FILE RUN.npz --out RUN.mp4`` — ``treedyn COMMAND --help`` for the options.  Exit
 codes: 0 success, 1 a treedyn error (bad robot file, bad state, out of memory,
 ...), 2 bad command-line arguments (checked before any work: numbers out of
 range, a plot format matplotlib cannot write, an output file that cannot be
