@@ -12,10 +12,12 @@ from ._ext import Data, batch_threads
 from .model import LoopClosure, Model
 from .simulate import Simulator, SimulatorState, Trajectory, simulate
 from .rollout import LinearFeedback, Rollout, open_rollout, rollout
+from . import viewer
+from .viewer import animate, view
 
 __version__ = "0.1.0"
 
 __all__ = ["load", "load_graph", "save", "JointGraph", "Model", "Data", "LoopClosure", "lie", "robots",
            "derivatives", "simulate", "Trajectory", "rollout", "Rollout", "LinearFeedback",
-           "open_rollout", "Simulator", "SimulatorState", "integrators", "batch_threads",
+           "open_rollout", "view", "animate", "viewer", "Simulator", "SimulatorState", "integrators", "batch_threads",
            "TreedynError", "RobotFileError", "ModelError", "InputError", "SingularModelError"]

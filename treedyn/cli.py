@@ -1,7 +1,8 @@
 """The ``treedyn`` command line.
 
 ``treedyn info FILE`` · ``treedyn simulate FILE`` · ``treedyn convert IN OUT`` ·
-``treedyn bench [FILE]`` — ``treedyn COMMAND --help`` for the options.  Exit
+``treedyn bench [FILE]`` · ``treedyn view FILE [--traj RUN.npz]`` · ``treedyn animate
+FILE RUN.npz --out RUN.mp4`` — ``treedyn COMMAND --help`` for the options.  Exit
 codes: 0 success, 1 a treedyn error (bad robot file, bad state, out of memory,
 ...), 2 bad command-line arguments (checked before any work: numbers out of
 range, a plot format matplotlib cannot write, an output file that cannot be
@@ -365,6 +366,43 @@ def cmd_rollout(args, out):
     return 0
 
 
+def cmd_view(args, out):
+    import time
+    from .viewer import view
+    m = _load(args)
+    try:
+        v = view(m, args.traj, host=args.host, port=args.port, samples=args.samples,
+                 side_by_side=args.side_by_side, path_frame=args.path, play=args.play)
+    except ImportError as exc:
+        raise TreedynError(str(exc)) from None
+    print(f"{m.name}: serving the viewer at {v.url} (Ctrl-C to stop)", file=out, flush=True)
+    try:
+        end = None if args.seconds is None else time.monotonic() + args.seconds
+        while end is None or time.monotonic() < end:
+            time.sleep(0.1 if end is None else min(0.1, max(0.0, end - time.monotonic())))
+    finally:
+        v.close()
+    return 0
+
+
+def cmd_animate(args, out):
+    import time
+    from .viewer import animate
+    if not args.out.lower().endswith((".mp4", ".gif")):
+        raise _UsageError(f"--out: expected a .mp4 or .gif file, got {args.out}")
+    _check_output(args.out, "--out")
+    m = _load(args)
+    tick = time.perf_counter()
+    try:
+        r = animate(m, args.traj, args.out, fps=args.fps, duration=args.duration,
+                    follow=args.follow, size=(args.width, args.height))
+    except ImportError as exc:
+        raise TreedynError(str(exc)) from None
+    print(f"wrote {r['path']}: {r['frames']} frames at {r['fps']:g} fps ({r['duration']:.3g} s "
+          f"of motion) in {time.perf_counter() - tick:.3g} s", file=out)
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="treedyn", description="Robot and multibody dynamics "
                                 "with screw and Lie group theory (treedyn " + __version__ + ").",
@@ -444,6 +482,35 @@ def build_parser():
     sp.add_argument("--chunk", type=_number(int, 1, False), default=None,
                     help="samples per Dask chunk (default: N / (2 × workers))")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    sp = command("view", cmd_view, "show a robot (and a trajectory or rollout) in the browser; "
+                 "serves until Ctrl-C (needs treedyn[viewer])")
+    robot_args(sp)
+    sp.add_argument("--traj", help="a .npz trajectory or rollout (treedyn simulate/rollout --out)")
+    sp.add_argument("--host", default="127.0.0.1", help="address to serve on (default localhost)")
+    sp.add_argument("--port", type=_number(int, 0, False), default=None,
+                    help="port (default: a free one)")
+    sp.add_argument("--samples", type=_number(int, 1, False), default=4,
+                    help="rollout samples shown (default 4)")
+    sp.add_argument("--side-by-side", action="store_true",
+                    help="rollout samples side by side (default: overlaid)")
+    sp.add_argument("--path", help="draw the path of this frame (a link name)")
+    sp.add_argument("--play", action="store_true", help="start playing at once")
+    sp.add_argument("--seconds", type=_number(float, 0.0, False), default=None,
+                    help="stop serving after this many seconds (default: until Ctrl-C)")
+
+    sp = command("animate", cmd_animate, "write a video (MP4 or GIF) of a trajectory, without a "
+                 "browser (needs treedyn[viewer])")
+    robot_args(sp)
+    sp.add_argument("traj", help="a .npz trajectory or rollout (treedyn simulate/rollout --out)")
+    sp.add_argument("--out", required=True, help="the video: .mp4 or .gif")
+    sp.add_argument("--fps", type=_number(float, 0.0, True), default=30.0,
+                    help="frames per second (default 30)")
+    sp.add_argument("--duration", type=_number(float, 0.0, False), default=None,
+                    help="seconds of motion (default: all)")
+    sp.add_argument("--follow", help="a body or frame the camera follows")
+    sp.add_argument("--width", type=_number(int, 16, False), default=640, help="pixels")
+    sp.add_argument("--height", type=_number(int, 16, False), default=480, help="pixels")
 
     sp = command("convert", cmd_convert, "convert a robot file (URDF or TOML) to TOML")
     sp.add_argument("input")

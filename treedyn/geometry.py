@@ -17,7 +17,8 @@ kind           size                        geometry
 ``ellipsoid``  (a, b, c)                   semi-axes along x, y, z
 ``plane``      (sx, sy)                    in the xy plane, normal z; 0 = unbounded
 ``mesh``       (sx, sy, sz)                the scale applied to the mesh file's
-                                           vertices (``mesh``: the file's path)
+                                           vertices (``mesh``: the file's path);
+                                           negative mirrors, zero is refused
 =============  ==========================  =========================================
 """
 from __future__ import annotations
@@ -126,7 +127,10 @@ def check_shape(kind, size, pose, rgba, role, where):
     if s.shape != (SHAPE_KINDS[kind],):
         raise ModelError(f"{where}: {kind} size must be {SHAPE_KINDS[kind]} numbers, got "
                          f"{s.size}")
-    if not np.all(np.isfinite(s)) or np.any(s < 0) or (kind != "plane" and np.any(s == 0)):
+    if kind == "mesh":                   # a negative scale mirrors (URDF files use it)
+        if not np.all(np.isfinite(s)) or np.any(s == 0):
+            raise ModelError(f"{where}: mesh scale must be finite and non-zero, got {s}")
+    elif not np.all(np.isfinite(s)) or np.any(s < 0) or (kind != "plane" and np.any(s == 0)):
         raise ModelError(f"{where}: {kind} size must be finite and positive, got {s}")
     try:
         P = np.eye(4) if pose is None else np.array(pose, dtype=float)

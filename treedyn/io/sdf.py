@@ -3,9 +3,9 @@
 Parses with ``defusedxml`` (entity expansion, DTDs and external references are
 refused), reads one ``<model>`` (given directly under ``<sdf>``, or the one
 non-static model of a ``<world>``) with its nested models, links, joints and
-frames, ignores visuals, collisions, sensors, plugins and everything mesh- or
-simulator-specific, and builds a :class:`treedyn.graph.JointGraph` in the world
-construction frame at q = 0.  Unlike URDF, SDFormat describes closed loops: the
+frames, the links' ``<visual>``/``<collision>`` shapes (:mod:`treedyn.io.visuals`),
+ignores sensors, plugins and everything simulator-specific, and builds a
+:class:`treedyn.graph.JointGraph` in the world construction frame at q = 0.  Unlike URDF, SDFormat describes closed loops: the
 reader picks a spanning tree and marks the remaining joints ``loop=True``.
 
 SDFormat semantics used here (http://sdformat.org/spec, ``pose_frame_semantics``):
@@ -89,6 +89,7 @@ from ..errors import ModelError, RobotFileError
 from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 from .urdf import _prefixed, _Reader
+from .visuals import sdf_shapes
 
 __all__ = ["read_sdf", "parse_sdf_string"]
 
@@ -586,6 +587,7 @@ class _SdfReader(_Reader):
             g._check_mimic()
         except ModelError as exc:                     # pragma: no cover - sources are set
             self.fail(str(exc), where_m)
+        sdf_shapes(self, g)
         self.skip_vendor(root)
         self.warn_not_read()
         warn_friction(self.file, self.friction_joints)

@@ -17,16 +17,17 @@ from .. import lie
 from ..errors import RobotFileError
 from ..graph import MAX_ANGLE, JointGraph, _array, _short
 from .files import _kind, read_file_bytes
+from .visuals import shapes_to_toml, toml_shapes
 
 __all__ = ["read_toml", "parse_toml_string", "write_toml", "graph_to_dict"]
 
-_BODY_KEYS = {"name", "mass", "com", "inertia", "frame"}
+_BODY_KEYS = {"name", "mass", "com", "inertia", "frame", "shape"}
 _JOINT_KEYS = {"name", "type", "parent", "child", "axis", "point", "pitch", "axes", "x_axis",
                "group", "loop", "armature", "limits", "damping", "stiffness",
                "spring_reference", "friction"}
 _FRAME_KEYS = {"name", "body", "origin", "rpy", "rotation"}
 _MIMIC_KEYS = {"joint", "leader", "multiplier", "offset"}
-_TOP_KEYS = {"model", "body", "joint", "frame", "mimic"}
+_TOP_KEYS = {"model", "body", "joint", "frame", "mimic", "shape"}
 
 #: deepest nesting of arrays and tables read (the document is level 0; ``[[body]]``
 #: is level 1, a body level 2, its inertia array level 3 and the inertia's rows
@@ -209,7 +210,22 @@ def _build(doc, gravity, file, strict_inertia=True):
                 _fail("missing key", file, el, key)
         g.add_mimic(mm["joint"], mm["leader"], mm.get("multiplier", 1.0), mm.get("offset", 0.0),
                     source=(file, el))
+    _shapes(g, doc, bodies, file)
     return g
+
+
+def _shapes(g, doc, bodies, file):
+    """``[[body.shape]]`` tables, and top-level ``[[shape]]`` tables naming their
+    ``body`` (the world's shapes)."""
+    for k, b in enumerate(bodies):
+        if "shape" in b:
+            toml_shapes(g, b["name"], b["shape"], file, f'[[body]] "{b["name"]}"', _pose, _fail)
+    for k, t in enumerate(_array_of_tables(doc, "shape", file)):
+        el = f"[[shape]] #{k}"
+        if "body" not in t or not isinstance(t["body"], str):
+            _fail("missing key (the body or 'world' the shape is on)", file, el, "body")
+        toml_shapes(g, t["body"], [{key: v for key, v in t.items() if key != "body"}], file, el,
+                    _pose, _fail)
 
 
 def _array_of_tables(doc, key, file):
@@ -236,6 +252,10 @@ def graph_to_dict(graph):
             b["frame"] = {"origin": _floats(nd["frame"][:3, 3]),
                           "rotation": [_floats(r) for r in nd["frame"][:3, :3]]}
         bodies.append(b)
+    shapes = shapes_to_toml(graph, _floats)
+    for b in bodies:
+        if b["name"] in shapes:
+            b["shape"] = shapes.pop(b["name"])
     doc["body"] = bodies
     joints = []
     for j in graph.joints():
@@ -272,6 +292,8 @@ def graph_to_dict(graph):
     if graph.mimic:
         doc["mimic"] = [{k: m[k] for k in ("joint", "leader", "multiplier", "offset")}
                         for m in graph.mimic]
+    if shapes:                           # left: the world's
+        doc["shape"] = [{"body": link, **t} for link, ts in shapes.items() for t in ts]
     return doc
 
 

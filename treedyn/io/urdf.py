@@ -1,8 +1,9 @@
 """URDF reader.
 
 Parses with ``defusedxml`` (entity expansion, DTDs and external references are
-refused), reads links and joints (direct children of ``<robot>``), ignores
-visual/collision geometry, transmissions and ``<gazebo>`` blocks, and builds a
+refused), reads links and joints (direct children of ``<robot>``) and the links'
+``<visual>``/``<collision>`` shapes (:mod:`treedyn.io.visuals`), ignores
+transmissions and ``<gazebo>`` blocks, and builds a
 :class:`treedyn.graph.JointGraph` in the world construction frame at q = 0.
 A joint's ``<dynamics damping>`` becomes its viscous damping (applied, see
 :meth:`treedyn.Model.passive_forces`); its ``friction`` (dry friction) is kept
@@ -45,6 +46,7 @@ import numpy as np
 from .. import lie
 from ..errors import ModelError, RobotFileError
 from .xmlfile import parse_root, read_bytes, vendor_items, warn_friction, warn_user
+from .visuals import urdf_shapes
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
 
 __all__ = ["read_urdf", "parse_urdf_string"]
@@ -336,6 +338,7 @@ class _Reader:
             mass, com, inertia = self.inertial(el, f'<link name="{lname}">')
             g.add_body(lname, mass=mass, com=com, inertia=inertia, frame=frame[lname],
                        source=(self.file, f'<link name="{lname}">'))
+        urdf_shapes(self, g, root, links)
         if not base_is_world:
             root = "root_joint"          # Pinocchio's name for the free flyer
             while root in joints:
