@@ -378,6 +378,7 @@ class _Reader:
         if "main" not in self.defaults:
             self.defaults["main"] = {}
         self.meshes = {}
+        self._mesh_cache = {}
         for el in root:
             if el.tag == "asset":
                 self.assets(el)
@@ -636,7 +637,7 @@ class _Reader:
             sel = [gm for gm in geoms if gm is not None and gm["mass"] > _EPS]
             if not sel:
                 mass, pos, diag, R = 0.0, np.zeros(3), np.zeros(3), np.eye(3)
-            elif len(sel) == 1:
+            elif len(sel) == 1 and "full" not in sel[0]:
                 gm = sel[0]
                 mass, pos, diag, R = gm["mass"], gm["pos"], gm["inertia"], gm["R"]
             else:
@@ -645,9 +646,10 @@ class _Reader:
                 I = np.zeros((3, 3))
                 for gm in sel:
                     d = gm["pos"] - pos
-                    I += gm["R"] @ np.diag(gm["inertia"]) @ gm["R"].T
+                    I += gm["full"] if "full" in gm else \
+                        gm["R"] @ np.diag(gm["inertia"]) @ gm["R"].T
                     I += gm["mass"] * ((d @ d) * np.eye(3) - np.outer(d, d))
-                diag, R = np.linalg.eigh(I)
+                diag, R = np.linalg.eigh(0.5 * (I + I.T))
         else:
             mass, pos, diag, R = 0.0, np.zeros(3), np.zeros(3), np.eye(3)
         diag = np.asarray(diag, dtype=float)
@@ -840,6 +842,14 @@ class _Reader:
         typeinertia = "shell" if shell else "volume"
         if mass is not None and mass == 0 or mass is None and density == 0:
             return dict(mass=0.0, pos=pose[:3, 3], R=pose[:3, :3], inertia=np.zeros(3))
+        if gtype == "mesh" and not shell:
+            vol, com, I_unit = self.mesh_inertia(self.get(el, "mesh", cls, "geom"), el, body)
+            m = mass if mass is not None else density * vol
+            # the geom's frame moves to the mesh's centre of mass (MuJoCo's mesh offset);
+            # the inertia stays full here (MuJoCo diagonalizes it: the same tensor)
+            R = pose[:3, :3]
+            return dict(mass=m, pos=pose[:3, :3] @ com + pose[:3, 3], R=R,
+                        full=R @ (I_unit * m) @ R.T)
         if gtype in ("mesh", "sdf", "hfield", "plane"):
             self.fail(f"body '{body}': the inertia of {gtype} geom "
                       f"{name or _describe(el)} cannot be computed by treedyn (give the body "
@@ -878,6 +888,66 @@ class _Reader:
             self.graph.add_frame(fname, body, pose, source=(self.where_file(el), _describe(el)))
         except ModelError as exc:
             self.fail(str(exc), el)
+
+    def mesh_inertia(self, mname, el, body):
+        """(volume, centre of mass, inertia about it at unit density) of a mesh asset,
+        by MuJoCo's rules (``mjCMesh::Process``: volumes of the tetrahedra from the
+        face centroid; ``inertia="legacy"``, the default, takes their absolute
+        values, ``"exact"`` signed ones).  STL files only."""
+        if mname in self._mesh_cache:
+            return self._mesh_cache[mname]
+        path, scale, mel = self.meshes[mname]
+        cls = self.cls_of(mel, None)
+        mode = (self.get(mel, "inertia", cls, "mesh") or "legacy").strip()
+        where = f"body '{body}', geom {el.get('name') or _describe(el)}, mesh '{mname}'"
+        if mode not in ("legacy", "exact"):
+            self.fail(f"{where}: mesh inertia=\"{mode}\" is not supported by treedyn (legacy "
+                      f"and exact are); give the body an <inertial>", el, field="mesh")
+        if not path or not path.lower().endswith(".stl"):
+            self.fail(f"{where}: treedyn computes mesh inertia from STL files only; give the "
+                      f"body an <inertial>", el, field="mesh")
+        try:
+            tri = _read_stl(read_bytes(path, self.max_bytes)[1])
+        except ValueError as exc:
+            self.fail(f"{where}: cannot read {path}: {exc}", el, field="mesh")
+        refpos = self.nums(mel, "refpos", 3, [0, 0, 0], cls, "mesh")
+        refquat = self.nums(mel, "refquat", 4, [1, 0, 0, 0], cls, "mesh")
+        tri = tri - refpos
+        if np.any(refquat != [1, 0, 0, 0]):
+            tri = tri @ _qmat(refquat / np.linalg.norm(refquat))
+        tri = tri * scale
+        if np.prod(scale) < 0:
+            tri = tri[:, [0, 2, 1]]
+        D, E, F = tri[:, 0], tri[:, 1], tri[:, 2]
+        cr = np.cross(E - D, F - D)                      # 2 · area · normal
+        area = 0.5 * np.sqrt((cr * cr).sum(1))
+        center = (D + E + F) / 3
+        if area.sum() < 1e-15:
+            self.fail(f"{where}: mesh surface area is too small", el, field="mesh")
+        facecen = (area[:, None] * center).sum(0) / area.sum()
+        vol = ((center - facecen) * cr).sum(1) / 6
+        if mode == "legacy":
+            vol = np.abs(vol)
+        total = vol.sum()
+        if total < 1e-15:
+            self.fail(f"{where}: mesh volume is too small or negative", el, field="mesh")
+        com = (vol[:, None] * (0.75 * center + 0.25 * facecen)).sum(0) / total
+        D, E, F, center = D - com, E - com, F - com, center - com
+        vol = (center * cr).sum(1) / 6
+        if mode == "legacy":
+            vol = np.abs(vol)
+        # second moments of each tetrahedron (apex at the COM): V/20 (2 ΣDD + cross terms)
+        P = np.empty((3, 3))
+        for a in range(3):
+            for b in range(a, 3):
+                P[a, b] = P[b, a] = (vol / 20 * (
+                    2 * (D[:, a] * D[:, b] + E[:, a] * E[:, b] + F[:, a] * F[:, b])
+                    + D[:, a] * E[:, b] + D[:, b] * E[:, a] + D[:, a] * F[:, b]
+                    + D[:, b] * F[:, a] + E[:, a] * F[:, b] + E[:, b] * F[:, a])).sum()
+        I = np.trace(P) * np.eye(3) - P
+        volume = vol.sum()
+        self._mesh_cache[mname] = out = (volume, com, I / volume)
+        return out
 
     # -------------------------------------------------------------- equality
     def body_ref(self, el, key, required=True):
@@ -1019,6 +1089,24 @@ class _Reader:
             lo, hi = (-np.inf, np.inf) if limited != "true" or rng is None else rng
             self.actuators.append(dict(name=name, joint=joint, gear=float(gear) * float(gain),
                                        ctrlrange=(float(lo), float(hi))))
+
+
+def _read_stl(data):
+    """Triangles (n, 3, 3) of an STL file (binary or ASCII), float32 values as MuJoCo
+    reads them."""
+    if len(data) >= 84:
+        n = int.from_bytes(data[80:84], "little")
+        if len(data) == 84 + 50 * n:
+            rec = np.dtype([("normal", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
+            return np.frombuffer(data, rec, count=n, offset=84)["v"].astype(np.float64)
+    text = data.decode("ascii", errors="replace")
+    if not text.lstrip().startswith("solid"):
+        raise ValueError("not an STL file")
+    vals = [line.split()[1:4] for line in text.splitlines()
+            if line.strip().startswith("vertex")]
+    if not vals or len(vals) % 3:
+        raise ValueError("no triangles")
+    return np.array(vals, dtype=np.float32).astype(np.float64).reshape(-1, 3, 3)
 
 
 def _volume(gtype, size, typeinertia):
