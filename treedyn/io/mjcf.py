@@ -545,7 +545,8 @@ class _Reader:
                       field="childclass")
         if el.get("gravcomp") is not None and self.num(el, "gravcomp", 0.0) != 0:
             self.skip(f"gravcomp of body '{name}'", "not modelled")
-        W = W_parent @ self.local_pose(el)
+        local = self.local_pose(el)
+        W = W_parent @ local
         source = (self.where_file(el), where)
         self.mj_bodies.append(name)
         joints = [j for j in el if j.tag in ("joint", "freejoint")]
@@ -583,7 +584,7 @@ class _Reader:
             except ModelError as exc:
                 self.fail(str(exc), el)
         geoms = self.children(el, name, W, np.eye(4), cc, el)
-        mass, com, inertia = self.mass_properties(el, inertial, geoms, name)
+        mass, com, inertia = self.mass_properties(el, inertial, geoms, name, local)
         node = g.graph.nodes[name]
         try:
             from ..graph import check_inertia
@@ -600,8 +601,11 @@ class _Reader:
             self.fail("more than one <inertial>", found[1])
         return found[0] if found else None
 
-    def mass_properties(self, el, inertial, geoms, name):
-        """(mass, com in the body frame, inertia about the com in body axes)."""
+    def mass_properties(self, el, inertial, geoms, name, local):
+        """(mass, com in the body frame, inertia about the com in body axes).  A body
+        without inertial and geom mass gets MuJoCo's inertial frame: the body's own
+        pos and orientation in its parent (``ipos = pos``, mjCBody::Compile), which
+        matters only with ``boundmass``."""
         use_geoms = self.inertiafromgeom == "true" or (
             self.inertiafromgeom == "auto" and inertial is None)
         if inertial is not None and not use_geoms:
@@ -636,7 +640,7 @@ class _Reader:
         elif use_geoms:
             sel = [gm for gm in geoms if gm is not None and gm["mass"] > _EPS]
             if not sel:
-                mass, pos, diag, R = 0.0, np.zeros(3), np.zeros(3), np.eye(3)
+                mass, pos, diag, R = 0.0, local[:3, 3], np.zeros(3), local[:3, :3]
             elif len(sel) == 1 and "full" not in sel[0]:
                 gm = sel[0]
                 mass, pos, diag, R = gm["mass"], gm["pos"], gm["inertia"], gm["R"]
@@ -651,7 +655,7 @@ class _Reader:
                     I += gm["mass"] * ((d @ d) * np.eye(3) - np.outer(d, d))
                 diag, R = np.linalg.eigh(0.5 * (I + I.T))
         else:
-            mass, pos, diag, R = 0.0, np.zeros(3), np.zeros(3), np.eye(3)
+            mass, pos, diag, R = 0.0, local[:3, 3], np.zeros(3), local[:3, :3]
         diag = np.asarray(diag, dtype=float)
         if self.boundmass > 0 or self.boundinertia > 0:
             mass = max(mass, self.boundmass)
@@ -936,14 +940,11 @@ class _Reader:
         vol = (center * cr).sum(1) / 6
         if mode == "legacy":
             vol = np.abs(vol)
-        # second moments of each tetrahedron (apex at the COM): V/20 (2 ΣDD + cross terms)
-        P = np.empty((3, 3))
-        for a in range(3):
-            for b in range(a, 3):
-                P[a, b] = P[b, a] = (vol / 20 * (
-                    2 * (D[:, a] * D[:, b] + E[:, a] * E[:, b] + F[:, a] * F[:, b])
-                    + D[:, a] * E[:, b] + D[:, b] * E[:, a] + D[:, a] * F[:, b]
-                    + D[:, b] * F[:, a] + E[:, a] * F[:, b] + E[:, b] * F[:, a])).sum()
+        # second moments of the tetrahedra (apex at the COM): V/20 (2 Σ XXᵀ + Σ_{X≠Y} XYᵀ)
+        # = V/20 (DDᵀ + EEᵀ + FFᵀ + SSᵀ), S = D + E + F
+        w = vol / 20
+        S = D + E + F
+        P = sum((w[:, None] * X).T @ X for X in (D, E, F, S))
         I = np.trace(P) * np.eye(3) - P
         volume = vol.sum()
         self._mesh_cache[mname] = out = (volume, com, I / volume)

@@ -1,0 +1,548 @@
+"""MJCF reader (treedyn/io/mjcf.py), checked against MuJoCo itself.
+
+Oracles: ``mujoco`` (mj_fullM, qfrc_bias, qfrc_passive, mj_inverse with contacts
+and constraints disabled, xpos/xquat, constrained qacc with stiff soft
+constraints) on dm_control's suite files read from the installed package, on
+hand-written models exercising each compiler rule, and the shipped TOML twins
+of the four-bar and slider-crank for the `connect` loops.
+"""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import treedyn as td
+from treedyn.io.mjcf import from_mujoco, to_mujoco
+
+mujoco = pytest.importorskip("mujoco")
+
+SUITE_MODELS = ["acrobot", "cartpole", "pendulum", "reacher", "finger", "cheetah", "walker",
+                "hopper", "swimmer", "humanoid", "humanoid_CMU", "manipulator", "quadruped",
+                "dog"]
+TOL = 1e-10
+
+
+def suite_path(name):
+    dm = pytest.importorskip("dm_control")
+    return os.path.join(os.path.dirname(dm.__file__), "suite", name + ".xml")
+
+
+def load_quiet(path, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return td.load(path, **kw)
+
+
+def mj_model(path):
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
+                           | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+    m.opt.density = 0.0          # fluid forces (swimmer) are not modelled
+    m.opt.viscosity = 0.0
+    return m
+
+
+def rel(a, b):
+    return np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+def velocity_map(model, q):
+    """T with qvel = T v (linear in v at fixed q)."""
+    T = np.zeros((model.nv, model.nv))
+    for k in range(model.nv):
+        e = np.zeros(model.nv)
+        e[k] = 1.0
+        T[:, k] = to_mujoco(model, q, e)[1]
+    return T
+
+
+def compare_with_mujoco(model, m, rng, trials=3, tol=TOL):
+    d = mujoco.MjData(m)
+    assert (model.nq, model.nv) == (m.nq, m.nv)
+    assert list(model.joint_names) == [m.joint(j).name or f"joint{j + 1}" for j in range(m.njnt)]
+    worst = dict(M=0.0, bias=0.0, passive=0.0, inverse=0.0, pose=0.0)
+    for _ in range(trials):
+        q = model.random_configuration(rng)
+        v = rng.standard_normal(model.nv)
+        a = rng.standard_normal(model.nv)
+        T = velocity_map(model, q)
+        qpos, qvel = to_mujoco(model, q, v)
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        # generalized forces map with Tᵀ (T is orthogonal: a permutation and rotations)
+        worst["M"] = max(worst["M"], rel(model.mass_matrix(q), T.T @ M @ T))
+        worst["bias"] = max(worst["bias"], rel(model.bias_forces(q, v), T.T @ d.qfrc_bias))
+        p = model.passive_forces(q, v)
+        if np.abs(d.qfrc_passive).max() > 0:
+            worst["passive"] = max(worst["passive"], rel(p, T.T @ d.qfrc_passive))
+        else:
+            assert np.abs(p).max() == 0
+        d.qacc[:] = T @ a               # T does not depend on q for the SO3xR3 group
+        mujoco.mj_inverse(m, d)
+        worst["inverse"] = max(worst["inverse"], rel(model.inverse_dynamics(q, v, a) - p,
+                                                     T.T @ d.qfrc_inverse))
+        F = model.frame_poses(q)
+        for b in range(1, m.nbody):
+            k = model.frame_names.index(m.body(b).name or f"body{b}")
+            R = np.zeros(9)
+            mujoco.mju_quat2Mat(R, d.xquat[b])
+            worst["pose"] = max(worst["pose"], np.abs(F[k, :3, 3] - d.xpos[b]).max(),
+                                np.abs(F[k, :3, :3] - R.reshape(3, 3)).max())
+    for key, err in worst.items():
+        assert err < tol, f"{key}: relative error {err:.2e}"
+    return worst
+
+
+# ---------------------------------------------------------------- dm_control suite
+@pytest.mark.parametrize("name", SUITE_MODELS)
+def test_suite_model_matches_mujoco(name):
+    path = suite_path(name)
+    model = load_quiet(path)
+    m = mj_model(path)
+    compare_with_mujoco(model, m, np.random.default_rng(sum(map(ord, name))))
+
+
+def test_suite_models_with_passive_forces_have_them():
+    """The comparison above is not vacuous: cheetah and humanoid_CMU have springs and
+    damping, dog its springdamper joints (stiffness from MuJoCo's dof_invweight0)."""
+    for name in ("cheetah", "humanoid_CMU", "dog"):
+        path = suite_path(name)
+        model = load_quiet(path)
+        m = mj_model(path)
+        assert np.abs(model.stiffness).max() > 0 and np.abs(model.damping).max() > 0
+        for j in range(m.njnt):
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE:
+                k = model.idx_v[m.joint(j).name]
+                assert model.stiffness[k] == pytest.approx(m.jnt_stiffness[j], rel=1e-9)
+                assert model.damping[k] == pytest.approx(m.dof_damping[m.jnt_dofadr[j]],
+                                                         rel=1e-9)
+                assert model.armature[k] == pytest.approx(m.dof_armature[m.jnt_dofadr[j]])
+
+
+def test_unmodelled_features_are_named_in_one_warning():
+    with pytest.warns(UserWarning) as record:
+        td.load(suite_path("manipulator"))
+    texts = [str(w.message) for w in record if "not modelled" in str(w.message)]
+    assert len(texts) == 1
+    assert "<tendon>" in texts[0] and "<equality><tendon>" in texts[0] and "grasp" in texts[0]
+
+
+def test_dog_keeps_every_root_body_and_the_mesh_shapes():
+    model = load_quiet(suite_path("dog"))
+    assert (model.nq, model.nv) == (87, 85)
+    assert model.free_groups == {"root": "SO3xR3", "ball_root": "SO3xR3"}
+    meshes = [s for s in model.shapes if s.kind == "mesh"]
+    assert meshes and all(os.path.isfile(s.mesh) for s in meshes)
+    assert all(s.role == "visual" for s in meshes)          # contype = conaffinity = 0
+    assert any(s.role == "collision" for s in model.shapes)
+
+
+# ---------------------------------------------------------------- state conversion
+@pytest.mark.parametrize("group", ["SO3xR3", "SE3"])
+def test_state_conversion_round_trips_single_and_batch(group):
+    model = load_quiet(suite_path("humanoid_CMU"), free_group=group)   # rotated root frame
+    rng = np.random.default_rng(3)
+    Q = np.array([model.random_configuration(rng) for _ in range(4)])
+    V = rng.standard_normal((4, model.nv))
+    QP, QV = to_mujoco(model, Q, V)
+    Q2, V2 = from_mujoco(model, QP, QV)
+    np.testing.assert_allclose(Q2, Q, atol=1e-14)
+    np.testing.assert_allclose(V2, V, atol=1e-14)
+    qp, qv = to_mujoco(model, Q[1], V[1])
+    np.testing.assert_array_equal(qp, QP[1])
+    np.testing.assert_allclose(qv, QV[1], atol=1e-15)
+    # the root body's world pose and velocity are MuJoCo's qpos / qvel of the free joint
+    m = mj_model(suite_path("humanoid_CMU"))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qp, qv
+    mujoco.mj_forward(m, d)
+    C = model.frame_pose(Q[1], "root")
+    np.testing.assert_allclose(C[:3, 3], d.xpos[1], atol=1e-14)
+    Vb = model.frame_velocity(Q[1], V[1], "root", representation="mixed")  # (ω body, ṙ)
+    np.testing.assert_allclose(Vb[:3], qv[3:6], atol=1e-13)
+    np.testing.assert_allclose(Vb[3:], qv[:3], atol=1e-13)
+
+
+def test_ref_offsets_hinge_coordinates():
+    """q = qpos − ref: treedyn's q = 0 is MuJoCo's qpos0."""
+    xml = """<mujoco><worldbody><body name="a"><joint name="h" axis="0 1 0" ref="30"
+      range="-10 60" springref="40" stiffness="2"/><geom size="0.1" pos="0 0 -1"/>
+      </body></worldbody></mujoco>"""
+    model, m = both(xml)
+    np.testing.assert_allclose(to_mujoco(model, np.zeros(1), np.zeros(1))[0], m.qpos0)
+    assert model.lower_limit[0] == pytest.approx(np.radians(-40))
+    assert model.upper_limit[0] == pytest.approx(np.radians(30))
+    assert model.spring_reference[0] == pytest.approx(np.radians(10))
+    compare_with_mujoco(model, m, np.random.default_rng(0))
+
+
+def test_conversion_refuses_wrong_shapes():
+    model = load_quiet(suite_path("acrobot"))
+    with pytest.raises(td.InputError, match="from_mujoco"):
+        from_mujoco(model, np.zeros(3), np.zeros(2))
+
+
+# ---------------------------------------------------------------- compiler rules
+def both(xml, tmp_path=None, name="model.xml", **kw):
+    import tempfile
+    folder = tmp_path or tempfile.mkdtemp()
+    path = os.path.join(str(folder), name)
+    with open(path, "w") as fh:
+        fh.write(xml)
+    return load_quiet(path, **kw), mj_model(path)
+
+
+RULES = """
+<mujoco model="rules">
+  <compiler angle="{angle}" eulerseq="{seq}" boundmass="0.01" boundinertia="1e-5"/>
+  <option gravity="0.3 -0.2 -9.7"/>
+  <default>
+    <joint damping="0.3" armature="0.02"/>
+    <geom density="700"/>
+    <default class="heavy"><geom density="3000" type="box"/>
+      <default class="heavier"><joint armature="0.5" stiffness="4"/></default></default>
+  </default>
+  <worldbody>
+    <frame pos="0.1 0 0.2" euler="{e1}">
+      <body name="b1" pos="0.1 0.2 1" euler="{e2}" childclass="heavy">
+        <joint name="j1" type="hinge" axis="1 1 0" pos="0.05 0 0"/>
+        <joint name="j2" type="slide" axis="0 0.3 1" range="-0.2 0.3"/>
+        <geom size="0.1 0.05 0.2" pos="0 0 -0.2" quat="0.9 0.1 0.3 -0.2"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0.1 -0.4" size="0.04" class="heavier"/>
+        <site name="tip" pos="0.3 0.1 -0.4" zaxis="1 1 1"/>
+        <body name="b2" pos="0.3 0.1 -0.4" xyaxes="0 1 0 -1 0 0.2">
+          <joint name="ball" type="ball" pos="0 0 0.1" damping="0.1"/>
+          <geom type="cylinder" size="0.05 0.2" axisangle="1 0 0 {aa}" class="main"/>
+          <geom type="ellipsoid" size="0.05 0.1 0.07" pos="0 0.1 0" shellinertia="true"
+                class="main"/>
+          <frame euler="{e3}" pos="0 0 -0.3">
+            <body name="b3">
+              <joint name="j3" axis="0 0 1" class="heavier" springref="{sr}"/>
+              <joint name="j4" axis="0 1 0" ref="{ref}"/>
+              <geom type="sphere" size="0.06" mass="0.4"/>
+              <geom type="box" size="0.02 0.02 0.1" pos="0 0 -0.1" shellinertia="true"/>
+              <body name="welded" pos="0 0 -0.2" quat="1 1 0 0">
+                <inertial pos="0.01 0 0.02" mass="0.3" fullinertia="0.002 0.003 0.004 1e-4 -2e-4 3e-4"/>
+                <body name="leaf" pos="0 0.1 0">
+                  <joint name="j5" axis="1 0 0" class="heavier"/>
+                  <inertial pos="0 0 -0.05" euler="{e1}" mass="0.2" diaginertia="0.001 0.002 0.0025"/>
+                </body>
+              </body>
+            </body>
+          </frame>
+        </body>
+      </body>
+    </frame>
+    <body name="floating" pos="1 0 1" euler="{e2}">
+      <freejoint name="free"/>
+      <geom type="box" size="0.1 0.2 0.05"/>
+      <geom type="capsule" size="0.02 0.1" pos="0.1 0 0" euler="{e3}"/>
+    </body>
+    <body name="massless_mid" pos="0 -1 1">
+      <joint name="j6" axis="0 1 0"/>
+      <body name="end" pos="0 0 -0.5"><joint name="j7" axis="1 0 0"/>
+        <geom size="0.05"/></body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("angle,seq", [("degree", "xyz"), ("degree", "ZYX"),
+                                       ("radian", "xYz"), ("radian", "zxz")])
+def test_compiler_rules_match_mujoco(tmp_path, angle, seq):
+    """Default classes (nested, childclass, class="main"), frames, every orientation
+    form, several joints in one body, ball and free joints, ref/springref, fromto,
+    shell inertia, explicit diag/full inertia, welded bodies, bounds, gravity."""
+    k = 1.0 if angle == "degree" else np.pi / 180
+    fmt = lambda *a: " ".join(f"{x * k:.12g}" for x in a)     # noqa: E731
+    xml = RULES.format(angle=angle, seq=seq, e1=fmt(10, -20, 30), e2=fmt(-5, 40, 15),
+                       e3=fmt(70, 0, -25), aa=f"{45 * k:.12g}", sr=f"{20 * k:.12g}",
+                       ref=f"{-15 * k:.12g}")
+    model, m = both(xml, tmp_path)
+    assert "welded" in model.frame_names and "welded" not in model.body_names
+    assert "b1/j1" in model.body_names                      # the massless chain body
+    assert "tip" in model.frame_names and "geom:" not in " ".join(model.frame_names)
+    compare_with_mujoco(model, m, np.random.default_rng(1))
+
+
+def test_settotalmass_and_inertiafromgeom_false(tmp_path):
+    xml = """<mujoco><compiler settotalmass="7" inertiafromgeom="{ifg}"/>
+      <worldbody><body name="a"><joint axis="0 1 0"/>
+        <inertial pos="0 0 -0.5" mass="1" diaginertia="0.1 0.1 0.1"/>
+        <geom size="0.1" pos="0 0 -1"/>
+        <body name="b" pos="0 0 -1"><joint axis="1 0 0"/><geom type="box" size="0.1 0.2 0.3"/>
+        </body></body></worldbody></mujoco>"""
+    for ifg in ("auto", "true"):
+        model, m = both(xml.replace("{ifg}", ifg), tmp_path, name=f"{ifg}.xml")
+        assert model.mass.sum() == pytest.approx(7.0)
+        compare_with_mujoco(model, m, np.random.default_rng(2))
+
+
+def test_geoms_become_shapes_with_mjcf_half_sizes_converted(tmp_path):
+    xml = """<mujoco><worldbody><geom type="plane" size="2 3 0.1"/>
+      <body name="a"><joint/><geom name="cap" type="capsule" size="0.1 0.3" rgba="1 0 0 1"/>
+      <geom type="box" size="0.1 0.2 0.3" contype="0" conaffinity="0" group="1"/>
+      <geom type="cylinder" fromto="0 0 0 0 0 1" size="0.05"/>
+      <camera name="eye" pos="0 0 1"/></body></worldbody></mujoco>"""
+    model, _ = both(xml, tmp_path)
+    kinds = {s.kind: s for s in model.shapes}
+    np.testing.assert_allclose(kinds["plane"].size, [4, 6])
+    np.testing.assert_allclose(kinds["capsule"].size, [0.1, 0.6])
+    np.testing.assert_allclose(kinds["box"].size, [0.2, 0.4, 0.6])
+    np.testing.assert_allclose(kinds["cylinder"].size, [0.05, 1.0])
+    np.testing.assert_allclose(kinds["cylinder"].pose[:3, 3], [0, 0, 0.5])
+    assert kinds["box"].role == "visual" and kinds["capsule"].role == "collision"
+    assert kinds["capsule"].name == "cap" and "geom:cap" in model.frame_names
+    assert "camera:eye" in model.frame_names
+    assert kinds["plane"].body == -1
+
+
+# ---------------------------------------------------------------- loops and couplings
+def mjcf_twin(graph, loop_tag):
+    """MJCF text of a TOML graph (tree bodies nested, frames relative to the parent,
+    joints at their points, inertia as fullinertia) whose loop joints become
+    ``loop_tag`` equalities at the loop joint's point."""
+    from treedyn.joint_types import WORLD
+    order, parent_joint = graph.spanning_tree()
+    kids = {}
+    for b in order:
+        kids.setdefault(parent_joint[b]["parent"], []).append(b)
+
+    def quat(R):
+        from treedyn.io.mjcf import _mat2quat
+        return " ".join(f"{x:.17g}" for x in _mat2quat(R))
+
+    def body(b, W_parent):
+        nd = graph.body(b)
+        W = nd["frame"]
+        T = np.linalg.inv(W_parent) @ W
+        j = parent_joint[b]
+        Ri = W[:3, :3].T
+        out = [f'<body name="{b}" pos="{" ".join(f"{x:.17g}" for x in T[:3, 3])}" '
+               f'quat="{quat(T[:3, :3])}">']
+        if j["type"] != "fixed":
+            t = {"revolute": "hinge", "prismatic": "slide"}[j["type"]]
+            p = Ri @ (j["point"] - W[:3, 3])
+            ax = Ri @ j["axis"]
+            out.append(f'<joint name="{j["name"]}" type="{t}" pos="{nums(p)}" '
+                       f'axis="{nums(ax)}"/>')
+        I = nd["inertia"]
+        out.append(f'<inertial pos="{nums(nd["com"])}" mass="{float(nd["mass"])!r}" '
+                   f'fullinertia="{nums(I[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]])}"/>')
+        for c in kids.get(b, []):
+            out.append(body(c, W))
+        out.append("</body>")
+        return "\n".join(out)
+
+    eq = []
+    for j in graph.joints(loop=True):
+        P = graph.body(j["parent"])["frame"]
+        anchor = P[:3, :3].T @ (j["point"] - P[:3, 3])
+        extra = f' anchor="{nums(anchor)}"' if loop_tag == "connect" else ""
+        eq.append(f'<{loop_tag} name="{j["name"]}" body1="{j["parent"]}" '
+                  f'body2="{j["child"]}"{extra}/>')
+    g = nums(graph.gravity)
+    return (f'<mujoco model="{graph.name}"><compiler angle="radian"/>'
+            f'<option gravity="{g}"/><worldbody>'
+            + "".join(body(c, np.eye(4)) for c in kids.get(WORLD, []))
+            + f"</worldbody><equality>{''.join(eq)}</equality></mujoco>")
+
+
+def nums(values):
+    return " ".join(repr(float(x)) for x in values)
+
+
+def assembled_states(model, rng, n=3):
+    """(q, v) on the constraint manifold: a short constrained run from q = 0."""
+    v0 = model.constraint_jacobian(model.neutral())
+    N = np.linalg.svd(v0)[2][np.linalg.matrix_rank(v0):].T
+    v = N @ rng.standard_normal(N.shape[1])
+    traj = td.simulate(model, model.neutral(), v, t_final=0.05 * n, dt=1e-3)
+    return [(traj.q[k], traj.v[k]) for k in np.linspace(0, len(traj.q) - 1, n).astype(int)]
+
+
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank"])
+def test_connect_loops_equal_the_toml_twins(tmp_path, name):
+    """The MJCF with `connect` at the loop joint's point has the constrained dynamics
+    of the shipped TOML model (planar loops: a ball closure and a revolute one
+    allow the same motion)."""
+    toml = td.load(td.robots.path(f"{name}.toml"))
+    model, _ = both(mjcf_twin(toml.graph, "connect"), tmp_path, name=f"{name}.xml")
+    assert [lc.type for lc in model.loop_closures] == ["spherical"]
+    rng = np.random.default_rng(5)
+    for q, v in assembled_states(toml, rng):
+        tau = rng.standard_normal(toml.nv)
+        a_toml = toml.constrained_forward_dynamics(q, v, tau)[0]
+        a_mjcf = model.constrained_forward_dynamics(q, v, tau)[0]
+        np.testing.assert_allclose(a_mjcf, a_toml, rtol=1e-9, atol=1e-9 * np.abs(a_toml).max())
+        np.testing.assert_allclose(model.mass_matrix(q), toml.mass_matrix(q), rtol=1e-12,
+                                   atol=1e-15)
+
+
+WELD = """<mujoco><compiler angle="radian"/><worldbody>
+  <body name="a" pos="0 0 1"><joint name="ja" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03"/>
+    <body name="b" pos="0.5 0 0"><joint name="jb" axis="0 1 0"/><joint name="jb2" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.03"/>{tree}</body></body>
+  {loop}
+  </worldbody>{equality}</mujoco>"""
+BOX = '<geom type="box" size="0.05 0.1 0.05" pos="0.02 0 0" euler="0.3 0 0.2"/>'
+LOOP_BODY = ('<body name="c" pos="0.5 0 0.5" euler="0.1 0.2 0.3"><freejoint name="jc"/>'
+             + BOX + "</body>")
+
+
+def null_velocity(model, q, rng):
+    G = model.constraint_jacobian(q)
+    N = np.linalg.svd(G)[2][np.linalg.matrix_rank(G):].T
+    return N @ rng.standard_normal(N.shape[1])
+
+
+def test_weld_equals_the_body_welded_in_the_tree_in_mujoco(tmp_path):
+    """A free body welded to `b` by <equality><weld> moves like the same body nested in
+    `b` without a joint: MuJoCo's tree accelerations are the oracle for the tree
+    joints (torques on them only)."""
+    loop = WELD.format(tree="", loop=LOOP_BODY,
+                       equality='<equality><weld body1="b" body2="c"/></equality>')
+    tree = WELD.format(tree='<body name="c" pos="0 0 -0.5" euler="0.1 0.2 0.3">' + BOX +
+                       "</body>", loop="",
+                       equality="")
+    model, _ = both(loop, tmp_path, name="loop.xml")
+    _, m = both(tree, tmp_path, name="tree.xml")
+    assert [lc.type for lc in model.loop_closures] == ["fixed"]
+    rng = np.random.default_rng(8)
+    d = mujoco.MjData(m)
+    for q in (model.neutral(), model.neutral()):
+        v = null_velocity(model, q, rng)
+        tau = np.zeros(model.nv)
+        tau[:3] = rng.standard_normal(3)
+        a = model.constrained_forward_dynamics(q, v, tau)[0]
+        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = 0.0, v[:3], tau[:3]
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(a[:3], d.qacc, rtol=1e-9, atol=1e-9 * np.abs(d.qacc).max())
+
+
+def test_joint_coupling_against_mujocos_reduced_dynamics(tmp_path):
+    """q2 = 0.1 − 2 q1 (polycoef "0.1 -2 0 0 0") on two pendulums: with MuJoCo's own M
+    and bias of the uncoupled pair, a1 = (τ1 + c τ2 − h1 − c h2) / (M11 + c² M22),
+    a2 = c a1 (c = −2)."""
+    pend = ('<body name="{n}" pos="0 {y} 1"><joint name="{j}" axis="0 1 0" ref="{r}"/>'
+            '<geom type="sphere" size="0.05" pos="0.1 0 -0.4"/></body>')
+    bodies = pend.format(n="p", y=1, j="p1", r=0.2) + pend.format(n="r", y=2, j="p2", r=-0.1)
+    xml = (f"<mujoco><compiler angle='radian'/><worldbody>{bodies}</worldbody>"
+           "<equality>{eq}</equality></mujoco>")
+    model, _ = both(xml.format(eq='<joint joint1="p2" joint2="p1" polycoef="0.1 -2 0 0 0"/>'),
+                    tmp_path, name="coupled.xml")
+    _, m = both(xml.format(eq=""), tmp_path, name="free.xml")
+    assert model.mimic[0]["multiplier"] == -2 and model.mimic[0]["offset"] == 0.1
+    c = -2.0
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(4)
+    for q1 in (0.0, 0.7, -1.3):
+        q = np.array([q1, 0.1 + c * q1])
+        v = np.array([1.0, c]) * rng.standard_normal()
+        tau = rng.standard_normal(2)
+        assert np.abs(model.constraint_residual(q)).max() < 1e-15
+        a = model.constrained_forward_dynamics(q, v, tau)[0]
+        d.qpos[:], d.qvel[:] = to_mujoco(model, q, v)
+        mujoco.mj_forward(m, d)
+        M = np.zeros((2, 2))
+        mujoco.mj_fullM(m, d, M)
+        h = d.qfrc_bias
+        a1 = (tau[0] + c * tau[1] - h[0] - c * h[1]) / (M[0, 0] + c * c * M[1, 1])
+        np.testing.assert_allclose(a, [a1, c * a1], rtol=1e-10, atol=1e-12)
+
+
+def test_inactive_equalities_are_skipped(tmp_path):
+    xml = WELD.format(tree="", loop=LOOP_BODY,
+                      equality='<equality><weld body1="b" body2="c" active="false"/></equality>')
+    model, _ = both(xml, tmp_path)
+    assert not model.loop_closures
+
+
+# ---------------------------------------------------------------- bad files
+BAD = {
+    "unknown element in a body": (
+        '<worldbody><body name="a"><joint/><geom size="1"/><bogus/></body></worldbody>',
+        r"<bogus>"),
+    "missing class": (
+        '<worldbody><body name="a"><joint class="nope"/><geom size="1"/></body></worldbody>',
+        r"<joint>.*class 'nope' does not exist|default class 'nope'"),
+    "zero-length fromto": (
+        '<worldbody><body name="a"><joint/><geom name="g" type="capsule" size="0.1" '
+        'fromto="1 1 1 1 1 1"/></body></worldbody>', r'<geom name="g">.*fromto'),
+    "non-physical inertia": (
+        '<worldbody><body name="a"><joint/><inertial pos="0 0 0" mass="1" '
+        'diaginertia="1 1 5"/></body></worldbody>', r"<inertial>.*triangle"),
+    "connect to a missing body": (
+        '<worldbody><body name="a"><joint/><geom size="1"/></body></worldbody>'
+        '<equality><connect body1="a" body2="ghost" anchor="0 0 0"/></equality>',
+        r"<connect>.*body2 'ghost'"),
+    "unknown joint type": (
+        '<worldbody><body name="a"><joint name="j" type="hinged"/><geom size="1"/></body>'
+        '</worldbody>', r'<joint name="j">.*hinged'),
+    "nonlinear joint coupling": (
+        '<worldbody><body name="a"><joint name="j1"/><geom size="1"/></body>'
+        '<body name="b"><joint name="j2"/><geom size="1"/></body></worldbody>'
+        '<equality><joint joint1="j1" joint2="j2" polycoef="0 1 0.5 0 0"/></equality>',
+        r"<equality>|<joint>.*polycoef"),
+    "two orientations": (
+        '<worldbody><body name="a" quat="1 0 0 0" euler="0 0 1"><joint/><geom size="1"/>'
+        '</body></worldbody>', r'<body name="a">.*orientation'),
+    "mesh without STL": (
+        '<asset><mesh name="m" file="m.obj"/></asset><worldbody><body name="a"><joint/>'
+        '<geom type="mesh" mesh="m"/></body></worldbody>', r"body 'a'.*mesh 'm'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_mjcf_is_a_robot_file_error_naming_the_element(tmp_path, case):
+    body, pattern = BAD[case]
+    path = tmp_path / "bad.xml"
+    path.write_text(f"<mujoco>{body}</mujoco>")
+    with pytest.raises(td.RobotFileError, match=pattern) as info:
+        load_quiet(path)
+    assert str(path) in str(info.value)
+
+
+def test_include_outside_the_directory_and_cycles_are_refused(tmp_path):
+    inner = tmp_path / "model"
+    inner.mkdir()
+    (tmp_path / "secret.xml").write_text("<mujoco/>")
+    (inner / "a.xml").write_text('<mujoco><include file="../secret.xml"/></mujoco>')
+    with pytest.raises(td.RobotFileError, match="<include>.*outside"):
+        load_quiet(inner / "a.xml")
+    (inner / "b.xml").write_text('<mujoco><include file="c.xml"/></mujoco>')
+    (inner / "c.xml").write_text('<mujoco><include file="b.xml"/></mujoco>')
+    with pytest.raises(td.RobotFileError, match="include cycle: b.xml -> c.xml -> b.xml"):
+        load_quiet(inner / "b.xml")
+    # an include bomb (each file includes the next twice) stops at MAX_INCLUDES
+    for k in range(12):
+        (inner / f"n{k}.xml").write_text(
+            f'<mujoco><include file="n{k + 1}.xml"/><include file="n{k + 1}.xml"/></mujoco>')
+    (inner / "n12.xml").write_text("<mujoco/>")
+    with pytest.raises(td.RobotFileError, match="more than 200 <include> expansions"):
+        load_quiet(inner / "n0.xml")
+
+
+def test_included_bodies_and_defaults_are_read(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "arm.xml").write_text(
+        '<mujoco><body name="arm" pos="0 0 1"><joint class="stiff"/><geom size="0.1"/>'
+        '</body></mujoco>')
+    xml = ('<mujoco><default><default class="stiff"><joint stiffness="3"/></default></default>'
+           '<worldbody><include file="parts/arm.xml"/></worldbody></mujoco>')
+    model, m = both(xml, tmp_path)
+    assert model.stiffness[0] == 3
+    compare_with_mujoco(model, m, np.random.default_rng(0))
+
+
+def test_entity_bomb_is_refused(tmp_path):
+    path = tmp_path / "bomb.xml"
+    path.write_text('<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+                    '<!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><mujoco>&lol2;</mujoco>')
+    with pytest.raises(td.RobotFileError, match="unsafe XML"):
+        load_quiet(path)
