@@ -1087,9 +1087,18 @@ class _Reader:
             rng = self.nums(el, "ctrlrange", 2, None, cls, tag)
             if limited == "auto":
                 limited = "true" if (rng is not None and self.autolimits) else "false"
+            if self.joint_type[joint] not in ("hinge", "slide"):
+                self.skip(f"actuator '{name}' (on a {self.joint_type[joint]} joint)",
+                          "not modelled")
+                continue
             lo, hi = (-np.inf, np.inf) if limited != "true" or rng is None else rng
-            self.actuators.append(dict(name=name, joint=joint, gear=float(gear) * float(gain),
-                                       ctrlrange=(float(lo), float(hi))))
+            self.actuators.append(name)
+            try:
+                self.graph.add_actuator(name, joint, float(gear) * float(gain),
+                                        (float(lo), float(hi)),
+                                        source=(self.where_file(el), _describe(el)))
+            except ModelError as exc:
+                self.fail(str(exc), el)
 
 
 def _read_stl(data):
