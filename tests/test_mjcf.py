@@ -546,3 +546,35 @@ def test_entity_bomb_is_refused(tmp_path):
                     '<!ENTITY lol2 "&lol;&lol;&lol;&lol;">]><mujoco>&lol2;</mujoco>')
     with pytest.raises(td.RobotFileError, match="unsafe XML"):
         load_quiet(path)
+
+
+# ---------------------------------------------------------------- interop: save, CLI
+def test_save_round_trips_the_dynamics_and_names_what_toml_drops(tmp_path):
+    xml = """<mujoco><worldbody><body name="a"><joint name="h" axis="0 1 0" ref="20"
+      damping="0.2" stiffness="3" springref="35" armature="0.1"/><geom size="0.1" pos="0 0 -1"/>
+      </body></worldbody><actuator><motor joint="h" gear="5"/></actuator></mujoco>"""
+    model, _ = both(xml, tmp_path)
+    with pytest.warns(UserWarning, match=r"does not hold 1 actuators \(actuator1\); the MJCF "
+                                         r"joint references ref of h .*; 1 shapes"):
+        td.save(model, tmp_path / "a.toml")
+    back = td.load(tmp_path / "a.toml")
+    q, v = np.array([0.3]), np.array([-0.7])
+    for f in ("mass_matrix", "bias_forces", "passive_forces"):
+        args = (q,) if f == "mass_matrix" else (q, v)
+        np.testing.assert_array_equal(getattr(back, f)(*args), getattr(model, f)(*args))
+
+
+def test_command_line_info_and_convert_read_mjcf(tmp_path):
+    from treedyn.cli import main
+    import io
+    path = suite_path("walker")
+    out = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["info", path], out=out) == 0
+        text = out.getvalue()
+        assert "nq = 9, nv = 9" in text and "torso/rootx" in text
+        assert main(["convert", path, str(tmp_path / "walker.toml")], out=io.StringIO()) == 0
+    a, b = load_quiet(path), td.load(tmp_path / "walker.toml")
+    q = a.random_configuration(np.random.default_rng(0))
+    np.testing.assert_array_equal(b.mass_matrix(q), a.mass_matrix(q))

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import InputError, RobotFileError
 from ..validation import _given
+from .xmlfile import warn_user
 from .mjcf import from_mujoco, read_mjcf, to_mujoco
 from .sdf import read_sdf
 from .toml import read_toml, write_toml
@@ -119,7 +120,9 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
 
 
 def save(model, path):
-    """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``."""
+    """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``
+    in its dynamics.  What TOML cannot hold (actuators, MJCF joint references,
+    shapes) is named in a warning."""
     path = _path(path, "save")
     if os.path.splitext(path)[1].lower() != ".toml":
         raise RobotFileError("treedyn writes the TOML format only: use a .toml path", file=path)
@@ -130,4 +133,25 @@ def save(model, path):
                          f"{_given(model)}")
     graph = model if isinstance(model, JointGraph) else model.graph
     write_toml(graph, path)
+    dropped = _not_in_toml(graph)
+    if dropped:
+        warn_user(f"{path}: the TOML format does not hold {'; '.join(dropped)}: not written")
     return path
+
+
+def _not_in_toml(graph):
+    """What of ``graph`` a TOML file cannot hold (for save's warning)."""
+    from .toml import graph_to_dict
+    out = []
+    actuators = getattr(graph, "actuators", ())
+    if actuators:
+        out.append(f"{len(actuators)} actuators ({', '.join(a['name'] for a in actuators[:5])}"
+                   f"{', ...' if len(actuators) > 5 else ''})")
+    refs = (getattr(graph, "mjcf", None) or {}).get("ref")
+    if refs:
+        out.append(f"the MJCF joint references ref of {', '.join(list(refs)[:5])}"
+                   f"{', ...' if len(refs) > 5 else ''} (from_mujoco / to_mujoco of the "
+                   f"reloaded model take ref = 0)")
+    if graph.shapes and not any("shape" in b for b in graph_to_dict(graph).get("body", ())):
+        out.append(f"{len(graph.shapes)} shapes")
+    return out
