@@ -578,3 +578,74 @@ def test_command_line_info_and_convert_read_mjcf(tmp_path):
     a, b = load_quiet(path), td.load(tmp_path / "walker.toml")
     q = a.random_configuration(np.random.default_rng(0))
     np.testing.assert_array_equal(b.mass_matrix(q), a.mass_matrix(q))
+
+
+def _stl(path, tri, ascii=False):
+    tri = np.asarray(tri, dtype=np.float32)
+    if ascii:
+        lines = ["solid t"] + [f"facet normal 0 0 0\nouter loop\n" + "".join(
+            f"vertex {x!r} {y!r} {z!r}\n" for x, y, z in t.tolist()) + "endloop\nendfacet"
+            for t in tri] + ["endsolid t"]
+        path.write_text("\n".join(lines))
+        return
+    rec = np.zeros(len(tri), dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    rec["v"] = tri
+    path.write_bytes(b"\0" * 80 + np.uint32(len(tri)).tobytes() + rec.tobytes())
+
+
+def _wedge():
+    """A closed, outward-oriented, irregular tetrahedron-pair (a non-symmetric solid)."""
+    P = np.array([[0, 0, 0], [0.3, 0.02, 0.01], [0.05, 0.2, 0.03], [0.04, 0.06, 0.25],
+                  [0.2, 0.2, 0.2]])
+    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 4), (1, 4, 3), (2, 3, 4)]
+    return P[np.array(faces)]
+
+
+@pytest.mark.parametrize("mode,scale", [("legacy", "1 1 1"), ("exact", "1.5 0.7 2"),
+                                        ("legacy", "2 2 2")])
+def test_mesh_inertia_matches_mujoco(tmp_path, mode, scale):
+    _stl(tmp_path / "wedge.stl", _wedge())
+    xml = f"""<mujoco><asset><mesh name="w" file="wedge.stl" inertia="{mode}" scale="{scale}"/>
+      </asset><worldbody><body name="a" pos="0.1 0 1"><joint axis="1 0.2 0"/>
+      <geom type="mesh" mesh="w" pos="0.1 0.2 0" euler="10 20 30" density="800"/>
+      <geom type="sphere" size="0.05" pos="0 0 -0.3"/>
+      <body name="b"><joint axis="0 1 0"/><geom type="mesh" mesh="w" mass="2"/></body>
+      </body></worldbody></mujoco>"""
+    model, m = both(xml, tmp_path)
+    np.testing.assert_allclose(model.mass, m.body_mass[1:], rtol=1e-12)
+    # MuJoCo turns a mesh's inertia to its principal frame (the mesh's quat) with an
+    # iterative eigensolver and keeps the diagonal: its principal moments are the
+    # exact ones to round-off, its axes only to ~1e-8 (the dog's bones agree to 6e-12)
+    b = m.body("b").id
+    np.testing.assert_allclose(np.linalg.eigvalsh(model.inertia[1]),
+                               np.sort(m.body_inertia[b]), rtol=1e-12)
+    compare_with_mujoco(model, m, np.random.default_rng(6), tol=1e-8)
+    mesh = [s for s in model.shapes if s.kind == "mesh"]
+    assert mesh[0].mesh.endswith("wedge.stl")
+    np.testing.assert_allclose(mesh[0].size, [float(x) for x in scale.split()])
+
+
+def test_mesh_inertia_refuses_what_it_cannot_compute(tmp_path):
+    (tmp_path / "w.obj").write_text("v 0 0 0\n")
+    xml = """<mujoco><asset><mesh name="w" file="w.obj"/></asset><worldbody>
+      <body name="a"><joint/><geom name="g" type="mesh" mesh="w"/></body></worldbody></mujoco>"""
+    path = tmp_path / "m.xml"
+    path.write_text(xml)
+    with pytest.raises(td.RobotFileError, match=r"body 'a', geom g, mesh 'w'.*STL files only"):
+        td.load(path)
+    # a body with an <inertial> (or a massless mesh geom) never needs the mesh file
+    path.write_text(xml.replace('<joint/>', '<joint/><inertial pos="0 0 0" mass="1" '
+                                'diaginertia="1 1 1"/>'))
+    assert td.load(path).mass[0] == 1
+
+
+def test_ascii_stl_reads_like_binary(tmp_path):
+    """MuJoCo reads binary STL only; treedyn also reads ASCII, to the same numbers."""
+    xml = """<mujoco><asset><mesh name="w" file="{f}"/></asset><worldbody><body name="a">
+      <joint/><geom type="mesh" mesh="w" density="500"/></body></worldbody></mujoco>"""
+    models = []
+    for f, ascii in (("bin.stl", False), ("text.stl", True)):
+        _stl(tmp_path / f, _wedge(), ascii)
+        (tmp_path / f"{f}.xml").write_text(xml.format(f=f))
+        models.append(td.load(tmp_path / f"{f}.xml"))
+    np.testing.assert_array_equal(models[0].spatial_inertia, models[1].spatial_inertia)

@@ -379,6 +379,7 @@ class _Reader:
             self.defaults["main"] = {}
         self.meshes = {}
         self._mesh_cache = {}
+        self.infer_mass = False           # do the current body's geoms give its mass?
         for el in root:
             if el.tag == "asset":
                 self.assets(el)
@@ -583,7 +584,11 @@ class _Reader:
                             source=source)
             except ModelError as exc:
                 self.fail(str(exc), el)
+        saved, self.infer_mass = self.infer_mass, (
+            self.inertiafromgeom == "true" or (self.inertiafromgeom == "auto"
+                                               and inertial is None))
         geoms = self.children(el, name, W, np.eye(4), cc, el)
+        self.infer_mass = saved
         mass, com, inertia = self.mass_properties(el, inertial, geoms, name, local)
         node = g.graph.nodes[name]
         try:
@@ -765,7 +770,7 @@ class _Reader:
         of M⁻¹ at qpos0), stiffness = inertia / (timeconst · dampratio)², damping =
         2 inertia / timeconst."""
         g = self.graph
-        model = g.compile()
+        model = g.compile(_private=True)           # a scratch model: no copy of the graph
         Minv = np.linalg.inv(model.mass_matrix(model.neutral()))
         for name, (tc, dr) in self.springdamper.items():
             k = model.idx_v[name]
@@ -839,8 +844,8 @@ class _Reader:
         if name:
             self.frame(f"geom:{name}", body, pose, el)
         # mass properties (MuJoCo's mjCGeom::Compile / SetInertia)
-        infer = body != WORLD and self.inertiagrouprange[0] <= group <= \
-            self.inertiagrouprange[1]
+        infer = body != WORLD and self.infer_mass and \
+            self.inertiagrouprange[0] <= group <= self.inertiagrouprange[1]
         if not infer:
             return None
         typeinertia = "shell" if shell else "volume"
@@ -923,28 +928,33 @@ class _Reader:
         if np.prod(scale) < 0:
             tri = tri[:, [0, 2, 1]]
         D, E, F = tri[:, 0], tri[:, 1], tri[:, 2]
-        cr = np.cross(E - D, F - D)                      # 2 · area · normal
-        area = 0.5 * np.sqrt((cr * cr).sum(1))
-        center = (D + E + F) / 3
-        if area.sum() < 1e-15:
+        a, b = E - D, F - D
+        cr = np.empty_like(a)                            # 2 · area · normal
+        cr[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+        cr[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+        cr[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+        area2 = np.sqrt(np.einsum("ij,ij->i", cr, cr))
+        S = D + E + F                                    # 3 · triangle centre
+        if area2.sum() < 2e-15:
             self.fail(f"{where}: mesh surface area is too small", el, field="mesh")
-        facecen = (area[:, None] * center).sum(0) / area.sum()
-        vol = ((center - facecen) * cr).sum(1) / 6
+        facecen = area2 @ S / (3 * area2.sum())
+        vol = np.einsum("ij,ij->i", S / 3 - facecen, cr) / 6
         if mode == "legacy":
             vol = np.abs(vol)
         total = vol.sum()
         if total < 1e-15:
             self.fail(f"{where}: mesh volume is too small or negative", el, field="mesh")
-        com = (vol[:, None] * (0.75 * center + 0.25 * facecen)).sum(0) / total
-        D, E, F, center = D - com, E - com, F - com, center - com
-        vol = (center * cr).sum(1) / 6
+        com = (vol @ (0.25 * S) + 0.25 * total * facecen) / total
+        X = tri - com                                    # vertices about the COM
+        S = S - 3 * com
+        vol = np.einsum("ij,ij->i", S, cr) / 18
         if mode == "legacy":
             vol = np.abs(vol)
         # second moments of the tetrahedra (apex at the COM): V/20 (2 Σ XXᵀ + Σ_{X≠Y} XYᵀ)
         # = V/20 (DDᵀ + EEᵀ + FFᵀ + SSᵀ), S = D + E + F
         w = vol / 20
-        S = D + E + F
-        P = sum((w[:, None] * X).T @ X for X in (D, E, F, S))
+        Xw = (X * w[:, None, None]).reshape(-1, 3)
+        P = Xw.T @ X.reshape(-1, 3) + (S * w[:, None]).T @ S
         I = np.trace(P) * np.eye(3) - P
         volume = vol.sum()
         self._mesh_cache[mname] = out = (volume, com, I / volume)
