@@ -649,3 +649,27 @@ def test_ascii_stl_reads_like_binary(tmp_path):
         (tmp_path / f"{f}.xml").write_text(xml.format(f=f))
         models.append(td.load(tmp_path / f"{f}.xml"))
     np.testing.assert_array_equal(models[0].spatial_inertia, models[1].spatial_inertia)
+
+
+def test_linearize_of_an_mjcf_model_has_the_passive_derivatives():
+    """cheetah's springs (about springref − ref) and damping enter ∂v̇/∂q and ∂v̇/∂v:
+    central differences of v̇ = FD(q, v, τ + τ_p(q, v)) (hinge/slide joints: q is a
+    vector space)."""
+    from treedyn.derivatives import linearize
+    model = load_quiet(suite_path("cheetah"))
+    rng = np.random.default_rng(9)
+    q, v, tau = (rng.uniform(-0.3, 0.3, model.nq), rng.standard_normal(model.nv),
+                 rng.standard_normal(model.nv))
+
+    def acc(q_, v_):
+        return model.forward_dynamics(q_, v_, tau + model.passive_forces(q_, v_))
+
+    A, _ = linearize(model, q, v, tau)
+    n, h = model.nv, 1e-6
+    E = np.eye(n) * h
+    dq = np.array([(acc(q + e, v) - acc(q - e, v)) / (2 * h) for e in E]).T
+    dv = np.array([(acc(q, v + e) - acc(q, v - e)) / (2 * h) for e in E]).T
+    np.testing.assert_allclose(A[n:, :n], dq, rtol=1e-6, atol=1e-6 * np.abs(dq).max())
+    np.testing.assert_allclose(A[n:, n:], dv, rtol=1e-6, atol=1e-6 * np.abs(dv).max())
+    A0, _ = linearize(model, q, v, tau, passive=False)
+    assert np.abs(A[n:, n:] - A0[n:, n:]).max() > 1e-3 * np.abs(dv).max()
