@@ -53,7 +53,7 @@ import os
 import numpy as np
 
 from ..errors import InputError, ModelError, RobotFileError
-from ..graph import WORLD, JointGraph
+from ..graph import WORLD, JointGraph, check_inertia
 from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 
 __all__ = ["read_mjcf", "from_mujoco", "to_mujoco"]
@@ -135,10 +135,10 @@ def _vec(value, n):
     if len(parts) != n:
         return None
     try:
-        out = np.array([float(p) for p in parts])
+        vals = [float(p) for p in parts]
     except ValueError:
         return None
-    return out if np.all(np.isfinite(out)) else None
+    return np.array(vals) if all(map(math.isfinite, vals)) else None
 
 
 # ------------------------------------------------------------------ reader
@@ -515,13 +515,11 @@ class _Reader:
             if tag == "body":
                 self.body(el, body, W @ prefix, childclass)
             elif tag == "frame":
-                cls = self.cls_of(el, childclass)
                 cc = el.get("childclass") or childclass
                 if el.get("childclass") and el.get("childclass") not in self.defaults:
                     self.fail(f"default class '{el.get('childclass')}' does not exist", el,
                               field="childclass")
                 geoms += self.children(el, body, W, prefix @ self.local_pose(el), cc, body_el)
-                del cls
             elif tag == "geom":
                 geoms.append(self.geom(el, body, prefix, childclass))
             elif tag in ("site", "camera"):
@@ -552,55 +550,40 @@ class _Reader:
         self.mj_bodies.append(name)
         joints = [j for j in el if j.tag in ("joint", "freejoint")]
         chain = []
-        for k, j in enumerate(joints):
+        for j in joints:
             chain.append(self.joint_spec(j, cc, W, name))
-        # graph bodies: body/joint for all but the last joint, then the body itself
+        # graph bodies: body/joint for all but the last joint (massless), then the body
+        # itself, which its geoms, sites and child bodies refer to (errors of the graph
+        # name the file and element already)
         g = self.graph
         prev = parent
         for k, spec in enumerate(chain):
             bname = name if k == len(chain) - 1 else f"{name}/{spec['name']}"
-            try:
-                if bname != name:
-                    g.add_body(bname, frame=W, source=source)
-            except ModelError as exc:
-                self.fail(str(exc), el)
-            spec["child"] = bname
-            spec["parent"] = prev
+            if bname != name:
+                g.add_body(bname, frame=W, source=source)
+            spec["child"], spec["parent"] = bname, prev
             prev = bname
-        inertial = self.inertial_of(el, cc)
-        # the body node first (its geoms, frames and children refer to it)
-        try:
-            g.add_body(name, frame=W, source=source)
-        except (ModelError, RobotFileError) as exc:
-            self.fail(str(exc).split(": ", 1)[-1] if isinstance(exc, ModelError) else
-                      str(exc), el)
+        inertial = self.inertial_of(el)
+        g.add_body(name, frame=W, source=source)
         self.body_of[name] = name
         self.body_world[name] = W
         for spec in chain:
             self.add_joint(spec)
         if not chain:
-            try:
-                g.add_joint(f"{name}/weld", "fixed", parent, name, point=W[:3, 3],
-                            source=source)
-            except ModelError as exc:
-                self.fail(str(exc), el)
+            g.add_joint(f"{name}/weld", "fixed", parent, name, point=W[:3, 3], source=source)
         saved, self.infer_mass = self.infer_mass, (
             self.inertiafromgeom == "true" or (self.inertiafromgeom == "auto"
                                                and inertial is None))
         geoms = self.children(el, name, W, np.eye(4), cc, el)
         self.infer_mass = saved
         mass, com, inertia = self.mass_properties(el, inertial, geoms, name, local)
+        check_inertia(mass, inertia, name, source, g.strict_inertia)
         node = g.graph.nodes[name]
-        try:
-            from ..graph import check_inertia
-            check_inertia(mass, inertia, name, source, g.strict_inertia)
-        except ModelError as exc:
-            self.fail(str(exc), el)
         node["mass"] = float(mass)
         node["com"] = np.asarray(com, dtype=float)
         node["inertia"] = 0.5 * inertia + 0.5 * inertia.T
 
-    def inertial_of(self, el, cc):
+    def inertial_of(self, el):
         found = [c for c in el if c.tag == "inertial"]
         if len(found) > 1:
             self.fail("more than one <inertial>", found[1])
@@ -614,7 +597,6 @@ class _Reader:
         use_geoms = self.inertiafromgeom == "true" or (
             self.inertiafromgeom == "auto" and inertial is None)
         if inertial is not None and not use_geoms:
-            where = _describe(inertial)
             mass = self.num(inertial, "mass", None)
             if mass is None:
                 self.fail("<inertial> needs a mass", inertial, field="mass")
@@ -641,7 +623,6 @@ class _Reader:
                 diag, R = eig, vecs
             else:
                 R = _qmat(self.orientation(inertial))
-            del where
         elif use_geoms:
             sel = [gm for gm in geoms if gm is not None and gm["mass"] > _EPS]
             if not sel:
