@@ -122,6 +122,17 @@ def test_suite_models_with_passive_forces_have_them():
                 assert model.armature[k] == pytest.approx(m.dof_armature[m.jnt_dofadr[j]])
 
 
+def test_force_limited_motors_are_left_out_and_named(tmp_path):
+    xml = """<mujoco><worldbody><body name="a"><joint name="h"/><geom size="0.1"/></body>
+      </worldbody><actuator><motor name="m1" joint="h" gear="3"/>
+      <motor name="m2" joint="h" forcerange="-1 1"/></actuator></mujoco>"""
+    path = tmp_path / "m.xml"
+    path.write_text(xml)
+    with pytest.warns(UserWarning, match=r"actuator 'm2' \(forcerange"):
+        model = td.load(path)
+    assert model.actuators.names == ("m1",)
+
+
 def test_unmodelled_features_are_named_in_one_warning():
     with pytest.warns(UserWarning) as record:
         td.load(suite_path("manipulator"))
@@ -492,6 +503,22 @@ BAD = {
     "two orientations": (
         '<worldbody><body name="a" quat="1 0 0 0" euler="0 0 1"><joint/><geom size="1"/>'
         '</body></worldbody>', r'<body name="a">.*orientation'),
+    "free body alignment": (
+        '<compiler alignfree="true"/><worldbody><body name="a"><freejoint/><geom size="1"/>'
+        '</body></worldbody>', r"<compiler>.*alignfree"),
+    "global coordinates": (
+        '<compiler coordinate="global"/><worldbody/>', r"<compiler>.*coordinate"),
+    "free joint below the top level": (
+        '<worldbody><body name="a"><joint/><geom size="1"/><body name="b"><freejoint name="f"/>'
+        '<geom size="1"/></body></body></worldbody>', r'<freejoint name="f">.*top-level'),
+    "stiffness on a ball joint": (
+        '<worldbody><body name="a"><joint name="s" type="ball" stiffness="1"/><geom size="1"/>'
+        '</body></worldbody>', r'<joint name="s">.*stiffness'),
+    "composite": (
+        '<worldbody><body name="a"><joint/><geom size="1"/><composite type="grid" count="2 2 1"/>'
+        '</body></worldbody>', r"<composite>.*not supported"),
+    "joint in the worldbody": (
+        '<worldbody><joint name="j"/></worldbody>', r'<joint name="j">.*misplaced'),
     "mesh without STL": (
         '<asset><mesh name="m" file="m.obj"/></asset><worldbody><body name="a"><joint/>'
         '<geom type="mesh" mesh="m"/></body></worldbody>', r"body 'a'.*mesh 'm'"),

@@ -459,6 +459,12 @@ class _Reader:
             if el.get("inertiagrouprange") is not None:
                 r = self.nums(el, "inertiagrouprange", 2, None)
                 self.inertiagrouprange = (int(r[0]), int(r[1]))
+            if (el.get("coordinate") or "local").strip() != "local":
+                self.fail("coordinate=\"global\" was removed from MJCF (MuJoCo 2.3.3); "
+                          "treedyn reads local coordinates", el, field="coordinate")
+            if self.flag(el, "alignfree", False):
+                self.fail("alignfree=\"true\" (free bodies moved to their inertial frame) is "
+                          "not supported", el, field="alignfree")
             for key in ("meshdir", "assetdir"):
                 if el.get(key) is not None and (key == "meshdir" or not self.meshdir):
                     self.meshdir = el.get(key)
@@ -666,6 +672,9 @@ class _Reader:
     def joint_spec(self, el, cc, W, body):
         self.counts["joint"] += 1
         name = el.get("name") or f"joint{self.counts['joint']}"
+        if (el.get("align") or "false").strip() == "true":
+            self.fail("align=\"true\" (a free body moved to its inertial frame) is not "
+                      "supported", el, field="align")
         if el.tag == "freejoint":
             return dict(name=name, mjtype="free", el=el, point=W[:3, 3], axis=None, ref=0.0,
                         body=body, W=W, armature=0.0, damping=0.0, stiffness=0.0,
@@ -1065,6 +1074,11 @@ class _Reader:
                     if v != plain:
                         why = f"{key}={v}"
                         break
+            if why is None:
+                flim = (self.get(el, "forcelimited", cls, tag) or "auto").strip()
+                if flim == "true" or (flim == "auto" and self.autolimits and
+                                      self.get(el, "forcerange", cls, tag) is not None):
+                    why = "forcerange: the force is clamped"
             if why:
                 self.skip(f"actuator '{name}' ({why})", "not modelled")
                 continue
