@@ -717,3 +717,35 @@ def test_dm_control_generated_swimmer_matches_mujoco(tmp_path):
     model = load_quiet(path)
     assert (model.nq, model.nv) == (8, 8)
     compare_with_mujoco(model, mj_model(path), np.random.default_rng(12))
+
+
+def test_connect_by_sites_equals_connect_by_anchor_and_weld_relpose_is_checked(tmp_path):
+    toml = td.load(td.robots.path("four_bar.toml"))
+    xml = mjcf_twin(toml.graph, "connect")
+    by_anchor, _ = both(xml, tmp_path, name="anchor.xml")
+    lc = toml.graph.joints(loop=True)[0]
+    P = toml.graph.body(lc["parent"])["frame"]
+    C = toml.graph.body(lc["child"])["frame"]
+    p1 = P[:3, :3].T @ (lc["point"] - P[:3, 3])
+    p2 = C[:3, :3].T @ (lc["point"] - C[:3, 3])
+    def with_site(text, body, name, pos):
+        k = text.index(f'<body name="{body}"')
+        k = text.index(">", k) + 1
+        return text[:k] + f'<site name="{name}" pos="{nums(pos)}"/>' + text[k:]
+
+    xml_sites = with_site(with_site(xml, lc["parent"], "s1", p1), lc["child"], "s2", p2)
+    xml_sites = xml_sites.split("<equality>")[0] + (
+        '<equality><connect site1="s1" site2="s2"/></equality></mujoco>')
+    by_sites, _ = both(xml_sites, tmp_path, name="sites.xml")
+    assert [lc.type for lc in by_sites.loop_closures] == ["spherical"]
+    q = toml.neutral()
+    np.testing.assert_allclose(by_sites.constraint_jacobian(q), by_anchor.constraint_jacobian(q),
+                               atol=1e-14)
+    # a weld whose relpose is not the pose at qpos0 is refused by name
+    bad = xml.split("<equality>")[0] + (
+        f'<equality><weld body1="{lc["parent"]}" body2="{lc["child"]}" '
+        f'relpose="0 0 0 1 0 0 0"/></equality></mujoco>')
+    path = tmp_path / "weld.xml"
+    path.write_text(bad)
+    with pytest.raises(td.RobotFileError, match="<weld>.*relpose"):
+        td.load(path)
