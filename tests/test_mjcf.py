@@ -756,3 +756,13 @@ def test_connect_by_sites_equals_connect_by_anchor_and_weld_relpose_is_checked(t
     path.write_text(bad)
     with pytest.raises(td.RobotFileError, match="<weld>.*relpose"):
         td.load(path)
+
+
+def test_errors_in_an_included_file_name_that_file(tmp_path):
+    (tmp_path / "part.xml").write_text(
+        '<mujoco><body name="p"><joint name="bad" type="screw"/><geom size="0.1"/></body>'
+        '</mujoco>')
+    (tmp_path / "main.xml").write_text(
+        '<mujoco><worldbody><include file="part.xml"/></worldbody></mujoco>')
+    with pytest.raises(td.RobotFileError, match=r"part\.xml: <joint name=\"bad\">.*screw"):
+        td.load(tmp_path / "main.xml")
