@@ -766,3 +766,19 @@ def test_errors_in_an_included_file_name_that_file(tmp_path):
         '<mujoco><worldbody><include file="part.xml"/></worldbody></mujoco>')
     with pytest.raises(td.RobotFileError, match=r"part\.xml: <joint name=\"bad\">.*screw"):
         td.load(tmp_path / "main.xml")
+
+
+def test_inertiagrouprange_balanceinertia_and_slide_ref_match_mujoco(tmp_path):
+    xml = """<mujoco><compiler inertiagrouprange="0 2" balanceinertia="true"/>
+      <worldbody><body name="a" pos="0 0 1"><joint name="s" type="slide" axis="0.3 0 1"
+        ref="0.2" range="-0.1 0.4" springref="0.5" stiffness="7"/>
+        <geom type="box" size="0.1 0.2 0.3"/><geom type="sphere" size="0.3" group="3"/>
+        <body name="b" pos="0.2 0 0"><joint axis="0 1 0"/>
+          <inertial pos="0 0 -0.2" mass="1" diaginertia="0.1 0.1 0.5"/></body>
+      </body></worldbody></mujoco>"""
+    model, m = both(xml, tmp_path)
+    np.testing.assert_allclose(model.mass, m.body_mass[1:], rtol=1e-14)   # group 3 left out
+    np.testing.assert_allclose(np.diag(model.inertia[1]), [0.7 / 3] * 3, rtol=1e-14)
+    assert (model.lower_limit[0], model.upper_limit[0]) == pytest.approx((-0.3, 0.2))
+    assert model.spring_reference[0] == pytest.approx(0.3)
+    compare_with_mujoco(model, m, np.random.default_rng(13))
