@@ -177,7 +177,6 @@ class _Reader:
         self.qpos0_offset = {}       # joint name -> ref (hinge/slide)
         self.body_of = {}            # MJCF body name -> graph body carrying it
         self.mj_bodies = []          # MJCF body names in MuJoCo's order (without the world)
-        self.joint_bodies = {}       # joint name -> MJCF body
         self.joint_type = {}         # joint name -> MJCF type
         self.sites = {}              # site name -> (graph body, pose in the body frame)
         self.used_frames = set()
@@ -198,16 +197,19 @@ class _Reader:
 
     # -------------------------------------------------------------- includes
     def expand(self, parent, stack):
-        for k, child in enumerate(list(parent)):
-            if not isinstance(child.tag, str):
-                continue
-            if child.tag == "include":
-                idx = list(parent).index(child)
+        """Replace every ``<include>`` below ``parent`` by the included file's
+        children (``stack``: the files being expanded, for cycles)."""
+        idx = 0
+        for child in list(parent):
+            if isinstance(child.tag, str) and child.tag == "include":
                 parent.remove(child)
-                for j, el in enumerate(self.include(child, stack)):
-                    parent.insert(idx + j, el)
-            else:
+                for el in self.include(child, stack):
+                    parent.insert(idx, el)
+                    idx += 1
+                continue
+            if isinstance(child.tag, str):
                 self.expand(child, stack)
+            idx += 1
 
     def include(self, el, stack):
         name = el.get("file")
@@ -750,7 +752,6 @@ class _Reader:
             self.graph.add_joint(spec["name"], t, spec["parent"], spec["child"], **kw)
         except ModelError as exc:
             self.fail(str(exc), el)
-        self.joint_bodies[spec["name"]] = spec["body"]
         self.joint_type[spec["name"]] = spec["mjtype"]
         if spec["ref"]:
             self.qpos0_offset[spec["name"]] = spec["ref"]
@@ -811,7 +812,8 @@ class _Reader:
             if mname not in self.meshes:
                 self.fail(f"mesh '{mname}' is not declared in <asset>", el, field="mesh")
             mesh, scale, _ = self.meshes[mname]
-            kind_size = ("mesh", scale)
+            # a mesh given inline (vertex="...") has no file to draw: no shape
+            kind_size = ("mesh", np.abs(scale)) if mesh else None
         elif gtype == "sphere":
             kind_size = ("sphere", size[:1])
         elif gtype in ("capsule", "cylinder"):
