@@ -713,7 +713,9 @@ def test_dm_control_generated_swimmer_matches_mujoco(tmp_path):
     """dm_control builds its n-link swimmers in Python: the 6-link one (nq = 8), with
     the suite's common includes, written to a temporary directory."""
     pytest.importorskip("dm_control")
-    from dm_control.suite import swimmer
+    with warnings.catch_warnings():          # dm_control.suite probes a display (GLFW)
+        warnings.simplefilter("ignore")
+        from dm_control.suite import swimmer
     xml, assets = swimmer.get_model_and_assets(6)
     for name, data in assets.items():
         target = tmp_path / name
