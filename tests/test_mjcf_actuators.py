@@ -94,3 +94,16 @@ def test_graph_actuators_are_validated():
     model = g.compile()
     np.testing.assert_array_equal(model.actuators.torques([5.0]), [2.0])
     np.testing.assert_array_equal(model.actuators.B, [[2.0]])
+
+
+def test_simulator_step_controls_equals_step_with_the_torques():
+    model, _ = suite("cheetah")
+    u = np.linspace(-2, 2, len(model.actuators))
+    a, b = td.Simulator(model), td.Simulator(model)
+    extra = np.linspace(0, 1, model.nv)
+    a.step_controls(u, n=10, tau=extra)
+    b.step(model.actuators.torques(u) + extra, 10)
+    np.testing.assert_array_equal(a.q, b.q)
+    np.testing.assert_array_equal(a.v, b.v)
+    with pytest.raises(td.InputError, match="Simulator.step_controls: u"):
+        a.step_controls(np.zeros(2))

@@ -940,6 +940,8 @@ class Simulator(_kernels._Simulator):
     """
 
     __slots__ = ("_model", "_method", "_passive", "_constrained")
+    # step(tau, n) is compiled (_kernels._Simulator); step_controls(u, n) adds the
+    # actuators' B clip(u, ctrlrange) to tau
 
     def __init__(self, model, q0=None, v0=None, dt=1e-3, method="rkmk4", passive=True,
                  gravity=None, local_map="exp", stabilization="projection",
@@ -995,6 +997,19 @@ class Simulator(_kernels._Simulator):
              else vectors(v, m.nv, "v", "Simulator.reset", batch=False))
         t = number(t, "t", "Simulator.reset")
         self._load(q, v, t)
+
+    def step_controls(self, u, n=1, tau=None):
+        """``step(tau + B clip(u, ctrlrange), n)``: n steps with the controls ``u``
+        (nu,) of the model's actuators (:attr:`Model.actuators`, e.g. an MJCF
+        ``<motor>``) held, plus the joint torques ``tau`` (nv,) if given."""
+        m = self._model
+        tau_u = m.actuators.torques(u, "Simulator.step_controls")
+        if np.ndim(tau_u) != 1:
+            raise InputError(f"Simulator.step_controls: u: expected shape "
+                             f"({len(m.actuators)},), got {np.shape(u)}")
+        if tau is not None:
+            tau_u = vectors(tau, m.nv, "tau", "Simulator.step_controls", batch=False) + tau_u
+        return self.step(tau_u, n)
 
     def forward(self, tau=None):
         """Accelerations v̇ (nv,) at the current state with torques ``tau``
