@@ -784,3 +784,19 @@ def test_inertiagrouprange_balanceinertia_and_slide_ref_match_mujoco(tmp_path):
     assert (model.lower_limit[0], model.upper_limit[0]) == pytest.approx((-0.3, 0.2))
     assert model.spring_reference[0] == pytest.approx(0.3)
     compare_with_mujoco(model, m, np.random.default_rng(13))
+
+
+def test_frame_names_of_sites_cameras_and_geoms(tmp_path):
+    """A site is a frame of its own name unless a body (even one declared later) or
+    another frame has it; cameras and named geoms are prefixed."""
+    xml = """<mujoco><worldbody><site name="origin"/>
+      <body name="arm"><joint/><geom name="arm" size="0.1"/><site name="hand" pos="0 0 1"/>
+        <site name="tip" pos="0 0 1.1"/><camera name="tip" pos="0 0 2"/>
+        <body name="hand" pos="0 0 1"><joint/><geom size="0.1"/></body></body>
+      </worldbody></mujoco>"""
+    model, _ = both(xml, tmp_path)
+    names = set(model.frame_names)
+    assert {"origin", "site:hand", "tip", "camera:tip", "geom:arm", "hand", "arm"} <= names
+    q = model.neutral()
+    np.testing.assert_allclose(model.frame_pose(q, "site:hand")[:3, 3], [0, 0, 1])
+    np.testing.assert_allclose(model.frame_pose(q, "tip")[:3, 3], [0, 0, 1.1])

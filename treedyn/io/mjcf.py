@@ -179,7 +179,7 @@ class _Reader:
         self.mj_bodies = []          # MJCF body names in MuJoCo's order (without the world)
         self.joint_type = {}         # joint name -> MJCF type
         self.sites = {}              # site name -> (graph body, pose in the body frame)
-        self.used_frames = set()
+        self.pending_frames = []      # (frame name or None for a site, body, pose, element)
         self.body_world = {WORLD: np.eye(4)}
         self.actuators = []
 
@@ -391,6 +391,7 @@ class _Reader:
                 continue
             if tag == "worldbody":
                 self.children(el, WORLD, np.eye(4), np.eye(4), None, el)
+        self.add_frames()
         if self.settotalmass > 0:
             nodes = graph.graph.nodes
             total = sum(nodes[b]["mass"] for b in graph.bodies)
@@ -875,20 +876,26 @@ class _Reader:
         pose = prefix @ self.local_pose(el, cls, el.tag)
         if el.tag == "site":
             self.sites[name] = (body, pose)
-            fname = name if name not in self.used_frames and name not in self.graph.graph \
-                else f"site:{name}"
+            self.frame(None, body, pose, el)
         else:
-            fname = f"camera:{name}"
-        self.frame(fname, body, pose, el)
+            self.frame(f"camera:{name}", body, pose, el)
 
     def frame(self, fname, body, pose, el):
-        if fname in self.used_frames:
-            self.fail(f"duplicate name '{fname}'", el, field="name")
-        self.used_frames.add(fname)
-        try:
+        """Note a frame; :meth:`add_frames` adds them once every body is known (a
+        site's frame is named as the site unless a body or frame has that name:
+        then ``site:NAME``; ``fname`` None for sites)."""
+        self.pending_frames.append((fname, body, pose, el))
+
+    def add_frames(self):
+        taken = {f for f, _, _, _ in self.pending_frames if f is not None}
+        for fname, body, pose, el in self.pending_frames:
+            if fname is None:
+                name = el.get("name")
+                fname = name if name not in taken and name not in self.graph.graph \
+                    else f"site:{name}"
+            if fname in self.graph.frames:
+                self.fail(f"duplicate name '{fname}'", el, field="name")
             self.graph.add_frame(fname, body, pose, source=(self.where_file(el), _describe(el)))
-        except ModelError as exc:
-            self.fail(str(exc), el)
 
     def mesh_inertia(self, mname, el, body):
         """(volume, centre of mass, inertia about it at unit density) of a mesh asset,
