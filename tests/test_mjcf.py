@@ -647,9 +647,10 @@ def test_mesh_inertia_matches_mujoco(tmp_path, mode, scale):
       </body></worldbody></mujoco>"""
     model, m = both(xml, tmp_path)
     np.testing.assert_allclose(model.mass, m.body_mass[1:], rtol=1e-12)
-    # MuJoCo turns a mesh's inertia to its principal frame (the mesh's quat) with an
-    # iterative eigensolver and keeps the diagonal: its principal moments are the
-    # exact ones to round-off, its axes only to ~1e-8 (the dog's bones agree to 6e-12)
+    # MuJoCo keeps a mesh's inertia in its principal frame (the mesh's quat), whose
+    # axes it places to ~1e-8 here; its principal moments are exact to round-off.
+    # treedyn's tensor is the exact one (test_mesh_inertia_equals_the_exact_rational_
+    # computation); the dog's bones agree with MuJoCo to 6e-12
     b = m.body("b").id
     np.testing.assert_allclose(np.linalg.eigvalsh(model.inertia[1]),
                                np.sort(m.body_inertia[b]), rtol=1e-12)
@@ -800,3 +801,48 @@ def test_frame_names_of_sites_cameras_and_geoms(tmp_path):
     q = model.neutral()
     np.testing.assert_allclose(model.frame_pose(q, "site:hand")[:3, 3], [0, 0, 1])
     np.testing.assert_allclose(model.frame_pose(q, "tip")[:3, 3], [0, 0, 1.1])
+
+
+def test_mesh_inertia_equals_the_exact_rational_computation(tmp_path):
+    """Oracle: the polyhedron's volume, centre of mass and inertia in exact rational
+    arithmetic (fractions) from the STL's float32 vertices, for a rotated, shifted
+    0.1 × 0.2 × 0.3 box and the irregular wedge.  (MuJoCo's own tensor differs from
+    it by ~1e-9 relative: 6.6e-10 for this box.)"""
+    from fractions import Fraction as Fr
+    from scipy.spatial.transform import Rotation
+    from treedyn.io.mjcf import _read_stl
+    h = np.array([0.05, 0.1, 0.15])
+    V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * h
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    box = V[np.array([f for a, b, c, d in quads for f in ((a, b, c), (a, c, d))])]
+    R = Rotation.from_euler("xyz", [0.3, -0.5, 0.8]).as_matrix()
+    for name, tri in (("box", box @ R.T + [0.02, -0.01, 0.03]), ("wedge", _wedge())):
+        _stl(tmp_path / f"{name}.stl", tri)
+        (tmp_path / f"{name}.xml").write_text(
+            f'<mujoco><asset><mesh name="m" file="{name}.stl" inertia="exact"/></asset>'
+            f'<worldbody><body name="a"><joint/><geom type="mesh" mesh="m" density="700"/>'
+            f'</body></worldbody></mujoco>')
+        model = td.load(tmp_path / f"{name}.xml")
+        T = [[[Fr(float(x)) for x in v] for v in t]
+             for t in _read_stl((tmp_path / f"{name}.stl").read_bytes())]
+        vol, first, P = Fr(0), [Fr(0)] * 3, [[Fr(0)] * 3 for _ in range(3)]
+        for D, E, F in T:
+            a = [E[i] - D[i] for i in range(3)]
+            b = [F[i] - D[i] for i in range(3)]
+            cr = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+            v = sum(D[i] * cr[i] for i in range(3)) / 6          # tetrahedron from the origin
+            vol += v
+            S = [D[i] + E[i] + F[i] for i in range(3)]
+            first = [first[i] + v * S[i] / 4 for i in range(3)]
+            for i in range(3):
+                for j in range(3):
+                    P[i][j] += v / 20 * (D[i] * D[j] + E[i] * E[j] + F[i] * F[j] + S[i] * S[j])
+        com = [f / vol for f in first]
+        Pc = np.array([[float(P[i][j] / vol - com[i] * com[j]) for j in range(3)]
+                       for i in range(3)])
+        mass = 700 * float(vol)
+        exact = mass * (np.trace(Pc) * np.eye(3) - Pc)
+        assert model.mass[0] == pytest.approx(mass, rel=1e-15)
+        np.testing.assert_allclose(model.com[0], [float(c) for c in com], rtol=0, atol=1e-16)
+        np.testing.assert_allclose(model.inertia[0], exact, rtol=0,
+                                   atol=4e-15 * np.abs(exact).max())
