@@ -846,3 +846,12 @@ def test_mesh_inertia_equals_the_exact_rational_computation(tmp_path):
         np.testing.assert_allclose(model.com[0], [float(c) for c in com], rtol=0, atol=1e-16)
         np.testing.assert_allclose(model.inertia[0], exact, rtol=0,
                                    atol=4e-15 * np.abs(exact).max())
+
+
+def test_non_physical_inertia_only_warns_with_strict_inertia_false(tmp_path):
+    path = tmp_path / "m.xml"
+    path.write_text('<mujoco><worldbody><body name="a"><joint/><inertial pos="0 0 0" mass="1" '
+                    'diaginertia="1 1 5"/></body></worldbody></mujoco>')
+    with pytest.warns(UserWarning, match="triangle inequality"):
+        model = td.load(path, strict_inertia=False)
+    np.testing.assert_allclose(np.diag(model.inertia[0]), [1, 1, 5])

@@ -664,7 +664,8 @@ class _Reader:
                 diag = np.full(3, diag.sum() / 3)
             else:
                 tol = 1e-9 * max(diag.sum(), 1e-300)
-                if a + b < c - tol or a + c < b - tol or b + c < a - tol:
+                if (a + b < c - tol or a + c < b - tol or b + c < a - tol) and \
+                        self.graph.strict_inertia:        # else the graph warns
                     self.fail(f"body '{name}': principal moments {diag.tolist()} violate the "
                               f"triangle inequality A + B >= C (non-physical inertia; MuJoCo's "
                               f"balanceinertia=\"true\" averages them)",
