@@ -62,5 +62,5 @@ setup(
     ),
     packages=["treedyn", "treedyn.io", "treedyn.robots"],
     package_dir={"treedyn.robots": "robots"},
-    package_data={"treedyn.robots": ["*.urdf", "*.toml", "*.sdf", "*.md"]},
+    package_data={"treedyn.robots": ["*.urdf", "*.toml", "*.sdf", "*.xml", "*.md"]},
 )

@@ -131,7 +131,7 @@ LAYERS = [
     {"treedyn.model"},
     {"treedyn.compiler"},
     {"treedyn.graph"},
-    {"treedyn.io.urdf", "treedyn.io.sdf", "treedyn.io.toml", "treedyn.io.visuals"},
+    {"treedyn.io.urdf", "treedyn.io.sdf", "treedyn.io.toml", "treedyn.io.mjcf", "treedyn.io.visuals"},
     {"treedyn.io", "treedyn.simulate", "treedyn.rollout", "treedyn.viewer"},
     {"treedyn", "treedyn.cli"},
 ]

@@ -87,3 +87,13 @@ def test_lqr_delta_example():
     assert res["residual"] < 1e-10
     # discrete LQR from the constrained step's derivatives (dt = 1 ms) ≈ continuous
     assert np.abs(res["Kd"] - res["K"]).max() < 0.1 * np.abs(res["K"]).max()
+
+
+def test_mjcf_dm_control_example():
+    import numpy as np
+    import pytest
+    pytest.importorskip("dm_control")
+    pytest.importorskip("mujoco")
+    model, traj, err = load_example("mjcf_dm_control").main(quick=True)
+    assert (model.nq, model.nv) == (9, 9) and len(model.actuators) == 6
+    assert err < 1e-12 and np.all(np.isfinite(traj.q))

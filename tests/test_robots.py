@@ -34,12 +34,14 @@ EXPECTED = {
     "four_bar.sdf": (3, 3, 1, False),
     "slider_crank.sdf": (3, 3, 1, False),
     "delta.sdf": (11, 11, 2, False),
+    "four_bar.xml": (3, 3, 1, False),
+    "slider_crank.xml": (3, 3, 1, False),
 }
 
 
 def test_every_shipped_file_is_listed():
     shipped = {f for f in os.listdir(os.path.join(REPO, "robots"))
-               if f.endswith((".urdf", ".toml", ".sdf"))}
+               if f.endswith((".urdf", ".toml", ".sdf", ".xml"))}
     assert shipped == set(EXPECTED)
     assert set(td.robots.available()) == shipped
 
@@ -119,7 +121,8 @@ def test_helical_joint_advances_by_its_pitch():
 
 
 @pytest.mark.parametrize("name", ["four_bar.toml", "slider_crank.toml", "delta.toml",
-                                  "spherical_three_bar.toml", "floating_bodies.toml"])
+                                  "spherical_three_bar.toml", "floating_bodies.toml",
+                                  "four_bar.xml", "slider_crank.xml"])
 def test_loops_close_at_the_reference_configuration(name):
     """The closing joint's point is the same point of both bodies at q = 0."""
     model = td.load(robot_file(name))

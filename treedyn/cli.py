@@ -421,10 +421,10 @@ def build_parser():
     def robot_args(sp, optional=False):
         if optional:
             sp.add_argument("file", nargs="?", default=DEFAULT_ROBOT,
-                            help=f"robot file (.urdf/.toml) or shipped robot name "
+                            help=f"robot file (.urdf/.sdf/.xml/.toml) or shipped robot name "
                                  f"(default {DEFAULT_ROBOT})")
         else:
-            sp.add_argument("file", help="robot file (.urdf or .toml) or shipped robot name")
+            sp.add_argument("file", help="robot file (.urdf, .sdf, .xml (MJCF) or .toml) or shipped robot name")
         sp.add_argument("--floating-base", action="store_true",
                         help="URDF: attach the root link by a free joint")
         sp.add_argument("--free-group", choices=["SE3", "SO3xR3"], default=None,
@@ -512,7 +512,7 @@ def build_parser():
     sp.add_argument("--width", type=_number(int, 16, False), default=640, help="pixels")
     sp.add_argument("--height", type=_number(int, 16, False), default=480, help="pixels")
 
-    sp = command("convert", cmd_convert, "convert a robot file (URDF or TOML) to TOML")
+    sp = command("convert", cmd_convert, "convert a robot file (URDF, SDF, MJCF or TOML) to TOML")
     sp.add_argument("input")
     sp.add_argument("output")
     sp.add_argument("--floating-base", action="store_true")

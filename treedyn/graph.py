@@ -203,6 +203,7 @@ class JointGraph:
         self.frame_sources = {}  # extra frames: name -> source (file, element) or None
         self.mimic = []        # dicts: joint, leader, multiplier, offset
         self.shapes = []       # treedyn.geometry.Shape, poses in their link's frame
+        self.actuators = []    # dicts: name, joint, gear, ctrlrange, source
         self._joint_edges = {}  # joint name -> (parent, child)
 
     # ------------------------------------------------------------------ building
@@ -354,6 +355,27 @@ class JointGraph:
         self.shapes.append(shape)
         return shape
 
+    def add_actuator(self, name, joint, gear=1.0, ctrlrange=None, source=None):
+        """Add an actuator on the one-freedom joint ``joint``: its control u adds the
+        generalized force ``gear · clip(u, ctrlrange)`` to that joint (MJCF
+        ``<motor>``; :attr:`treedyn.Model.actuators`).  ``ctrlrange`` (lower,
+        upper), default unbounded."""
+        name = _text(name, "name", source, "actuator")
+        _text(joint, "joint", source, "joint", f"actuator '{name}': ")
+        if any(a["name"] == name for a in self.actuators):
+            _fail(f"duplicate actuator name '{name}'", source, "name")
+        gear = _real(gear, f"actuator '{name}': gear", "gear", source)
+        if not math.isfinite(gear):
+            _fail(f"actuator '{name}': gear must be finite", source, "gear")
+        lo, hi = (-math.inf, math.inf) if ctrlrange is None else ctrlrange
+        lo = _real(lo, f"actuator '{name}': ctrlrange", "ctrlrange", source)
+        hi = _real(hi, f"actuator '{name}': ctrlrange", "ctrlrange", source)
+        if math.isnan(lo) or math.isnan(hi) or lo > hi:
+            _fail(f"actuator '{name}': ctrlrange must be lower <= upper, got ({lo}, {hi})",
+                  source, "ctrlrange")
+        self.actuators.append(dict(name=name, joint=joint, gear=gear, ctrlrange=(lo, hi),
+                                   source=source))
+
     def add_mimic(self, joint, leader, multiplier=1.0, offset=0.0, source=None):
         """Record q_joint = multiplier · q_leader + offset (kept, never dropped).
 
@@ -487,10 +509,23 @@ class JointGraph:
         """
         from .compiler import compile_model
         self._check_mimic()
+        self._check_actuators()
         with np.errstate(over="ignore", invalid="ignore"):     # reported below, by name
             model = compile_model(self, _private)
         _check_finite_model(self, model)
         return model
+
+    def _check_actuators(self):
+        """Each actuator drives an existing moving one-freedom tree joint."""
+        tree = {j["name"]: j for j in self.joints(loop=False)}
+        for a in getattr(self, "actuators", ()):
+            j = tree.get(a["joint"])
+            if j is None:
+                _fail(f"actuator '{a['name']}': joint '{a['joint']}' is not a tree joint of the "
+                      f"model", a["source"], "joint")
+            if JOINT_TYPES[j["type"]][1] != 1:
+                _fail(f"actuator '{a['name']}': joint '{a['joint']}' is a {j['type']} joint; "
+                      f"actuators drive joints with one degree of freedom", a["source"], "joint")
 
     def _check_mimic(self):
         """Each coupling links two existing one-freedom tree joints; no coupling cycles."""

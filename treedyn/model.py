@@ -46,6 +46,59 @@ def _index(i, n, argument, where="support"):
     return int(i)
 
 
+class Actuators:
+    """The actuation map of a model: controls u (nu,) give the generalized forces
+    ``tau = B clip(u, ctrlrange)`` (nv,), ``B[v_k, i] = gear_i`` for actuator i on the
+    joint of velocity coordinate v_k (MJCF ``<motor>``, ``<general>`` with a plain
+    gain; :meth:`treedyn.JointGraph.add_actuator`).  Immutable.
+
+    Attributes
+    ----------
+    names, joints : tuple of str
+    gear : ndarray (nu,)
+    ctrlrange : ndarray (nu, 2)
+        Lower and upper control bounds (±inf: unbounded).
+    B : ndarray (nv, nu)
+    """
+
+    def __init__(self, specs, idx_v, nv):
+        d = self.__dict__
+        d["names"] = tuple(a["name"] for a in specs)
+        d["joints"] = tuple(a["joint"] for a in specs)
+        d["gear"] = frozen(np.array([a["gear"] for a in specs], dtype=float))
+        d["ctrlrange"] = frozen(np.array([a["ctrlrange"] for a in specs],
+                                         dtype=float).reshape(-1, 2))
+        B = np.zeros((nv, len(specs)))
+        for i, a in enumerate(specs):
+            B[idx_v[a["joint"]], i] = a["gear"]
+        d["B"] = frozen(B)
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"Actuators are immutable (cannot set '{key}')")
+
+    def __len__(self):
+        return len(self.names)
+
+    def __repr__(self):
+        return f"<treedyn.Actuators: {len(self)} on joints {list(self.joints)}>"
+
+    def torques(self, u, where="actuators.torques"):
+        """Generalized forces B clip(u, ctrlrange) of controls u (..., nu): shape (..., nv)."""
+        nu = len(self)
+        try:
+            arr = np.asarray(u, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: u: expected real numbers, got {type(u).__name__}") \
+                from None
+        if arr.ndim == 0 or arr.shape[-1] != nu:
+            raise InputError(f"{where}: u: expected shape (..., {nu}) (one control per "
+                             f"actuator), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise InputError(f"{where}: u: contains NaN or infinity")
+        arr = np.clip(arr, self.ctrlrange[:, 0], self.ctrlrange[:, 1])
+        return arr @ self.B.T
+
+
 class LoopClosure:
     """A loop-closing joint, kept for the constraint layer.
 
@@ -164,6 +217,8 @@ class Model(ModelCore):
             {n: int(arrays["qoff"][k]) for k, n in enumerate(names["joint_names"])})
         d["idx_v"] = types.MappingProxyType(
             {n: int(arrays["voff"][k]) for k, n in enumerate(names["joint_names"])})
+        d["actuators"] = Actuators(getattr(graph, "actuators", ()), d["idx_v"],
+                                   int(np.sum(arrays["nvj"])))
         d["_frame_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["frame_names"])})
         d["_body_index"] = types.MappingProxyType({n: k for k, n in enumerate(names["body_names"])})
         self._init_core(tables, names)

@@ -228,7 +228,7 @@ def _check_quaternions(model, Q, name):
 def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=None,
             save_every=1, params=None, client=None, chunk=None, out=None, passive=True,
             gravity=None, local_map="exp", stabilization="projection", baumgarte=(1.0, 1.0),
-            progress=None, threads=None, max_steps=10_000_000):
+            progress=None, threads=None, max_steps=10_000_000, u=None):
     """Simulate N initial states at once over [0, t_final] (fixed steps).
 
     Parameters
@@ -244,6 +244,9 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     tau : array_like (nv,), (N, nv) or (N, n_steps, nv), optional
         Joint torques held over each step: constant, per sample, or per sample
         and step (open loop); with a :class:`LinearFeedback` the feed-forward.
+    u : array_like (nu,), (N, nu) or (N, n_steps, nu), optional
+        Controls of the model's actuators (:attr:`Model.actuators`), held like
+        ``tau``: they add ``B clip(u, ctrlrange)`` to it.
     controller : LinearFeedback or callable, optional
         :class:`LinearFeedback`: compiled, evaluated inside the kernel at every
         step's start.  A callable ``controller(t, Q, V) -> (N, nv)`` is called
@@ -296,6 +299,15 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
         returning the wrong shape or NaN, a non-picklable controller with a client.
     """
     model = model_of(model, "rollout")
+    if u is not None:
+        tau_u = model.actuators.torques(u, "rollout")
+        if tau is not None:
+            try:
+                tau_u = np.asarray(tau, dtype=float) + tau_u
+            except (TypeError, ValueError):
+                raise InputError(f"rollout: tau {np.shape(tau)} and the actuator torques of u "
+                                 f"{np.shape(tau_u)} do not broadcast") from None
+        tau = tau_u
     args = _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params,
                     passive, gravity, local_map, stabilization, baumgarte, max_steps)
     if out is not None and client is None:

@@ -442,7 +442,7 @@ def _run_options(where, method, local_map, passive, stabilization, fixed_step=Fa
 def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=None,
              local_map="exp", progress=None, tau=None, gravity=None, f_ext_frame="world",
              rtol=1e-6, atol=1e-9, max_steps=10_000_000, stabilization="projection",
-             baumgarte=(1.0, 1.0), save_every=1, passive=True):
+             baumgarte=(1.0, 1.0), save_every=1, passive=True, u=None):
     """Integrate the equations of motion from (q0, v0) over [0, t_final].
 
     Parameters
@@ -464,6 +464,10 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
         :class:`~treedyn.errors.InputError` naming the time t).
     tau : array_like (nv,), optional
         Constant joint torques when there is no controller (default zero).
+    u : array_like (nu,), optional
+        Constant controls of the model's actuators (:attr:`Model.actuators`, e.g. an
+        MJCF ``<motor>``): adds ``B clip(u, ctrlrange)`` to ``tau``; with a
+        controller, added to its output.
     f_ext : array_like (nb, 6), optional
         Constant external wrenches (frame ``f_ext_frame``, see inverse_dynamics).
     gravity : array_like (3,), optional
@@ -546,6 +550,18 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     v0 = vectors(v0, model.nv, "v0", "simulate", batch=False)
     if tau is not None:
         tau = vectors(tau, model.nv, "tau", "simulate", batch=False)
+    if u is not None:
+        tau_u = model.actuators.torques(u, "simulate")
+        if np.ndim(tau_u) != 1:
+            raise InputError(f"simulate: u: expected shape ({len(model.actuators)},), got "
+                             f"{np.shape(u)}")
+        if controller is not None:
+            inner = controller
+
+            def controller(t, q, v):
+                return np.asarray(inner(t, q, v), dtype=float) + tau_u
+        else:
+            tau = tau_u if tau is None else tau + tau_u
     if f_ext is not None:
         f_ext = array_of_shape(f_ext, (model.n_bodies, 6), "f_ext", "simulate")
         name(f_ext_frame, "f_ext_frame", "simulate", ("world", "body", "hybrid"),
@@ -924,6 +940,8 @@ class Simulator(_kernels._Simulator):
     """
 
     __slots__ = ("_model", "_method", "_passive", "_constrained")
+    # step(tau, n) is compiled (_kernels._Simulator); step_controls(u, n) adds the
+    # actuators' B clip(u, ctrlrange) to tau
 
     def __init__(self, model, q0=None, v0=None, dt=1e-3, method="rkmk4", passive=True,
                  gravity=None, local_map="exp", stabilization="projection",
@@ -979,6 +997,19 @@ class Simulator(_kernels._Simulator):
              else vectors(v, m.nv, "v", "Simulator.reset", batch=False))
         t = number(t, "t", "Simulator.reset")
         self._load(q, v, t)
+
+    def step_controls(self, u, n=1, tau=None):
+        """``step(tau + B clip(u, ctrlrange), n)``: n steps with the controls ``u``
+        (nu,) of the model's actuators (:attr:`Model.actuators`, e.g. an MJCF
+        ``<motor>``) held, plus the joint torques ``tau`` (nv,) if given."""
+        m = self._model
+        tau_u = m.actuators.torques(u, "Simulator.step_controls")
+        if np.ndim(tau_u) != 1:
+            raise InputError(f"Simulator.step_controls: u: expected shape "
+                             f"({len(m.actuators)},), got {np.shape(u)}")
+        if tau is not None:
+            tau_u = vectors(tau, m.nv, "tau", "Simulator.step_controls", batch=False) + tau_u
+        return self.step(tau_u, n)
 
     def forward(self, tau=None):
         """Accelerations v̇ (nv,) at the current state with torques ``tau``

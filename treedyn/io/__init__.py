@@ -1,4 +1,4 @@
-"""Robot file input/output: URDF and SDFormat (read) and the treedyn TOML format (read/write)."""
+"""Robot file input/output: URDF, SDFormat and MJCF (read) and the treedyn TOML format (read/write)."""
 from __future__ import annotations
 
 import os
@@ -7,11 +7,13 @@ import numpy as np
 
 from ..errors import InputError, RobotFileError
 from ..validation import _given
+from .xmlfile import warn_user
+from .mjcf import from_mujoco, read_mjcf, to_mujoco
 from .sdf import read_sdf
 from .toml import read_toml, write_toml
 from .urdf import read_urdf
 
-__all__ = ["load", "load_graph", "save"]
+__all__ = ["load", "load_graph", "save", "from_mujoco", "to_mujoco"]
 
 
 def _path(path, where):
@@ -34,7 +36,8 @@ def _flag(value, argument, where):
 
 def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
                coordinates="relative", max_bytes=None):
-    """Read a robot file (``.urdf``, ``.sdf`` or ``.toml``) into an editable JointGraph."""
+    """Read a robot file (``.urdf``, ``.sdf``, ``.xml``/``.mjcf`` or ``.toml``) into an
+    editable JointGraph."""
     path = _path(path, "load")
     floating_base = _flag(floating_base, "floating_base", "load")
     strict_inertia = _flag(strict_inertia, "strict_inertia", "load")
@@ -55,6 +58,12 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
     if ext == ".sdf":
         return read_sdf(path, floating_base=floating_base, free_group=free_group or "SE3",
                         gravity=gravity, strict_inertia=strict_inertia, max_bytes=max_bytes)
+    if ext in (".xml", ".mjcf"):
+        if floating_base:
+            raise RobotFileError("floating_base=True is for URDF and SDF files; an MJCF file "
+                                 "declares its free joints itself (<freejoint/>)", file=path)
+        return read_mjcf(path, free_group=free_group or "SO3xR3", gravity=gravity,
+                         strict_inertia=strict_inertia, max_bytes=max_bytes)
     if ext == ".toml":
         if floating_base:
             raise RobotFileError("floating_base=True is for URDF and SDF files; a TOML file "
@@ -66,8 +75,8 @@ def load_graph(path, floating_base=False, free_group=None, gravity=None, strict_
                 if data["type"] == "free":
                     data["group"] = free_group
         return graph
-    raise RobotFileError(f"unknown robot file extension {ext!r} (expected .urdf, .sdf or "
-                         f".toml)", file=path)
+    raise RobotFileError(f"unknown robot file extension {ext!r} (expected .urdf, .sdf, "
+                         f".xml, .mjcf or .toml)", file=path)
 
 
 def load(path, floating_base=False, free_group=None, gravity=None, strict_inertia=True,
@@ -78,7 +87,8 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
     ----------
     path : str or os.PathLike
         A ``.urdf``, ``.sdf`` (SDFormat 1.4-1.12, one model; closed loops and
-        gearboxes are read, see :mod:`treedyn.io.sdf`) or ``.toml`` (treedyn
+        gearboxes are read, see :mod:`treedyn.io.sdf`), ``.xml``/``.mjcf``
+        (MuJoCo's MJCF, see :mod:`treedyn.io.mjcf`) or ``.toml`` (treedyn
         format) file.
     floating_base : bool
         URDF and SDF only: attach the root link to the world by a free joint
@@ -86,8 +96,8 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
         the world).
     free_group : {"SE3", "SO3xR3"}, optional
         Group of free joints: ``"SE3"`` (velocity = body twist (ω, v)) or
-        ``"SO3xR3"`` (velocity = (ω body, ṙ world)).  Default: SE3 for URDF and SDF, the
-        file's own choice for TOML.
+        ``"SO3xR3"`` (velocity = (ω body, ṙ world)).  Default: SE3 for URDF and SDF,
+        SO3xR3 for MJCF, the file's own choice for TOML.
     gravity : array_like (3,), optional
         World-frame gravity in m/s², overriding the file's (TOML ``[model] gravity``,
         SDF ``<world><gravity>``; default (0, 0, -9.81)).
@@ -110,7 +120,9 @@ def load(path, floating_base=False, free_group=None, gravity=None, strict_inerti
 
 
 def save(model, path):
-    """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``."""
+    """Write a model (or JointGraph) to a treedyn TOML file; ``load(save(m))`` equals ``m``
+    in its dynamics.  What TOML cannot hold (actuators, MJCF joint references,
+    shapes) is named in a warning."""
     path = _path(path, "save")
     if os.path.splitext(path)[1].lower() != ".toml":
         raise RobotFileError("treedyn writes the TOML format only: use a .toml path", file=path)
@@ -121,4 +133,25 @@ def save(model, path):
                          f"{_given(model)}")
     graph = model if isinstance(model, JointGraph) else model.graph
     write_toml(graph, path)
+    dropped = _not_in_toml(graph)
+    if dropped:
+        warn_user(f"{path}: the TOML format does not hold {'; '.join(dropped)}: not written")
     return path
+
+
+def _not_in_toml(graph):
+    """What of ``graph`` a TOML file cannot hold (for save's warning)."""
+    from .toml import graph_to_dict
+    out = []
+    actuators = getattr(graph, "actuators", ())
+    if actuators:
+        out.append(f"{len(actuators)} actuators ({', '.join(a['name'] for a in actuators[:5])}"
+                   f"{', ...' if len(actuators) > 5 else ''})")
+    refs = (getattr(graph, "mjcf", None) or {}).get("ref")
+    if refs:
+        out.append(f"the MJCF joint references ref of {', '.join(list(refs)[:5])}"
+                   f"{', ...' if len(refs) > 5 else ''} (from_mujoco / to_mujoco of the "
+                   f"reloaded model take ref = 0)")
+    if graph.shapes and not any("shape" in b for b in graph_to_dict(graph).get("body", ())):
+        out.append(f"{len(graph.shapes)} shapes")
+    return out
