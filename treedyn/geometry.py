@@ -92,7 +92,9 @@ class Shape:
     def __eq__(self, other):
         if not isinstance(other, Shape):
             return NotImplemented
-        return all(_same(getattr(self, k), getattr(other, k)) for k in self.__slots__)
+        # what the shape is and where, not which file element it came from
+        return all(_same(getattr(self, k), getattr(other, k)) for k in self.__slots__
+                   if k != "source")
 
     __hash__ = None
 

@@ -141,7 +141,6 @@ def save(model, path):
 
 def _not_in_toml(graph):
     """What of ``graph`` a TOML file cannot hold (for save's warning)."""
-    from .toml import graph_to_dict
     out = []
     actuators = getattr(graph, "actuators", ())
     if actuators:
@@ -152,6 +151,4 @@ def _not_in_toml(graph):
         out.append(f"the MJCF joint references ref of {', '.join(list(refs)[:5])}"
                    f"{', ...' if len(refs) > 5 else ''} (from_mujoco / to_mujoco of the "
                    f"reloaded model take ref = 0)")
-    if graph.shapes and not any("shape" in b for b in graph_to_dict(graph).get("body", ())):
-        out.append(f"{len(graph.shapes)} shapes")
     return out
