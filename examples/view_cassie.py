@@ -45,14 +45,7 @@ def main(t_final=5.0, video="cassie.mp4", seconds=None, quick=False):
         print(f"wrote {video}: {info['frames']} frames in {time.perf_counter() - tick:.1f} s")
     viewer = td.view(model, traj, path_frame="left_foot", play=not quick)
     print(f"Cassie: {viewer.url}  (Ctrl-C to stop)")
-    try:
-        end = None if seconds is None else time.monotonic() + seconds
-        while end is None or time.monotonic() < end:
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        viewer.close()
+    viewer.serve(seconds)                 # until Ctrl-C (or `seconds`), then closed
     return traj, info, viewer.scene
 
 

@@ -11,7 +11,6 @@ from the pivot at the origin, precessing and nutating; the COM path is a looping
 curve on the sphere of radius 0.5 m about the pivot.
 """
 import argparse
-import time
 
 import numpy as np
 
@@ -27,14 +26,7 @@ def main(t_final=2.0, video="top.mp4", seconds=None, quick=False):
         print(f"wrote {video}: {info['frames']} frames")
     viewer = td.view(top, traj, path_frame="top", play=not quick)
     print(f"heavy top: {viewer.url}  (Ctrl-C to stop)")
-    try:
-        end = None if seconds is None else time.monotonic() + seconds
-        while end is None or time.monotonic() < end:
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        viewer.close()
+    viewer.serve(seconds)                 # until Ctrl-C (or `seconds`), then closed
     return traj, info
 
 

@@ -43,13 +43,10 @@ def main(samples=4, overlay=False, seconds=None, video="four_bar.gif", quick=Fal
             viewer.update(sim.q)
             time.sleep(0 if quick else 0.01)
         viewer.show(0)
-        end = None if seconds is None else time.monotonic() + seconds
-        while end is None or time.monotonic() < end:
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
+    except BaseException:
         viewer.close()
+        raise
+    viewer.serve(seconds)                 # until Ctrl-C (or `seconds`), then closed
     return r, info
 
 

@@ -367,7 +367,6 @@ def cmd_rollout(args, out):
 
 
 def cmd_view(args, out):
-    import time
     from .viewer import view
     m = _load(args)
     try:
@@ -376,12 +375,7 @@ def cmd_view(args, out):
     except ImportError as exc:
         raise TreedynError(str(exc)) from None
     print(f"{m.name}: serving the viewer at {v.url} (Ctrl-C to stop)", file=out, flush=True)
-    try:
-        end = None if args.seconds is None else time.monotonic() + args.seconds
-        while end is None or time.monotonic() < end:
-            time.sleep(0.1 if end is None else min(0.1, max(0.0, end - time.monotonic())))
-    finally:
-        v.close()
+    v.serve(args.seconds)
     return 0
 
 

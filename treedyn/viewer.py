@@ -544,6 +544,18 @@ class Viewer:
             self._speed = self._speed_h.value = float(speed)
         self._playing = self._play.value = bool(on)
 
+    def serve(self, seconds=None):
+        """Block while the viewer serves: until Ctrl-C, or for ``seconds`` (None:
+        no limit); then close it.  Ctrl-C ends the wait normally."""
+        end = None if seconds is None else time.monotonic() + float(seconds)
+        try:
+            while end is None or time.monotonic() < end:
+                time.sleep(0.1 if end is None else min(0.1, max(0.0, end - time.monotonic())))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
     def close(self):
         """Stop the server and the player."""
         self._stop.set()
