@@ -124,6 +124,7 @@ class Model(ModelCore):
     forward_dynamics = _kernels.forward_dynamics                            # aba.pxi
     inverse_mass_matrix = _kernels.inverse_mass_matrix                      # minverse.pxi
     inverse_dynamics_derivatives = _kernels.inverse_dynamics_derivatives    # rnea_derivatives.pxi
+    inverse_dynamics_rates = _kernels.inverse_dynamics_rates                # rnea_rates.pxi
     forward_dynamics_derivatives = _kernels.forward_dynamics_derivatives    # aba_derivatives.pxi
     jacobian_derivatives = _kernels.jacobian_derivatives            # kinematic_derivatives.pxi
     body_jerks = _kernels.body_jerks                                # kinematic_derivatives.pxi
