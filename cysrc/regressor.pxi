@@ -10,8 +10,8 @@
 #   m:        (0,                       a + ω × v)
 #   h = e_k:  (e_k × (a + ω × v),       α × e_k + ω × (ω × e_k))
 #   I:        (L(α) + ω × L(ω),         0)          with I x = L(x) (I_xx, …, I_zz)
-# and τ_j = S_jᵀ Σ_{i in subtree(j)} Ad_{C_{i,j}}⁻ᵀ W_i, so the block of joint j and
-# body i is S_jᵀ Ad⁻ᵀ K_i, moved up from i along its ancestors.
+# and τ_j = S_jᵀ Σ_{i in subtree(j)} Ad_X⁻ᵀ W_i (X: pose of body i in body j's frame),
+# so the block of joint j and body i is (Ad_X⁻¹ S_j)ᵀ K_i.
 
 
 cdef inline void _inertia_columns(const double* x, double* L) noexcept nogil:
@@ -62,14 +62,18 @@ cdef inline void body_regressor(const double* V, const double* A, double* K) noe
 cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           const double* qdd, const double* g, double* Y) noexcept nogil:
     """Y (nv, 10 nb), row-major.  The body RNEA fills d.liMi, d.S, d.v, d.a_gf (its
-    τ goes to Y's first row as scratch); each body's K is then moved up to the
-    root, projected on every ancestor joint's subspace.  Returns 0 or i + 1 for a
+    τ goes to Y's first row as scratch); then for each body i and each ancestor j
+    (i itself included) Y[j's rows, i's columns] = (Ad_X⁻¹ S_j)ᵀ K_i with X the pose
+    of body i in body j's frame, accumulated up the path: one twist transform per
+    column of S_j instead of moving K's ten wrenches.  Returns 0 or i + 1 for a
     non-unit quaternion of joint i."""
-    cdef int nb = m.nb, ncol = 10 * m.nb, i, j, k, c, o, par
+    cdef int nb = m.nb, ncol = 10 * m.nb, i, j, k, c, o, par, n
     cdef double K[60]
-    cdef double K2[60]
+    cdef double X[12]
+    cdef double X2[12]
+    cdef double s6[6]
     cdef double* T
-    cdef const double* S
+    cdef double* row
     cdef int bad = rnea_body_kernel(m, d, q, qd, qdd, g, NULL, 0, Y)
     memset(Y, 0, m.nv * ncol * sizeof(double))
     for i in range(nb):
@@ -78,17 +82,23 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
         while True:
             o = m.voff[j]
             for k in range(m.nvj[j]):
-                S = &d.S[6 * (o + k)]
+                if j == i:
+                    for n in range(6):
+                        s6[n] = d.S[6 * (o + k) + n]
+                else:
+                    twist_Ad_inv(X, &X[9], &d.S[6 * (o + k)], s6)
+                row = &Y[(o + k) * ncol + 10 * i]
                 for c in range(10):
-                    Y[(o + k) * ncol + 10 * i + c] = dot6(S, &K[6 * c])
+                    row[c] = dot6(s6, &K[6 * c])
             par = m.parent[j]
             if par < 0:
                 break
             T = &d.liMi[12 * j]
-            memset(K2, 0, 60 * sizeof(double))
-            for c in range(10):
-                wrench_to_parent(T, &T[9], &K[6 * c], &K2[6 * c])
-            memcpy(K, K2, 60 * sizeof(double))
+            if j == i:
+                memcpy(X, T, 12 * sizeof(double))
+            else:
+                pose_mul(T, &T[9], X, &X[9], X2, &X2[9])
+                memcpy(X, X2, 12 * sizeof(double))
             j = par
     return bad
 

@@ -101,6 +101,21 @@ def test_rates_along_a_polynomial_trajectory():
         assert rel(t2, d2(tau, 2e-2)) < 1e-8
 
 
+@pytest.mark.parametrize("frame", ["world", "body", "hybrid", None])
+def test_the_representations_agree(model, frame):
+    """The body-fixed and the spatial recursion: the same τ̇ and τ̈ to 1e-12."""
+    for seed in range(2):
+        q, v, a, j, s, f = _state(model, 10 + seed)
+        kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
+                                           f_ext_frame=frame)
+        ref = model.inverse_dynamics_rates(q, v, a, j, s, **kw)
+        for rep in ("spatial",):
+            got = model.inverse_dynamics_rates(q, v, a, j, s, representation=rep, **kw)
+            assert rel(got[0], ref[0]) < 1e-12 and rel(got[1], ref[1]) < 1e-12, rep
+            assert rel(model.inverse_dynamics_rates(q, v, a, j, representation=rep, **kw),
+                       ref[0]) < 1e-12
+
+
 def test_rates_by_the_chain_rule(model):
     """τ̇ = ∂τ/∂q v + ∂τ/∂v v̇ + M v̈ (tangent-space derivatives)."""
     q, v, a, j, _, f = _state(model, 3)
