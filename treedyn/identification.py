@@ -80,6 +80,9 @@ class BaseParameters:
         return np.asarray(Y)[..., self.columns]
 
 
+#: a regressor column whose norm is below this fraction of the largest is zero
+_ZERO_COLUMN = 1e-10
+
 _PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
 
@@ -90,7 +93,8 @@ def base_parameters(model, n_samples=None, tol=1e-8, rng=None):
     ``model.random_configuration``, velocities and accelerations standard
     normal; default ``max(20, 2 n_bodies)``) give W = [Y(q_k, v_k, a_k)]
     (scaled per column to unit norm, so the threshold does not depend on the
-    parameters' units); QR with column pivoting W Π = Q R.  The rank r is the
+    parameters' units; a column below 1e-10 of the largest norm is a parameter
+    that never acts and is set to zero); QR with column pivoting W Π = Q R.  The rank r is the
     number of pivots with ``|R_kk| > tol · |R_00|`` (default tol = 1e-8: the
     dependent columns of a robot's regressor are combinations to rounding level,
     ~1e-14, while identifiable directions are seldom weaker than 1e-6).  The first
@@ -114,8 +118,13 @@ def base_parameters(model, n_samples=None, tol=1e-8, rng=None):
     W = np.asarray(model.inverse_dynamics_regressor(Q, V, A)).reshape(-1, 10 * nb)
     import scipy.linalg
     scale = np.linalg.norm(W, axis=0)
-    scale[scale == 0] = 1.0
-    _, R, piv = scipy.linalg.qr(W / scale, mode="economic", pivoting=True)
+    # columns at rounding level (a parameter that never acts, e.g. a first moment
+    # along a joint axis through the origin) are zero, not scaled up to unit norm
+    zero = scale <= _ZERO_COLUMN * (scale.max() if scale.size else 0.0)
+    scale[zero] = 1.0
+    Ws = W / scale
+    Ws[:, zero] = 0.0
+    _, R, piv = scipy.linalg.qr(Ws, mode="economic", pivoting=True)
     d = np.abs(np.diag(R))
     r = int(np.sum(d > tol * d[0])) if d.size and d[0] > 0 else 0
     b, dep = piv[:r], piv[r:]
