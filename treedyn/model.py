@@ -429,6 +429,20 @@ class Model(ModelCore):
         from .identification import closed_loop_regressor
         return closed_loop_regressor(self, actuated, q_ind, v_ind, a_ind, q_guess, gravity)
 
+    def geometric_sensitivity(self, q, v=None, a=None, frames=(), joints=None,
+                              representation="body", gravity=None):
+        """∂τ/∂π and frame-pose derivatives with respect to the joints' reference-pose
+        parameters B_i exp(π̂_i) (the calibration Jacobian); see
+        :func:`treedyn.sensitivity.geometric_sensitivity`."""
+        from .sensitivity import geometric_sensitivity
+        return geometric_sensitivity(self, q, v, a, frames, joints, representation, gravity)
+
+    def with_reference_offsets(self, offsets):
+        """A model with joint reference poses B_i exp(π̂_i), offsets (n_bodies, 6); see
+        :func:`treedyn.sensitivity.with_reference_offsets`."""
+        from .sensitivity import with_reference_offsets
+        return with_reference_offsets(self, offsets)
+
     def momentum(self, q, v):
         """Spatial momentum (6,) in the world frame about the world origin, angular first."""
         return _dyn.momentum(self, q, v)
