@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import random_tree
+from oracles import load_pair, pin_v_permutation, random_tree, to_pinocchio_q
 from treedyn.errors import InputError
 
 C1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0.0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
@@ -54,11 +54,12 @@ def _state(model, seed):
 @pytest.mark.parametrize("frame", ["world", "body", "hybrid"])
 def test_rates_are_the_derivatives_along_group_curves(model, frame):
     """Every joint type and floating bases, external wrenches and their rates."""
-    for seed in range(2):
+    for seed in range(3):
         q, v, a, j, s, f = _state(model, seed)
         kw = dict(f_ext_frame=frame)
+        rep = ("body", "spatial", "hybrid")[seed % 3]
         t1, t2 = model.inverse_dynamics_rates(q, v, a, j, s, f_ext=f[0], f_ext_dot=f[1],
-                                              f_ext_ddot=f[2], **kw)
+                                              f_ext_ddot=f[2], representation=rep, **kw)
 
         def tau(e):
             return model.inverse_dynamics(model.integrate(q, e * v), v + e * a, a + e * j,
@@ -72,7 +73,8 @@ def test_rates_are_the_derivatives_along_group_curves(model, frame):
         assert rel(t2, d1(tau_dot, 1e-2)) < 1e-9
         # τ̇ alone is the same as with τ̈
         np.testing.assert_array_equal(
-            model.inverse_dynamics_rates(q, v, a, j, f_ext=f[0], f_ext_dot=f[1], **kw), t1)
+            model.inverse_dynamics_rates(q, v, a, j, f_ext=f[0], f_ext_dot=f[1],
+                                         representation=rep, **kw), t1)
 
 
 def test_rates_along_a_polynomial_trajectory():
@@ -103,13 +105,13 @@ def test_rates_along_a_polynomial_trajectory():
 
 @pytest.mark.parametrize("frame", ["world", "body", "hybrid", None])
 def test_the_representations_agree(model, frame):
-    """The body-fixed and the spatial recursion: the same τ̇ and τ̈ to 1e-12."""
+    """The body-fixed, spatial and hybrid recursions: the same τ̇ and τ̈ to 1e-12."""
     for seed in range(2):
         q, v, a, j, s, f = _state(model, 10 + seed)
         kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
                                            f_ext_frame=frame)
         ref = model.inverse_dynamics_rates(q, v, a, j, s, **kw)
-        for rep in ("spatial",):
+        for rep in ("spatial", "hybrid"):
             got = model.inverse_dynamics_rates(q, v, a, j, s, representation=rep, **kw)
             assert rel(got[0], ref[0]) < 1e-12 and rel(got[1], ref[1]) < 1e-12, rep
             assert rel(model.inverse_dynamics_rates(q, v, a, j, representation=rep, **kw),
@@ -124,9 +126,27 @@ def test_rates_by_the_chain_rule(model):
     assert rel(t1, dq @ v + dv @ a + M @ j) < 1e-12
 
 
+@pytest.mark.parametrize("name,floating", [("panda", False), ("talos_full_v2", True)])
+def test_rates_equal_pinocchios_chain_rule(name, floating):
+    """Pinocchio has no τ̇; its route is computeRNEADerivatives and the chain rule
+    ∂τ/∂q v + ∂τ/∂v v̇ + M v̈ (Pinocchio's M: upper triangle)."""
+    pin = pytest.importorskip("pinocchio")
+    m, pm, pd = load_pair(name, floating)
+    P = pin_v_permutation(m, pm)
+    rng = np.random.default_rng(8)
+    q = m.random_configuration(rng)
+    v, a, j = rng.normal(size=(3, m.nv))
+    pin.computeRNEADerivatives(pm, pd, to_pinocchio_q(m, pm, q), v[P], a[P])
+    M = np.triu(pd.M) + np.triu(pd.M, 1).T
+    ref = pd.dtau_dq @ v[P] + pd.dtau_dv @ a[P] + M @ j[P]
+    for rep in ("body", "spatial", "hybrid"):
+        assert rel(m.inverse_dynamics_rates(q, v, a, j, representation=rep)[P], ref) < 1e-10
+
+
 def test_rates_at_rest_and_the_intermediates():
     """At v = v̇ = 0 (no wrenches) τ̇ = M v̈ (gravity is constant); the Data holds the
-    RNEA's intermediates (twists, accelerations with gravity, joint wrenches)."""
+    RNEA's intermediates (twists, accelerations with gravity, joint wrenches) of
+    the same representation."""
     model = random_tree(np.random.default_rng(4), n=9)
     rng = np.random.default_rng(0)
     q = model.random_configuration(rng)
@@ -135,11 +155,13 @@ def test_rates_at_rest_and_the_intermediates():
     t1, t2 = model.inverse_dynamics_rates(q, z, z, j, s)
     assert rel(t1, model.mass_matrix(q) @ j) < 1e-12
     v, a = rng.normal(size=(2, model.nv))
-    d, d0 = model.create_data(), model.create_data()
-    model.inverse_dynamics_rates(q, v, a, j, data=d)
-    model.inverse_dynamics(q, v, a, data=d0)
-    for name in ("v", "a_gf", "f"):
-        assert rel(np.asarray(getattr(d, name)), np.asarray(getattr(d0, name))) < 1e-12, name
+    for rep, names in (("body", ("v", "a_gf", "f")), ("spatial", ("sv", "sa_gf", "sf")),
+                       ("hybrid", ("hv", "ha_gf", "hf"))):
+        d, d0 = model.create_data(), model.create_data()
+        model.inverse_dynamics_rates(q, v, a, j, data=d, representation=rep)
+        model.inverse_dynamics(q, v, a, data=d0, representation=rep)
+        for name in names:
+            assert rel(np.asarray(getattr(d, name)), np.asarray(getattr(d0, name))) < 1e-12, name
 
 
 def test_batches_equal_single_calls_and_out(model):
