@@ -1138,13 +1138,13 @@ cdef int _k_rnea_rates_hybrid(ModelCore m, DataC* d, const Call* c) noexcept nog
 
 # ---------------------------------------------------------------- entry
 # (bound in treedyn.model.Model by one line each; Python-visible)
-cdef cnp.ndarray _pack_rows(ModelCore self, cnp.ndarray qa, list parts, int width, str name):
-    """The arrays of ``parts`` (None: zeros), each of q's batch shape + (width,) (or
-    + (nb, 6) for wrenches, width = 6 nb), packed per sample: (…, len(parts), width)."""
-    cdef int K = len(parts), k
+cdef cnp.ndarray _pack_rows(cnp.ndarray qa, cnp.ndarray x0, cnp.ndarray x1, cnp.ndarray x2,
+                           int K, int width):
+    """x0, x1 and (K = 3) x2 (None: zeros), each of q's batch shape + ``width``
+    doubles per sample, packed per sample: (…, K, width)."""
     cdef Py_ssize_t N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0], s
     cdef cnp.npy_intp dims[3]
-    cdef int nd = 2
+    cdef int nd = 2, k
     cdef cnp.ndarray arr
     cdef double* dst
     cdef double* src
@@ -1156,14 +1156,17 @@ cdef cnp.ndarray _pack_rows(ModelCore self, cnp.ndarray qa, list parts, int widt
     cdef cnp.ndarray res = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
     dst = <double*>cnp.PyArray_DATA(res)
     for k in range(K):
-        arr = parts[k]
+        arr = x0 if k == 0 else (x1 if k == 1 else x2)
         if arr is None:
             for s in range(N):
                 memset(&dst[(s * K + k) * width], 0, width * sizeof(double))
             continue
         src = <double*>cnp.PyArray_DATA(arr)
-        for s in range(N):
-            memcpy(&dst[(s * K + k) * width], &src[s * width], width * sizeof(double))
+        if N == 1:
+            memcpy(&dst[k * width], src, width * sizeof(double))
+        else:
+            for s in range(N):
+                memcpy(&dst[(s * K + k) * width], &src[s * width], width * sizeof(double))
     return res
 
 
@@ -1215,12 +1218,13 @@ def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representat
     cdef cnp.ndarray ja = self._like(qa, jerk, self.nv, "jerk")
     cdef cnp.ndarray sa = None if snap is None else self._like(qa, snap, self.nv, "snap")
     cdef bint second = snap is not None
+    cdef int K = 3 if second else 2
     cdef double gbuf[3]
     cdef cnp.npy_intp dims[1]
     cdef Call c
-    cdef tuple res
-    memset(&c, 0, sizeof(Call))
     cdef kernel_t fn
+    cdef cnp.ndarray r1, r2 = None, packed, fk = None
+    memset(&c, 0, sizeof(Call))
     if representation == "body":
         fn = _k_rnea_rates_body
     elif representation == "spatial":
@@ -1232,30 +1236,31 @@ def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representat
                          f"{representation!r}")
     c.g = self._gravity_ptr(gravity, gbuf)
     c.fframe = 0 if f_ext_frame is "world" else self._wrench_frame(f_ext_frame)
-    packed = _pack_rows(self, qa, [aa, ja, sa] if second else [aa, ja], self.nv, "a")
-    fk = None
+    packed = _pack_rows(qa, aa, ja, sa, K, self.nv)
     if f_ext is not None or f_ext_dot is not None or f_ext_ddot is not None:
-        wl = [None if f is None else self._wrenches(qa, f) for f in (f_ext, f_ext_dot)]
-        if second:
-            wl.append(None if f_ext_ddot is None else self._wrenches(qa, f_ext_ddot))
-        fk = _pack_rows(self, qa, wl, 6 * self.nb, "f_ext")
+        fk = _pack_rows(qa, None if f_ext is None else self._wrenches(qa, f_ext),
+                        None if f_ext_dot is None else self._wrenches(qa, f_ext_dot),
+                        None if (f_ext_ddot is None or not second)
+                        else self._wrenches(qa, f_ext_ddot), K, 6 * self.nb)
         c.fext = <double*>cnp.PyArray_DATA(fk)
-        c.sf = (3 if second else 2) * 6 * self.nb
+        c.sf = K * 6 * self.nb
     dims[0] = self.nv
-    if second:
-        res = self._outputs(out, qa, 1, dims, ("tau_dot", "tau_ddot"))
+    if not second:
+        r1 = self._output(out, qa, 1, dims)
+    elif out is None:
+        r1 = self._output(None, qa, 1, dims)
+        r2 = self._output(None, qa, 1, dims)
     else:
-        res = (self._output(out, qa, 1, dims),)
+        r1, r2 = self._outputs(out, qa, 1, dims, ("tau_dot", "tau_ddot"))
     c.q = <double*>cnp.PyArray_DATA(qa)
     c.v = <double*>cnp.PyArray_DATA(va)
     c.a = <double*>cnp.PyArray_DATA(packed)
     c.sq = self.nq
     c.sv = self.nv
-    c.sa = (3 if second else 2) * self.nv
-    c.out = <double*>cnp.PyArray_DATA(res[0])
-    c.out2 = <double*>cnp.PyArray_DATA(res[1]) if second else NULL
+    c.sa = K * self.nv
+    c.out = <double*>cnp.PyArray_DATA(r1)
+    c.out2 = <double*>cnp.PyArray_DATA(r2) if second else NULL
     c.so = self.nv
     c.so2 = self.nv
-    self._dispatch(fn, &c, self._batch(qa), data, -1,
-                   "inverse_dynamics_rates: τ̇, τ̈")
-    return res if second else res[0]
+    self._dispatch(fn, &c, self._batch(qa), data, -1, "inverse_dynamics_rates: τ̇, τ̈")
+    return (r1, r2) if second else r1
