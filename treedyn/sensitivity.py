@@ -91,7 +91,9 @@ def geometric_sensitivity(model, q, v=None, a=None, frames=(), joints=None,
     angular as spatial, linear ∂r_f), k = len(joints) (default: every joint, in
     body order), and ``"joints"`` (the joint names in column order).  Columns
     6 m … 6 m + 5 belong to joint m of the list: (δφ, δr) in its reference frame.
-    Single state; external wrenches are not included."""
+    Single state; external wrenches are not included.  Loop-closed models: the
+    tree's τ and frame poses at the given full q (closure residuals and
+    closed-loop inverse dynamics are not differentiated)."""
     where = "geometric_sensitivity"
     q = vectors(q, model.nq, "q", where, batch=False)
     if (v is None) != (a is None):
