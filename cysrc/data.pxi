@@ -92,7 +92,8 @@ cdef struct DataC:
     double* rjounce   # (nb, 6)  V⃛ᵇ_i
     double* rfd       # (nb, 6)  Ẇ_i, the rate of the wrench the joint transmits
     double* rfdd      # (nb, 6)  Ẅ_i
-    double* ru        # (nb, 12) relative twist u = S q̇ of joint i and its rate u̇
+    double* ru        # (nb, 12) relative twist u = S q̇ of joint i and its rate u̇ (body
+                      #          kernel; not written for axis revolutes)
     # the lane kernels on TD_VL states side by side (lanes.pxi; element k of state l at
     # k·TD_VL + l; 64-byte aligned); NULL except in the Data of a batch's threads
     # (_Team).  The derivative sweeps (rnea_derivatives.pxi _Sweep):

@@ -114,7 +114,7 @@ cdef inline void _relative_twist_rates(ModelCore m, DataC* d, int i, const doubl
     """Body-fixed relative twist u = S q̇ of joint i and its rates u̇ = Ṡ q̇ + S q̈,
     ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛, u⃛ = S⃛ q̇ + 3 S̈ q̈ + 3 Ṡ q⃛ + S q⁗ (u⃛ zero when q4
     is NULL).  d.S must hold joint i's subspace."""
-    cdef int o = m.voff[i], nvi = m.nvj[i], k, n
+    cdef int o = m.voff[i], nvi = m.nvj[i], k, n, fast = m.fast[i]
     cdef const double* S = &d.S[6 * o]
     cdef double Sd[36]
     cdef double Sdd[36]
@@ -122,7 +122,14 @@ cdef inline void _relative_twist_rates(ModelCore m, DataC* d, int i, const doubl
     cdef double s
     for n in range(6):
         u[n] = 0.0; u1[n] = 0.0; u2[n] = 0.0; u3[n] = 0.0
-    if m.fast[i] == FAST_NONE:
+    if fast != FAST_NONE and fast != FAST_SCREW:
+        # revolute about body axis k through the origin: S = ±e_k
+        k = fast - FAST_REV_X
+        s = 1.0 if m.X[o, k] > 0.0 else -1.0
+        u[k] = s * qd[o]; u1[k] = s * qdd[o]; u2[k] = s * q3[o]
+        if q4 != NULL:
+            u3[k] = s * q4[o]
+    elif fast == FAST_NONE:
         _subspace_rates3(m.kind[i], nvi, S, &qd[o], &qdd[o], &q3[o], Sd, Sdd, S3)
         for k in range(nvi):
             for n in range(6):
@@ -184,7 +191,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     """τ̇ (tau1, nv) and, if tau2 is not NULL, τ̈.  acc packs (q̈, q⃛) or (q̈, q⃛, q⁗),
     nv each; fext (if not NULL) packs (W^ext, Ẇ^ext, Ẅ^ext), (nb, 6) each, in frame
     fext_frame.  Fills d.liMi, d.S, d.v, d.a (V̇, no gravity), d.a_gf (Ā), d.f (W),
-    d.rjerk (V̈), d.rjounce (V⃛), d.rfd (Ẇ), d.rfdd (Ẅ), d.ru (u, u̇) and, for
+    d.rjerk (V̈), d.rjounce (V⃛), d.rfd (Ẇ), d.rfdd (Ẅ), d.ru (u, u̇; joints other
+    than axis revolutes) and, for
     world/hybrid wrenches, d.oMi.  Returns 0 or i + 1 for a non-unit quaternion of
     joint i."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, par, o, nvi, kax, bad = 0
@@ -245,9 +253,10 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             kax = m.fast[i] - FAST_REV_X
             sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
-        for n in range(6):
-            d.ru[12 * i + n] = u[n]
-            d.ru[12 * i + 6 + n] = u1[n]
+        if kax < 0:                     # (the backward pass needs u, u̇ of the others)
+            for n in range(6):
+                d.ru[12 * i + n] = u[n]
+                d.ru[12 * i + 6 + n] = u1[n]
         V = &d.v[6 * i]
         A = &d.a[6 * i]
         Ag = &d.a_gf[6 * i]
