@@ -93,6 +93,22 @@ def test_zero_offsets_rebuild_the_same_model():
     np.testing.assert_array_equal(same.forward_kinematics(q), model.forward_kinematics(q))
 
 
+def test_a_model_with_offsets_pickles_with_them():
+    """Pickled (processes, Dask workers), the perturbed robot comes back, not the
+    graph's nominal one."""
+    import pickle
+    model = td.load(td.robots.path("panda.urdf"))
+    off = np.random.default_rng(5).normal(scale=1e-2, size=(model.n_bodies, 6))
+    moved = model.with_reference_offsets(off)
+    back = pickle.loads(pickle.dumps(moved))
+    q = model.random_configuration(np.random.default_rng(1))
+    np.testing.assert_array_equal(back.forward_kinematics(q), moved.forward_kinematics(q))
+    assert np.abs(back.forward_kinematics(q) - model.forward_kinematics(q)).max() > 1e-3
+    twice = pickle.loads(pickle.dumps(moved.with_reference_offsets(off)))
+    np.testing.assert_array_equal(twice.forward_kinematics(q),
+                                  moved.with_reference_offsets(off).forward_kinematics(q))
+
+
 def test_bad_input_is_an_input_error():
     model = td.load(td.robots.path("panda.urdf"))
     q = model.neutral()

@@ -210,8 +210,9 @@ def with_reference_offsets(model, offsets):
     """A model whose joint reference poses are ``B_i exp(π̂_i)`` (offsets (n_bodies,
     6): (δφ, δr) per joint in its reference frame), everything else unchanged —
     the "true robot" of a calibration, and the finite-difference oracle of
-    :func:`geometric_sensitivity`.  The new model shares the original's graph:
-    ``treedyn.save`` and pickling give the nominal robot, not the offsets."""
+    :func:`geometric_sensitivity`.  It pickles as (original model, offsets), so
+    processes and Dask workers rebuild the same robot; its ``graph`` is the
+    original's, so ``treedyn.save`` writes the nominal robot, not the offsets."""
     where = "with_reference_offsets"
     off = np.asarray(vectors(np.reshape(offsets, -1), 6 * model.n_bodies, "offsets", where,
                              batch=False)).reshape(model.n_bodies, 6)
@@ -233,5 +234,24 @@ def with_reference_offsets(model, offsets):
     names = dict(name=model.name, body_names=list(model.body_names),
                  joint_names=list(model.joint_names), joint_types=list(model.joint_types),
                  frame_names=list(model.frame_names), free_groups=dict(model.free_groups))
-    return type(model)(model.graph, arrays, names, list(model.loop_closures),
-                       [dict(mm) for mm in model.mimic], core_tables(arrays))
+    out = _offset_class(type(model))(model.graph, arrays, names, list(model.loop_closures),
+                                     [dict(mm) for mm in model.mimic], core_tables(arrays))
+    out.__dict__["_offset_of"] = (model, off.copy())
+    return out
+
+
+_OFFSET_CLASSES = {}
+
+
+def _offset_reduce(self):
+    """Pickle a model with offsets as (nominal model, offsets): rebuilt on loading
+    (processes, Dask workers get the perturbed robot, not the graph's nominal one)."""
+    return (with_reference_offsets, self.__dict__["_offset_of"])
+
+
+def _offset_class(cls):
+    """The subclass of cls whose instances pickle by their offsets."""
+    if cls not in _OFFSET_CLASSES:
+        _OFFSET_CLASSES[cls] = type(cls.__name__, (cls,), {"__reduce__": _offset_reduce,
+                                                           "__module__": cls.__module__})
+    return _OFFSET_CLASSES[cls]
