@@ -83,6 +83,22 @@ def test_a_subset_of_joints_and_gravity():
                                   full["frames"][model.body_names[-1]])
 
 
+def test_batches_equal_single_states():
+    model = random_tree(np.random.default_rng(6), n=6)
+    rng = np.random.default_rng(7)
+    Q = np.array([model.random_configuration(rng) for _ in range(3)])
+    V, A = rng.normal(size=(2, 3, model.nv))
+    f = [model.body_names[-1]]
+    B = model.geometric_sensitivity(Q, V, A, frames=f, representation="hybrid")
+    assert B["tau"].shape == (3, model.nv, 6 * model.n_bodies)
+    for n in range(3):
+        S = model.geometric_sensitivity(Q[n], V[n], A[n], frames=f, representation="hybrid")
+        np.testing.assert_array_equal(B["tau"][n], S["tau"])
+        np.testing.assert_array_equal(B["frames"][f[0]][n], S["frames"][f[0]])
+    with pytest.raises(InputError, match="batch shape"):
+        model.geometric_sensitivity(Q, V[:2], A[:2])
+
+
 def test_zero_offsets_rebuild_the_same_model():
     model = random_tree(np.random.default_rng(3), n=7)
     same = model.with_reference_offsets(np.zeros((model.n_bodies, 6)))

@@ -91,11 +91,29 @@ def geometric_sensitivity(model, q, v=None, a=None, frames=(), joints=None,
     angular as spatial, linear ∂r_f), k = len(joints) (default: every joint, in
     body order), and ``"joints"`` (the joint names in column order).  Columns
     6 m … 6 m + 5 belong to joint m of the list: (δφ, δr) in its reference frame.
-    Single state; external wrenches are not included.  Loop-closed models: the
+    A batch (q (N, nq), v and a (N, nv)) gives a leading N on every array
+    (computed one state after the other).  External wrenches are not included.  Loop-closed models: the
     tree's τ and frame poses at the given full q (closure residuals and
     closed-loop inverse dynamics are not differentiated)."""
     where = "geometric_sensitivity"
-    q = vectors(q, model.nq, "q", where, batch=False)
+    q = vectors(q, model.nq, "q", where)
+    if q.ndim == 2:                            # a batch: one state after the other
+        if v is not None:
+            v = vectors(v, model.nv, "v", where)
+            a = vectors(a, model.nv, "a", where)
+            if v.shape != q.shape[:1] + (model.nv,) or a.shape != v.shape:
+                raise InputError(f"{where}: v and a: expected shape ({q.shape[0]}, "
+                                 f"{model.nv}) (the batch shape of q), got {v.shape} and "
+                                 f"{a.shape}")
+        res = [geometric_sensitivity(model, q[n], None if v is None else v[n],
+                                     None if a is None else a[n], frames, joints,
+                                     representation, gravity) for n in range(q.shape[0])]
+        if not res:
+            raise InputError(f"{where}: q: an empty batch")
+        return {"joints": res[0]["joints"],
+                "tau": None if v is None else np.array([r["tau"] for r in res]),
+                "frames": {f: np.array([r["frames"][f] for r in res])
+                           for f in res[0]["frames"]}}
     if (v is None) != (a is None):
         raise InputError(f"{where}: give both v and a (for ∂τ/∂π) or neither")
     if representation not in _REPS:
