@@ -87,6 +87,13 @@ cdef struct DataC:
     int* dnz          # (nv,)    rows of the block with a nonzero entry
     double* drec      # (maxp + 2, 6, W) recursive M⁻¹ products: stack, A, T (W = min(nv, 64))
     int* drecb        # (maxp,)  bodies on that stack
+    # inverse-dynamics rates (rnea_rates.pxi; body frame i, about its origin)
+    double* rjerk     # (nb, 6)  V̈ᵇ_i
+    double* rjounce   # (nb, 6)  V⃛ᵇ_i
+    double* rfd       # (nb, 6)  Ẇ_i, the rate of the wrench the joint transmits
+    double* rfdd      # (nb, 6)  Ẅ_i
+    double* ru        # (nb, 12) relative twist u = S q̇ of joint i and its rate u̇ (body
+                      #          kernel; not written for axis revolutes)
     # the lane kernels on TD_VL states side by side (lanes.pxi; element k of state l at
     # k·TD_VL + l; 64-byte aligned); NULL except in the Data of a batch's threads
     # (_Team).  The derivative sweeps (rnea_derivatives.pxi _Sweep):
@@ -224,6 +231,12 @@ _DATA_TABLE = (
     (_at(&_proto.drec), BUF_DERIV, R_REC, 6, None),
     (_at(&_proto.dnz), BUF_DERIV_INT, R_NV1, 1, None),
     (_at(&_proto.drecb), BUF_DERIV_INT, R_MAXP, 1, None),
+    # inverse-dynamics rates (rnea_rates.pxi)
+    (_at(&_proto.rjerk), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.rjounce), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.rfd), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.rfdd), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.ru), BUF_DERIV, R_NB1, 12, None),
     # vector lanes (lanes.pxi; widths per state, times TD_VL)
     (_at(&_proto.lC), BUF_LANES, R_NB1, 12, None),
     (_at(&_proto.lJ), BUF_LANES, R_NV1, 6, None),

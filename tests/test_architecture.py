@@ -127,7 +127,7 @@ LAYERS = [
      "treedyn.lie", "treedyn.geometry", "treedyn._ext"},
     {"treedyn.tables", "treedyn.integrators", "treedyn.kinematics", "treedyn.dynamics",
      "treedyn.constraints", "treedyn.derivatives", "treedyn.plotting", "treedyn.io.xmlfile",
-     "treedyn.io.files"},        # (io/files: issue 25, read by the readers)
+     "treedyn.io.files", "treedyn.identification", "treedyn.sensitivity"},  # (io/files: issue 25, read by the readers)
     {"treedyn.model"},
     {"treedyn.compiler"},
     {"treedyn.graph"},

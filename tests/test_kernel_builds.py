@@ -49,7 +49,8 @@ for name, m in models.items():
          "aba": m.forward_dynamics(q, v, a), "idd": m.inverse_dynamics_derivatives(q, v, a),
          "fdd": m.forward_dynamics_derivatives(q, v, a),
          "fdd_recursion": _recursive(m.forward_dynamics_derivatives, q, v, a),
-         "jerk": m.body_jerks(q[0], v[0], a[0], a[0])}
+         "jerk": m.body_jerks(q[0], v[0], a[0], a[0]),
+         "rates": m.inverse_dynamics_rates(q, v, a, a, v, f_ext=f, f_ext_dot=f)}
     for rep in ("body", "spatial", "hybrid"):
         r["id_" + rep] = m.inverse_dynamics(q, v, a, representation=rep)
     for frame in ("world", "body", "hybrid"):

@@ -180,6 +180,8 @@ class Model(ModelCore):
     forward_dynamics = _kernels.forward_dynamics                            # aba.pxi
     inverse_mass_matrix = _kernels.inverse_mass_matrix                      # minverse.pxi
     inverse_dynamics_derivatives = _kernels.inverse_dynamics_derivatives    # rnea_derivatives.pxi
+    inverse_dynamics_rates = _kernels.inverse_dynamics_rates                # rnea_rates.pxi
+    inverse_dynamics_regressor = _kernels.inverse_dynamics_regressor        # regressor.pxi
     forward_dynamics_derivatives = _kernels.forward_dynamics_derivatives    # aba_derivatives.pxi
     jacobian_derivatives = _kernels.jacobian_derivatives            # kinematic_derivatives.pxi
     body_jerks = _kernels.body_jerks                                # kinematic_derivatives.pxi
@@ -459,6 +461,45 @@ class Model(ModelCore):
     def potential_energy(self, q, gravity=None):
         """Gravitational potential energy −Σ mᵢ gᵀ cᵢ in J, zero at the world origin."""
         return _dyn.potential_energy(self, q, gravity)
+
+    def kinetic_energy_regressor(self, q, v):
+        """Row y (10 n_bodies,) with the bodies' kinetic energy y @ π (armature aside);
+        see :func:`treedyn.identification.kinetic_energy_regressor`."""
+        from .identification import kinetic_energy_regressor
+        return kinetic_energy_regressor(self, q, v)
+
+    def potential_energy_regressor(self, q, gravity=None):
+        """Row y (10 n_bodies,) with potential_energy(q) = y @ π; see
+        :func:`treedyn.identification.potential_energy_regressor`."""
+        from .identification import potential_energy_regressor
+        return potential_energy_regressor(self, q, gravity)
+
+    def base_parameters(self, n_samples=None, tol=1e-8, rng=None):
+        """The identifiable parameter combinations π_base = P π (QR with pivoting of
+        stacked regressors); see :func:`treedyn.identification.base_parameters`."""
+        from .identification import base_parameters
+        return base_parameters(self, n_samples, tol, rng)
+
+    def closed_loop_regressor(self, actuated, q_ind, v_ind, a_ind, q_guess=None,
+                              gravity=None):
+        """Regressor of closed_loop_inverse_dynamics' actuator forces; see
+        :func:`treedyn.identification.closed_loop_regressor`."""
+        from .identification import closed_loop_regressor
+        return closed_loop_regressor(self, actuated, q_ind, v_ind, a_ind, q_guess, gravity)
+
+    def geometric_sensitivity(self, q, v=None, a=None, frames=(), joints=None,
+                              representation="body", gravity=None):
+        """∂τ/∂π and frame-pose derivatives with respect to the joints' reference-pose
+        parameters B_i exp(π̂_i) (the calibration Jacobian); see
+        :func:`treedyn.sensitivity.geometric_sensitivity`."""
+        from .sensitivity import geometric_sensitivity
+        return geometric_sensitivity(self, q, v, a, frames, joints, representation, gravity)
+
+    def with_reference_offsets(self, offsets):
+        """A model with joint reference poses B_i exp(π̂_i), offsets (n_bodies, 6); see
+        :func:`treedyn.sensitivity.with_reference_offsets`."""
+        from .sensitivity import with_reference_offsets
+        return with_reference_offsets(self, offsets)
 
     def momentum(self, q, v):
         """Spatial momentum (6,) in the world frame about the world origin, angular first."""

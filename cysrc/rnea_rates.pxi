@@ -1,0 +1,575 @@
+# Time derivatives of the inverse-dynamics solution, τ̇ and τ̈ (Müller 2018, §6.3;
+# Müller, "Recursive second-order inverse dynamics for serial manipulators",
+# ICRA 2017): the body-fixed Newton–Euler recursion (rnea_body.pxi) differentiated
+# twice along the motion, O(n).
+#
+# Kinematics (body frames; u = S q̇ the relative twist of joint i, u̇, ü, u⃛ its
+# rates, X' = Ad_{T_i}⁻¹ X_p a parent quantity seen from body i, and
+# d/dt X' = (Ẋ_p)' + [X', u]):
+#   V_i = V_p' + u
+#   V̇_i = V̇_p' + [V_i, u] + u̇
+#   V̈_i = V̈_p' + [V̇_p' + V̇_i, u] + [V_i, u̇] + ü                       (body_jerks)
+#   V⃛_i = V⃛_p' + [2 V̈_p' + V̈_i, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇_i, u̇]
+#          + [V_i, ü] + u⃛
+# Gravity: γ_i = R_iᵀ g (world gravity in body axes), γ̇ = −ω × γ, γ̈ = −ω̇ × γ − ω × γ̇;
+# Ā = V̇ − (0, γ) is the acceleration with gravity of the RNEA (d.a_gf).
+# Wrenches (M_i the body inertia about its origin, −ad_Vᵀ = add_gyroscopic):
+#   W = M Ā − ad_Vᵀ M V − W^ext
+#   Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇ − Ẇ^ext
+#   Ẅ = M Ā̈ − ad_V̈ᵀ M V − 2 ad_V̇ᵀ M V̇ − ad_Vᵀ M V̈ − Ẅ^ext
+# A child's wrench moves to its parent by G = Ad_{T_c}⁻ᵀ, whose rates are
+# Ġ = −G ad_uᵀ and G̈ = G (ad_uᵀ ad_uᵀ − ad_u̇ᵀ), so the parent gains
+#   G W_c,   G (Ẇ_c − ad_uᵀ W_c),   G (Ẅ_c − 2 ad_uᵀ Ẇ_c − ad_u̇ᵀ W_c + ad_uᵀ ad_uᵀ W_c),
+# and τ = Sᵀ W,  τ̇ = Sᵀ Ẇ + Ṡᵀ W,  τ̈ = Sᵀ Ẅ + 2 Ṡᵀ Ẇ + S̈ᵀ W (+ armature q⃛, q⁗).
+# External wrenches given in the world or hybrid frame are moved to the body frame
+# by a map K(t) = Ad_Cᵀ (world) or diag(Rᵀ, Rᵀ) (hybrid) with K̇ = ad_{V'}ᵀ K, where
+# V' = Vᵇ (world) or (ω, 0) (hybrid).
+#
+# This file: the body-fixed kernel, the helpers the three kernels share and the
+# entry; the spatial and hybrid kernels: rnea_rates_spatial.pxi, rnea_rates_hybrid.pxi.
+
+
+cdef inline void inertia_times(const double* inr, const double* x, double* out) noexcept nogil:
+    """out = M x for the body inertia inr = (m, c (3), Θ_c (9)) about the body
+    origin and a twist x = (ω, v): p = m (v + ω × c), out = (Θ_c ω + c × p, p)."""
+    cdef double t[3]
+    cross(x, &inr[1], t)
+    out[3] = inr[0] * (x[3] + t[0])
+    out[4] = inr[0] * (x[4] + t[1])
+    out[5] = inr[0] * (x[5] + t[2])
+    rot_vec(&inr[4], x, out)
+    cross(&inr[1], &out[3], t)
+    out[0] += t[0]; out[1] += t[1]; out[2] += t[2]
+
+
+cdef inline void _subspace_rates3(int kind, int nv, const double* S, const double* qd,
+                                  const double* qdd, const double* q3, double* Sd,
+                                  double* Sdd, double* S3) noexcept nogil:
+    """Ṡ, S̈ and S⃛ of a joint's body-fixed motion subspace (as _subspace_rates2, one
+    order more): screw chains S⃛_j = [S̈_j, L_j] + 2 [Ṡ_j, L̇_j] + [S_j, L̈_j] with
+    L_j = Σ_{l>j} S_l q̇_l; SO(3)×R³ translational columns s = Rᵀe_k:
+    ṡ = −ω × s, s̈ = −ω̇ × s − ω × ṡ, s⃛ = −ω̈ × s − 2 ω̇ × ṡ − ω × s̈; zero otherwise."""
+    cdef double L[6]
+    cdef double Ld[6]
+    cdef double Ldd[6]
+    cdef double t6[6]
+    cdef double t[3]
+    cdef int j, n
+    for n in range(6 * nv):
+        Sd[n] = 0.0
+        Sdd[n] = 0.0
+        S3[n] = 0.0
+    if kind == KIND_SCREWS and nv > 1:
+        for n in range(6):
+            L[n] = 0.0
+            Ld[n] = 0.0
+            Ldd[n] = 0.0
+        for j in range(nv - 1, -1, -1):
+            twist_bracket(&S[6 * j], L, &Sd[6 * j])
+            twist_bracket(&Sd[6 * j], L, &Sdd[6 * j])
+            twist_bracket(&S[6 * j], Ld, t6)
+            twist_add(&Sdd[6 * j], t6)
+            twist_bracket(&Sdd[6 * j], L, &S3[6 * j])
+            twist_bracket(&Sd[6 * j], Ld, t6)
+            for n in range(6):
+                S3[6 * j + n] += 2.0 * t6[n]
+            twist_bracket(&S[6 * j], Ldd, t6)
+            twist_add(&S3[6 * j], t6)
+            for n in range(6):
+                L[n] += S[6 * j + n] * qd[j]
+                Ld[n] += Sd[6 * j + n] * qd[j] + S[6 * j + n] * qdd[j]
+                Ldd[n] += (Sdd[6 * j + n] * qd[j] + 2.0 * Sd[6 * j + n] * qdd[j]
+                           + S[6 * j + n] * q3[j])
+    elif kind == KIND_FREE_SO3R3:
+        for j in range(3):
+            cross(qd, &S[6 * (3 + j) + 3], &Sd[6 * (3 + j) + 3])
+            for n in range(3):
+                Sd[6 * (3 + j) + 3 + n] = -Sd[6 * (3 + j) + 3 + n]
+            cross(qdd, &S[6 * (3 + j) + 3], t)
+            cross(qd, &Sd[6 * (3 + j) + 3], &Sdd[6 * (3 + j) + 3])
+            for n in range(3):
+                Sdd[6 * (3 + j) + 3 + n] = -Sdd[6 * (3 + j) + 3 + n] - t[n]
+            cross(q3, &S[6 * (3 + j) + 3], t)
+            for n in range(3):
+                S3[6 * (3 + j) + 3 + n] = -t[n]
+            cross(qdd, &Sd[6 * (3 + j) + 3], t)
+            for n in range(3):
+                S3[6 * (3 + j) + 3 + n] -= 2.0 * t[n]
+            cross(qd, &Sdd[6 * (3 + j) + 3], t)
+            for n in range(3):
+                S3[6 * (3 + j) + 3 + n] -= t[n]
+
+
+cdef inline void _wrench_coad(const double* y, const double* W, double* out) noexcept nogil:
+    """out = ad_yᵀ W."""
+    cdef int n
+    for n in range(6):
+        out[n] = 0.0
+    add_gyroscopic(y, W, out)
+    for n in range(6):
+        out[n] = -out[n]
+
+
+cdef inline void _relative_twist_rates(ModelCore m, DataC* d, int i, const double* qd,
+                                       const double* qdd, const double* q3,
+                                       const double* q4, double* u, double* u1, double* u2,
+                                       double* u3) noexcept nogil:
+    """Body-fixed relative twist u = S q̇ of joint i and its rates u̇ = Ṡ q̇ + S q̈,
+    ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛, u⃛ = S⃛ q̇ + 3 S̈ q̈ + 3 Ṡ q⃛ + S q⁗ (u⃛ zero when q4
+    is NULL).  d.S must hold joint i's subspace."""
+    cdef int o = m.voff[i], nvi = m.nvj[i], k, n, fast = m.fast[i]
+    cdef const double* S = &d.S[6 * o]
+    cdef double Sd[36]
+    cdef double Sdd[36]
+    cdef double S3[36]
+    cdef double s
+    for n in range(6):
+        u[n] = 0.0; u1[n] = 0.0; u2[n] = 0.0; u3[n] = 0.0
+    if fast != FAST_NONE and fast != FAST_SCREW:
+        # revolute about body axis k through the origin: S = ±e_k
+        k = fast - FAST_REV_X
+        s = 1.0 if m.X[o, k] > 0.0 else -1.0
+        u[k] = s * qd[o]; u1[k] = s * qdd[o]; u2[k] = s * q3[o]
+        if q4 != NULL:
+            u3[k] = s * q4[o]
+    elif fast == FAST_NONE:
+        _subspace_rates3(m.kind[i], nvi, S, &qd[o], &qdd[o], &q3[o], Sd, Sdd, S3)
+        for k in range(nvi):
+            for n in range(6):
+                s = S[6 * k + n]
+                u[n] += s * qd[o + k]
+                u1[n] += Sd[6 * k + n] * qd[o + k] + s * qdd[o + k]
+                u2[n] += (Sdd[6 * k + n] * qd[o + k] + 2.0 * Sd[6 * k + n] * qdd[o + k]
+                          + s * q3[o + k])
+                if q4 != NULL:
+                    u3[n] += (S3[6 * k + n] * qd[o + k] + 3.0 * Sdd[6 * k + n] * qdd[o + k]
+                              + 3.0 * Sd[6 * k + n] * q3[o + k] + s * q4[o + k])
+    else:
+        for k in range(nvi):
+            for n in range(6):
+                s = S[6 * k + n]
+                u[n] += s * qd[o + k]
+                u1[n] += s * qdd[o + k]
+                u2[n] += s * q3[o + k]
+                if q4 != NULL:
+                    u3[n] += s * q4[o + k]
+
+
+cdef inline void _bracket_u(int k, double c, const double* X, const double* u,
+                            double* out) noexcept nogil:
+    """out = [X, u]; for k ≥ 0, u = c (e_k, 0) (a revolute joint about a body axis):
+    (ω × c e_k, v × c e_k) without the general bracket."""
+    cdef int n
+    if k < 0:
+        twist_bracket(X, u, out)
+        return
+    for n in range(6):
+        out[n] = 0.0
+    cross_add_axis(k, c, X, out)
+    cross_add_axis(k, c, &X[3], &out[3])
+
+
+cdef inline void _coad_u_add(int k, double c, const double* u, const double* W,
+                             double s, double* out) noexcept nogil:
+    """out += s (−ad_uᵀ W); for k ≥ 0, u = c (e_k, 0): (c e_k × n, c e_k × f)."""
+    cdef double t6[6]
+    cdef int n
+    if k >= 0:
+        cross_add_axis(k, -s * c, W, out)
+        cross_add_axis(k, -s * c, &W[3], &out[3])
+        return
+    if s == 1.0:
+        add_gyroscopic(u, W, out)
+        return
+    for n in range(6):
+        t6[n] = 0.0
+    add_gyroscopic(u, W, t6)
+    for n in range(6):
+        out[n] += s * t6[n]
+
+
+cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
+                                const double* acc, const double* g, const double* fext,
+                                int fext_frame, double* tau1, double* tau2) noexcept nogil:
+    """τ̇ (tau1, nv) and, if tau2 is not NULL, τ̈.  acc packs (q̈, q⃛) or (q̈, q⃛, q⁗),
+    nv each; fext (if not NULL) packs (W^ext, Ẇ^ext, Ẅ^ext), (nb, 6) each, in frame
+    fext_frame.  Fills d.liMi, d.S, d.v, d.a (V̇, no gravity), d.a_gf (Ā), d.f (W),
+    d.rjerk (V̈), d.rjounce (V⃛), d.rfd (Ẇ), d.rfdd (Ẅ), d.ru (u, u̇; joints other
+    than axis revolutes) and, for
+    world/hybrid wrenches, d.oMi.  Returns 0 or i + 1 for a non-unit quaternion of
+    joint i."""
+    cdef int nb = m.nb, nv = m.nv, i, k, n, par, o, nvi, kax, bad = 0
+    cdef bint second = tau2 != NULL
+    cdef const double* qdd = acc
+    cdef const double* q3 = &acc[nv]
+    cdef const double* q4 = &acc[2 * nv] if second else NULL
+    cdef double cu[3]
+    cdef double sg
+    cdef double Sd[36]
+    cdef double Sdd[36]
+    cdef double cJ[6]
+    cdef double u[6]
+    cdef double u1[6]
+    cdef double u2[6]
+    cdef double u3[6]
+    cdef double Ap[6]
+    cdef double Jp[6]
+    cdef double x[6]
+    cdef double t6[6]
+    cdef double hV[6]
+    cdef double hA[6]
+    cdef double hJ[6]
+    cdef double fb[6]
+    cdef double fb1[6]
+    cdef double gk[6]
+    cdef double Vr[6]
+    cdef double Ar[6]
+    cdef double gam[3]
+    cdef double gam1[3]
+    cdef double gam2[3]
+    cdef double t[3]
+    cdef const double* S
+    cdef const double* inr
+    cdef double* T
+    cdef double* V
+    cdef double* A
+    cdef double* Ag
+    cdef double* J2
+    cdef double* J3
+    cdef double* F
+    cdef double* F1
+    cdef double* F2
+    cdef double* C
+    # forward pass, root to leaves: joint steps, V, V̇, V̈, V⃛, γ and the bodies' own
+    # W, Ẇ, Ẅ (see the header)
+    angle_prepass(m, d, q)
+    for i in range(nb):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        par = m.parent[i]
+        T = &d.liMi[12 * i]
+        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+            bad = i + 1
+        _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
+        kax = -1
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            kax = m.fast[i] - FAST_REV_X
+            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
+        if kax < 0:                     # (the backward pass needs u, u̇ of the others)
+            for n in range(6):
+                d.ru[12 * i + n] = u[n]
+                d.ru[12 * i + 6 + n] = u1[n]
+        V = &d.v[6 * i]
+        A = &d.a[6 * i]
+        Ag = &d.a_gf[6 * i]
+        J2 = &d.rjerk[6 * i]
+        J3 = &d.rjounce[6 * i]
+        if par < 0:
+            for n in range(6):
+                V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
+            rotT_vec(T, g, gam)
+        else:
+            twist_Ad_inv(T, &T[9], &d.v[6 * par], V)
+            twist_add(V, u)
+            twist_Ad_inv(T, &T[9], &d.a[6 * par], Ap)
+            twist_Ad_inv(T, &T[9], &d.rjerk[6 * par], Jp)
+            # V̇ = V̇_p' + [V, u] + u̇
+            _bracket_u(kax, cu[0], V, u, A)
+            for n in range(6):
+                A[n] += Ap[n] + u1[n]
+            # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
+            for n in range(6):
+                x[n] = Ap[n] + A[n]
+            _bracket_u(kax, cu[0], x, u, J2)
+            _bracket_u(kax, cu[1], V, u1, t6)
+            for n in range(6):
+                J2[n] += t6[n] + Jp[n] + u2[n]
+            if second:
+                # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
+                twist_Ad_inv(T, &T[9], &d.rjounce[6 * par], J3)
+                for n in range(6):
+                    x[n] = 2.0 * Jp[n] + J2[n]
+                _bracket_u(kax, cu[0], x, u, t6)
+                twist_add(J3, t6)
+                _bracket_u(kax, cu[0], Ap, u, x)
+                _bracket_u(kax, cu[0], x, u, t6)
+                twist_add(J3, t6)
+                for n in range(6):
+                    x[n] = Ap[n] + 2.0 * A[n]
+                _bracket_u(kax, cu[1], x, u1, t6)
+                twist_add(J3, t6)
+                _bracket_u(kax, cu[2], V, u2, t6)
+                twist_add(J3, t6)
+                twist_add(J3, u3)
+            # γ_i = R_relᵀ γ_p, γ_p = (V̇ − Ā)_p linear
+            for n in range(3):
+                t[n] = d.a[6 * par + 3 + n] - d.a_gf[6 * par + 3 + n]
+            rotT_vec(T, t, gam)
+        cross(V, gam, gam1)                       # γ̇ = −ω × γ
+        gam1[0] = -gam1[0]; gam1[1] = -gam1[1]; gam1[2] = -gam1[2]
+        for n in range(6):
+            Ag[n] = A[n]
+        Ag[3] -= gam[0]; Ag[4] -= gam[1]; Ag[5] -= gam[2]
+        inr = &m.inert[i, 0]
+        F = &d.f[6 * i]
+        F1 = &d.rfd[6 * i]
+        F2 = &d.rfdd[6 * i]
+        # W = M Ā − ad_Vᵀ M V (as the RNEA), Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇
+        com_wrench_body(inr[0], &inr[1], &inr[4], V, Ag, F)
+        inertia_times(inr, V, hV)
+        inertia_times(inr, A, hA)
+        for n in range(6):
+            x[n] = J2[n]
+        x[3] -= gam1[0]; x[4] -= gam1[1]; x[5] -= gam1[2]
+        inertia_times(inr, x, F1)
+        add_gyroscopic(A, hV, F1)
+        add_gyroscopic(V, hA, F1)
+        if second:
+            # Ẅ = M Ā̈ − ad_V̈ᵀ M V − 2 ad_V̇ᵀ M V̇ − ad_Vᵀ M V̈,  γ̈ = −ω̇ × γ − ω × γ̇
+            cross(A, gam, gam2)
+            cross(V, gam1, t)
+            for n in range(3):
+                gam2[n] = -gam2[n] - t[n]
+            for n in range(6):
+                x[n] = J3[n]
+            x[3] -= gam2[0]; x[4] -= gam2[1]; x[5] -= gam2[2]
+            inertia_times(inr, x, F2)
+            inertia_times(inr, J2, hJ)
+            add_gyroscopic(J2, hV, F2)
+            for n in range(6):
+                t6[n] = 0.0
+            add_gyroscopic(A, hA, t6)
+            for n in range(6):
+                F2[n] += 2.0 * t6[n]
+            add_gyroscopic(V, hJ, F2)
+        if fext != NULL:
+            if fext_frame == 1:
+                for n in range(6):
+                    F[n] -= fext[6 * i + n]
+                    F1[n] -= fext[6 * (nb + i) + n]
+                    if second:
+                        F2[n] -= fext[6 * (2 * nb + i) + n]
+            else:
+                C = &d.oMi[12 * i]
+                world_pose(NULL if par < 0 else &d.oMi[12 * par], T, C)
+                # V' = Vᵇ (world) or (ω, 0) (hybrid), and its rate
+                for n in range(6):
+                    Vr[n] = V[n]
+                    Ar[n] = A[n]
+                if fext_frame == 2:
+                    for n in range(3, 6):
+                        Vr[n] = 0.0
+                        Ar[n] = 0.0
+                # fb = K W, fb1 = K Ẇ + ad_{V'}ᵀ fb
+                wrench_to_world(fext_frame, C, &C[9], &fext[6 * i], t6)
+                wrench_from_world(1, C, &C[9], t6, fb)
+                wrench_to_world(fext_frame, C, &C[9], &fext[6 * (nb + i)], t6)
+                wrench_from_world(1, C, &C[9], t6, gk)
+                _wrench_coad(Vr, fb, t6)
+                for n in range(6):
+                    fb1[n] = gk[n] + t6[n]
+                    F[n] -= fb[n]
+                    F1[n] -= fb1[n]
+                if second:
+                    # fb2 = K Ẅ + ad_{V'}ᵀ K Ẇ + ad_{V̇'}ᵀ fb + ad_{V'}ᵀ fb1
+                    wrench_to_world(fext_frame, C, &C[9], &fext[6 * (2 * nb + i)], t6)
+                    wrench_from_world(1, C, &C[9], t6, x)
+                    for n in range(6):
+                        F2[n] -= x[n]
+                    _wrench_coad(Vr, gk, t6)
+                    for n in range(6):
+                        F2[n] -= t6[n]
+                    _wrench_coad(Ar, fb, t6)
+                    for n in range(6):
+                        F2[n] -= t6[n]
+                    _wrench_coad(Vr, fb1, t6)
+                    for n in range(6):
+                        F2[n] -= t6[n]
+    # backward pass, leaves to root: τ̇ = Sᵀ Ẇ + Ṡᵀ W, τ̈ = Sᵀ Ẅ + 2 Ṡᵀ Ẇ + S̈ᵀ W,
+    # and the subtree sums moved to the parent with the rates of Ad_{T}⁻ᵀ
+    for i in range(nb - 1, -1, -1):
+        o = m.voff[i]
+        nvi = m.nvj[i]
+        S = &d.S[6 * o]
+        F = &d.f[6 * i]
+        F1 = &d.rfd[6 * i]
+        F2 = &d.rfdd[6 * i]
+        subspace_T_times(nvi, S, F1, &tau1[o])
+        if second:
+            subspace_T_times(nvi, S, F2, &tau2[o])
+        if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
+                                       or (m.kind[i] == KIND_SCREWS and nvi > 1)):
+            _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+            for k in range(nvi):
+                tau1[o + k] += dot6(&Sd[6 * k], F)
+                if second:
+                    tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
+        for k in range(nvi):
+            tau1[o + k] += m.armature[o + k] * q3[o + k]
+            if second:
+                tau2[o + k] += m.armature[o + k] * q4[o + k]
+        par = m.parent[i]
+        if par < 0:
+            continue
+        T = &d.liMi[12 * i]
+        kax = -1
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            kax = m.fast[i] - FAST_REV_X
+            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]
+        wrench_to_parent(T, &T[9], F, &d.f[6 * par])
+        # Ẇ − ad_uᵀ W
+        for n in range(6):
+            x[n] = F1[n]
+        _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, x)
+        wrench_to_parent(T, &T[9], x, &d.rfd[6 * par])
+        if second:
+            # Ẅ − 2 ad_uᵀ Ẇ − ad_u̇ᵀ W + ad_uᵀ ad_uᵀ W
+            for n in range(6):
+                x[n] = F2[n]
+                t6[n] = 0.0
+            _coad_u_add(kax, cu[0], &d.ru[12 * i], F1, 2.0, x)
+            _coad_u_add(kax, cu[1], &d.ru[12 * i + 6], F, 1.0, x)
+            _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, t6)
+            _coad_u_add(kax, cu[0], &d.ru[12 * i], t6, 1.0, x)
+            wrench_to_parent(T, &T[9], x, &d.rfdd[6 * par])
+    return bad
+
+
+# ---------------------------------------------------------------- adapters
+# (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
+cdef int _k_rnea_rates_body(ModelCore m, DataC* d, const Call* c) noexcept nogil:
+    """out = τ̇, out2 = τ̈ (or NULL).  c.a packs (q̈, q⃛[, q⁗]) per sample (stride
+    c.sa), c.fext packs (W, Ẇ[, Ẅ]) per sample (stride c.sf)."""
+    return rnea_rates_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out, c.out2)
+
+
+# ---------------------------------------------------------------- entry
+# (bound in treedyn.model.Model by one line each; Python-visible)
+cdef cnp.ndarray _pack_rows(cnp.ndarray qa, cnp.ndarray x0, cnp.ndarray x1, cnp.ndarray x2,
+                           int K, int width):
+    """x0, x1 and (K = 3) x2 (None: zeros), each of q's batch shape + ``width``
+    doubles per sample, packed per sample: (…, K, width)."""
+    cdef Py_ssize_t N = 1 if cnp.PyArray_NDIM(qa) == 1 else cnp.PyArray_DIMS(qa)[0], s
+    cdef cnp.npy_intp dims[3]
+    cdef int nd = 2, k
+    cdef cnp.ndarray arr
+    cdef double* dst
+    cdef double* src
+    if cnp.PyArray_NDIM(qa) == 2:
+        dims[0] = N; dims[1] = K; dims[2] = width
+        nd = 3
+    else:
+        dims[0] = K; dims[1] = width
+    cdef cnp.ndarray res = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
+    dst = <double*>cnp.PyArray_DATA(res)
+    for k in range(K):
+        arr = x0 if k == 0 else (x1 if k == 1 else x2)
+        if arr is None:
+            for s in range(N):
+                memset(&dst[(s * K + k) * width], 0, width * sizeof(double))
+            continue
+        src = <double*>cnp.PyArray_DATA(arr)
+        if N == 1:
+            memcpy(&dst[k * width], src, width * sizeof(double))
+        else:
+            for s in range(N):
+                memcpy(&dst[(s * K + k) * width], &src[s * width], width * sizeof(double))
+    return res
+
+
+def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representation="body",
+                           f_ext=None, f_ext_dot=None, f_ext_ddot=None, gravity=None,
+                           f_ext_frame="world", data=None, out=None):
+    """Time derivatives of the inverse-dynamics solution along a motion: τ̇, and
+    (τ̇, τ̈) when ``snap`` is given.
+
+    ``τ(t) = inverse_dynamics(q(t), v(t), v̇(t))`` along a motion with
+    velocities ``v``, accelerations ``a = v̇``, jerks ``jerk = v̈`` and snaps
+    ``snap = v⃛`` (the derivatives of the velocity coordinates; for quaternion
+    joints the body-fixed angular velocity, as everywhere).  Recursive and O(n):
+    the Newton–Euler recursion differentiated twice (Müller 2018, §6.3; docs/
+    algorithms.md, "Inverse-dynamics rates"; cysrc/rnea_rates.pxi).
+
+    Parameters
+    ----------
+    q : array_like, shape (nq,) or (N, nq)
+    v, a, jerk : array_like, shape (nv,) or (N, nv)
+        v, v̇, v̈.
+    snap : array_like, shape (nv,) or (N, nv), optional
+        v⃛; when given, τ̈ is returned too.
+    representation : {"body", "spatial", "hybrid"}
+        Which recursion computes the rates (as in :meth:`inverse_dynamics`; all
+        three give the same τ̇, τ̈): body-fixed (Data v, a, a_gf, f), spatial
+        (frame s held fixed: sv, sa_gf, sf) or hybrid (world axes at the body
+        origins: hv, ha_gf, hf).
+    f_ext, f_ext_dot, f_ext_ddot : array_like, shape (nb, 6) or (N, nb, 6), optional
+        External wrenches and their first and second time derivatives (as
+        numbers in ``f_ext_frame``; None: zero).
+    gravity : array_like, shape (3,), optional
+        World-frame gravity (default: ``model.gravity``), constant in time.
+    f_ext_frame : {"world", "body", "hybrid"}
+        As in :meth:`inverse_dynamics`.  The rates are those of the numbers in
+        that frame (a wrench fixed in the world has zero rates in "world").
+    data : Data, optional
+    out : ndarray or tuple of two ndarrays, optional
+        (nv,) or (N, nv) each: τ̇, or (τ̇, τ̈) with ``snap``.
+
+    Returns
+    -------
+    ndarray τ̇, or tuple (τ̇, τ̈); shape (nv,) or (N, nv) each
+        N/s and N/s² (N·m/s, N·m/s² for revolute joints).
+    """
+    cdef cnp.ndarray qa = _as_states(q, self.nq, "q")
+    cdef cnp.ndarray va = self._like(qa, v, self.nv, "v")
+    cdef cnp.ndarray aa = self._like(qa, a, self.nv, "a")
+    cdef cnp.ndarray ja = self._like(qa, jerk, self.nv, "jerk")
+    cdef cnp.ndarray sa = None if snap is None else self._like(qa, snap, self.nv, "snap")
+    cdef bint second = snap is not None
+    cdef int K = 3 if second else 2
+    cdef double gbuf[3]
+    cdef cnp.npy_intp dims[1]
+    cdef Call c
+    cdef kernel_t fn
+    cdef cnp.ndarray r1, r2 = None, packed, fk = None
+    memset(&c, 0, sizeof(Call))
+    if representation == "body":
+        fn = _k_rnea_rates_body
+    elif representation == "spatial":
+        fn = _k_rnea_rates_spatial
+    elif representation == "hybrid":
+        fn = _k_rnea_rates_hybrid
+    else:
+        raise InputError(f"representation must be 'body', 'spatial' or 'hybrid', got "
+                         f"{representation!r}")
+    c.g = self._gravity_ptr(gravity, gbuf)
+    c.fframe = 0 if f_ext_frame is "world" else self._wrench_frame(f_ext_frame)
+    packed = _pack_rows(qa, aa, ja, sa, K, self.nv)
+    if f_ext is not None or f_ext_dot is not None or f_ext_ddot is not None:
+        fk = _pack_rows(qa, None if f_ext is None else self._wrenches(qa, f_ext),
+                        None if f_ext_dot is None else self._wrenches(qa, f_ext_dot),
+                        None if (f_ext_ddot is None or not second)
+                        else self._wrenches(qa, f_ext_ddot), K, 6 * self.nb)
+        c.fext = <double*>cnp.PyArray_DATA(fk)
+        c.sf = K * 6 * self.nb
+    dims[0] = self.nv
+    if not second:
+        r1 = self._output(out, qa, 1, dims)
+    elif out is None:
+        r1 = self._output(None, qa, 1, dims)
+        r2 = self._output(None, qa, 1, dims)
+    else:
+        r1, r2 = self._outputs(out, qa, 1, dims, ("tau_dot", "tau_ddot"))
+    c.q = <double*>cnp.PyArray_DATA(qa)
+    c.v = <double*>cnp.PyArray_DATA(va)
+    c.a = <double*>cnp.PyArray_DATA(packed)
+    c.sq = self.nq
+    c.sv = self.nv
+    c.sa = K * self.nv
+    c.out = <double*>cnp.PyArray_DATA(r1)
+    c.out2 = <double*>cnp.PyArray_DATA(r2) if second else NULL
+    c.so = self.nv
+    c.so2 = self.nv
+    self._dispatch(fn, &c, self._batch(qa), data, -1, "inverse_dynamics_rates: τ̇, τ̈")
+    return (r1, r2) if second else r1
