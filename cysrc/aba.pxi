@@ -22,6 +22,8 @@ cdef extern from "aba_simd.h" nogil:
                      double tau, double arm, double scale, double* U, double* Dinv,
                      double* u, double* Ip, double* pAp)
     double td_dot6_tree(const double* a, const double* b)
+    double td_aba_fwd1(const double* Ap, const double* c, const double* U, const double* J,
+                       double u, double Dinv, double* A)
 
 
 cdef inline int small_cholesky(int k, double* D, double scale) noexcept nogil:
@@ -220,23 +222,27 @@ cdef inline void _aba_accelerations(ModelCore m, DataC* d, const double* g,
     cdef double* Aacc = d.sa_gf
     cdef double x[6]
     cdef double ap[6]
+    cdef double a0[6]
+    cdef const double* Ap
+    a0[0] = 0.0; a0[1] = 0.0; a0[2] = 0.0
+    a0[3] = -g[0]; a0[4] = -g[1]; a0[5] = -g[2]
     for i in range(nb):
         o = m.voff[i]
         nvi = m.nvj[i]
         par = m.parent[i]
         if par < 0:
-            ap[0] = 0.0; ap[1] = 0.0; ap[2] = 0.0
-            ap[3] = -g[0]; ap[4] = -g[1]; ap[5] = -g[2]
+            Ap = &a0[0]
         else:
-            for n in range(6):
-                ap[n] = Aacc[6 * par + n]
-        twist_add(ap, &cb[6 * i])
+            Ap = &Aacc[6 * par]
+        if nvi == 1:
+            qdd[o] = td_aba_fwd1(Ap, &cb[6 * i], &U[6 * o], &S[6 * o], u[o], Dl[6 * o],
+                                 &Aacc[6 * i])
+            continue
+        for n in range(6):
+            ap[n] = Ap[n] + cb[6 * i + n]
         for k in range(nvi):
             x[k] = u[o + k] - dot6(&U[6 * (o + k)], ap)
-        if nvi == 1:
-            x[0] *= Dl[6 * o]
-        else:
-            small_cho_solve(nvi, &Dl[6 * o], x)
+        small_cho_solve(nvi, &Dl[6 * o], x)
         for k in range(nvi):
             qdd[o + k] = x[k]
             for n in range(6):
@@ -302,4 +308,5 @@ def forward_dynamics(ModelCore self, q, v, tau, f_ext=None, gravity=None, f_ext_
         raise InputError(f"method must be 'aba' or 'cholesky', got {method!r}")
     return self._joint_space_call(_k_aba, q, v, tau, "tau", f_ext, gravity, f_ext_frame,
                                   data, out)
+
 

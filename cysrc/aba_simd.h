@@ -1,27 +1,19 @@
 /* The per-body arithmetic of the articulated-body algorithm (aba.pxi) on full
- * 6 × 6 articulated inertias (row-major, rows of 6 doubles), written with 4- and
- * 2-wide vectors within one state: a row is columns 0–3 and 4–5.  GCC/Clang
- * vector extensions; a build without AVX splits the 4-wide operations in two.
- * Each element is one IEEE operation in a fixed order (no fused multiply-adds:
- * the builds do not enable them), so every build gives the same bits.
- *
- * Only the articulated inertias' rows and the rotation of the rigid inertias use
- * vectors; the rest stays scalar, where three-vectors would leave lanes empty. */
+ * 6 × 6 articulated inertias (row-major, rows of 6 doubles), with the vectors of
+ * simd.h: a row is columns 0–3 and 4–5.  Only the articulated inertias' rows and
+ * the rotation of the rigid inertias use vectors; the rest stays scalar, where
+ * three-vectors would leave lanes empty. */
 #ifndef TREEDYN_ABA_SIMD_H
 #define TREEDYN_ABA_SIMD_H
-#include "compat.h"
+#include "simd.h"
 
-#if defined(__GNUC__)
-typedef double td_a4 __attribute__((vector_size(32), aligned(8)));   /* unaligned rows */
-typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
-#define TD_A4(p) (*(td_a4*)(p))
-#define TD_A2(p) (*(td_a2*)(p))
-#define TD_ABA_SIMD 1
-#else
-#define TD_ABA_SIMD 0
-#endif
+static inline double td_dot6_tree(const double* a, const double* b)
+{
+    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
+        + (a[4] * b[4] + a[5] * b[5]);
+}
 
-#if TD_ABA_SIMD
+#if TD_SIMD
 /* M (36) = the spatial inertia of a rigid body about the origin of frame s, world
  * axes, from its pose C (12: R row-major, p) in s and inr = (m, COM in body axes (3),
  * Θ about the COM in body axes (9, row-major)):
@@ -79,12 +71,6 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     pA[5] = V[0] * y[4] - V[1] * y[3];
 }
 
-static inline double td_dot6_tree(const double* a, const double* b)
-{
-    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
-        + (a[4] * b[4] + a[5] * b[5]);
-}
-
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
  *     Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ,  pᴬ_p += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
@@ -133,14 +119,23 @@ static inline int td_aba_back1(const double* M, const double* pA, const double* 
     TD_A4(&Ip[30]) += R5 - U2[1] * UD4; TD_A2(&Ip[34]) += Q5 - U2[1] * UD2;
     return 0;
 }
-#else
-/* Compilers without vector extensions: the same formulas, scalar. */
-static inline double td_dot6_tree(const double* a, const double* b)
+#endif
+
+/* ABA pass 3 for a joint with one freedom: q̈ = D⁻¹ ((u − Uᵀ c) − Uᵀ A_p) and
+ * A = (A_p + c) + J q̈ (A_p: the parent's acceleration, −g for a root).  Uᵀ c does
+ * not wait for A_p, so the chain from body to body is one dot product (summed as a
+ * tree), a product and the update of A. */
+static inline double td_aba_fwd1(const double* Ap, const double* c, const double* U,
+                                 const double* J, double u, double Dinv, double* A)
 {
-    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
-        + (a[4] * b[4] + a[5] * b[5]);
+    const double x = Dinv * ((u - td_dot6_tree(U, c)) - td_dot6_tree(U, Ap));
+    for (int n = 0; n < 6; n++)
+        A[n] = (Ap[n] + c[n]) + J[n] * x;
+    return x;
 }
 
+#if !TD_SIMD
+/* Compilers without vector extensions: the same formulas, scalar. */
 static inline void td_aba_rigid6(const double* C, const double* inr, const double* V,
                                  double* M, double* pA)
 {
