@@ -41,7 +41,69 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
     C[9] = p0; C[10] = p1; C[11] = p2;
 }
 
+typedef long long td_i4 __attribute__((vector_size(32)));
+
+/* td_sincos (compat.h) of four angles at once: its operations lane by lane, so its
+ * bits.  The quadrant n is read from the low bits of x·2/π + 1.5·2⁵² (that sum's
+ * last mantissa bits are n mod 4), the two branches of td_sincos are lanes redone
+ * by it: |x| > 2¹⁹ π/2, NaN and infinities (libm), and |x| < 2⁻²⁷. */
+static inline void td_sincos4(const double* xs, double* s4, double* c4)
+{
+    const double
+        invpio2 = 6.36619772367581382433e-01,
+        pio2_1 = 1.57079632673412561417e+00,
+        pio2_2 = 6.07710050630396597660e-11,
+        pio2_3 = 2.02226624871116645580e-21,
+        S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10,
+        C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    const td_a4 x = {xs[0], xs[1], xs[2], xs[3]};
+    const td_a4 big = x * invpio2 + 6755399441055744.0;
+    const td_a4 fn = big - 6755399441055744.0;
+    const td_i4 n = (td_i4)big, one = {1, 1, 1, 1}, two = {2, 2, 2, 2};
+    const td_a4 r = x - fn * pio2_1;
+    const td_a4 t = fn * pio2_2;
+    const td_a4 y0 = r - t;
+    td_a4 ylo = ((r - y0) - t) - fn * pio2_3;
+    const td_a4 y = y0 + ylo;
+    ylo -= y - y0;
+    const td_a4 z = y * y;
+    const td_a4 sy = y + (y * z * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6))))) + ylo);
+    const td_a4 hz = 0.5 * z;
+    const td_a4 w = 1.0 - hz;
+    const td_a4 cy = w + (((1.0 - w) - hz)
+                          + (z * z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))
+                             - y * ylo));
+    const td_a4 pos = {1.0, 1.0, 1.0, 1.0}, neg = {-1.0, -1.0, -1.0, -1.0};
+    const td_i4 n1 = n + one;
+    const td_i4 ms = (n & one) != 0, mc = (n1 & one) != 0;      /* cy, else sy */
+    const td_i4 gs = (n & two) != 0, gc = (n1 & two) != 0;      /* negated */
+    const td_a4 vs = (td_a4)((ms & (td_i4)cy) | (~ms & (td_i4)sy));
+    const td_a4 vc = (td_a4)((mc & (td_i4)cy) | (~mc & (td_i4)sy));
+    const td_a4 ss = (td_a4)((gs & (td_i4)neg) | (~gs & (td_i4)pos));
+    const td_a4 sc = (td_a4)((gc & (td_i4)neg) | (~gc & (td_i4)pos));
+    const td_a4 so = ss * vs, co = sc * vc;
+    for (int l = 0; l < 4; l++) {
+        const double a = fabs(xs[l]);
+        if (!(a <= 823549.6562) || a < 7.450580596923828e-09)
+            td_sincos(xs[l], &s4[l], &c4[l]);
+        else {
+            s4[l] = so[l];
+            c4[l] = co[l];
+        }
+    }
+}
+
 #else
+static inline void td_sincos4(const double* xs, double* s4, double* c4)
+{
+    for (int l = 0; l < 4; l++)
+        td_sincos(xs[l], &s4[l], &c4[l]);
+}
+
 static inline void td_pose_mul12(const double* A, const double* B, double* C)
 {
     for (int r = 0; r < 3; r++) {
