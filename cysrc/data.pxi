@@ -356,7 +356,8 @@ cdef class Data:
     (without / with gravity) and joint wrenches; ``sv``, ``sa_gf``, ``sf``,
     ``sc``, ``spA`` (nb, 6) the same in frame s (ABA bias acceleration and
     force); ``hv``, ``ha_gf``, ``hf`` (nb, 6) hybrid; ``sIc`` (nb, 10) composite
-    inertias; ``sIA`` (nb, 21) articulated inertias (packed symmetric).
+    inertias; ``sIA`` (nb, 21) articulated inertias (packed symmetric) of
+    ``inverse_mass_matrix``.
     """
     cdef DataC c
     cdef readonly int nb, nv

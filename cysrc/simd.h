@@ -41,6 +41,50 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
     C[9] = p0; C[10] = p1; C[11] = p2;
 }
 
+/* The pose of a body whose revolute joint turns about its body axis k (FAST_REV_*,
+ * joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = ±sin q (neg: the axis
+ * points along −e_k), c = cos q) into T, and C = A T (td_pose_mul12) or, for a
+ * root (A NULL), C = (T.R, 0) (root_relative_pose) into C.  T's elements go from
+ * registers into the product, not through memory (a vector load over the element
+ * stores just made would wait for them).  Same bits as those two functions. */
+static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
+                               const double* A, double* T, double* C)
+{
+    double t[12];
+    if (neg)
+        s = -s;
+    for (int r = 0; r < 3; r++) {
+        const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
+        if (k == 2) {
+            t[3 * r] = c * b0 + s * b1; t[3 * r + 1] = c * b1 - s * b0; t[3 * r + 2] = b2;
+        } else if (k == 0) {
+            t[3 * r] = b0; t[3 * r + 1] = c * b1 + s * b2; t[3 * r + 2] = c * b2 - s * b1;
+        } else {
+            t[3 * r] = c * b0 - s * b2; t[3 * r + 1] = b1; t[3 * r + 2] = c * b2 + s * b0;
+        }
+    }
+    t[9] = B[9]; t[10] = B[10]; t[11] = B[11];
+    for (int n = 0; n < 12; n++)
+        T[n] = t[n];
+    if (A == NULL) {
+        for (int n = 0; n < 9; n++)
+            C[n] = t[n];
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
+        return;
+    }
+    const td_a4 B0 = {t[0], t[1], t[2], t[9]};
+    const td_a4 B1 = {t[3], t[4], t[5], t[10]};
+    const td_a4 B2 = {t[6], t[7], t[8], t[11]};
+    const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
+    const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
+    const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
+    const double p0 = C0[3] + A[9], p1 = C1[3] + A[10], p2 = C2[3] + A[11];
+    TD_A4(&C[0]) = C0;
+    TD_A4(&C[3]) = C1;
+    TD_A4(&C[6]) = C2;
+    C[9] = p0; C[10] = p1; C[11] = p2;
+}
+
 typedef long long td_i4 __attribute__((vector_size(32)));
 
 /* td_sincos (compat.h) of four angles at once: its operations lane by lane, so its
@@ -113,6 +157,31 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
     }
 }
 
+
+static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
+                               const double* A, double* T, double* C)
+{
+    if (neg)
+        s = -s;
+    for (int r = 0; r < 3; r++) {
+        const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
+        if (k == 2) {
+            T[3 * r] = c * b0 + s * b1; T[3 * r + 1] = c * b1 - s * b0; T[3 * r + 2] = b2;
+        } else if (k == 0) {
+            T[3 * r] = b0; T[3 * r + 1] = c * b1 + s * b2; T[3 * r + 2] = c * b2 - s * b1;
+        } else {
+            T[3 * r] = c * b0 - s * b2; T[3 * r + 1] = b1; T[3 * r + 2] = c * b2 + s * b0;
+        }
+    }
+    T[9] = B[9]; T[10] = B[10]; T[11] = B[11];
+    if (A == NULL) {
+        for (int n = 0; n < 9; n++)
+            C[n] = T[n];
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
+        return;
+    }
+    td_pose_mul12(A, T, C);
+}
 #endif
 
 #endif

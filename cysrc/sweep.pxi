@@ -102,11 +102,26 @@ cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
     return bad
 
 
+cdef extern from "simd.h" nogil:
+    void td_rev_pose(int k, int neg, const double* B, double s, double c, const double* A,
+                     double* T, double* C)      # joint_pose_rev + root_relative_pose
+
+
 cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
                              const double* qd, double* cJ) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
-    sJ = Ad_{sMi} S of body i's freedoms."""
-    cdef int bad = joint_step(m, d, i, q, qd, cJ, True)
+    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: both
+    poses in one step, td_rev_pose, the same bits)."""
+    cdef int fast = m.fast[i], par, o, bad
+    if fast != FAST_NONE and fast != FAST_SCREW:
+        par = m.parent[i]
+        o = m.voff[i]
+        td_rev_pose(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
+                    d.sc_q[2 * i], d.sc_q[2 * i + 1], NULL if par < 0 else &d.sMi[12 * par],
+                    &d.liMi[12 * i], &d.sMi[12 * i])
+        spatial_screw_1dof(fast, &m.X[o, 0], &d.sMi[12 * i], &d.sJ[6 * o])
+        return 0
+    bad = joint_step(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
     return bad
 
