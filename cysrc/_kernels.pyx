@@ -1087,6 +1087,29 @@ def _sincos(x):
     return s, c
 
 
+def _sincos4(x):
+    """(sin x, cos x) four at a time, as the kernels' angle prepass computes them
+    (simd.h td_sincos4; the last group padded); a hook for the tests."""
+    cdef double[::1] xv = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    cdef Py_ssize_t i, l, n = xv.shape[0]
+    cdef double xb[4]
+    cdef double sb[4]
+    cdef double cb[4]
+    s = np.empty(n)
+    c = np.empty(n)
+    cdef double[::1] sv = s
+    cdef double[::1] cv = c
+    for i in range(0, n, 4):
+        for l in range(4):
+            xb[l] = xv[i + l] if i + l < n else 1.0
+        td_sincos4(xb, sb, cb)
+        for l in range(4):
+            if i + l < n:
+                sv[i + l] = sb[l]
+                cv[i + l] = cb[l]
+    return s, c
+
+
 cdef extern from *:
     """
     /* The instruction set this module was compiled for, and whether the CPU runs

@@ -34,7 +34,8 @@ cdef struct DataC:
     double* sc        # (nb, 6)  ABA bias acceleration ad_V J q̇ + Ad Ṡ q̇
     double* Sdq       # (nb, 6)  Ṡ q̇ of the joints without a fast path, body frame (spatial RNEA)
     double* sIc       # (nb, 10) CRBA composite inertia: m, h = m c (3), Θ about s packed (6)
-    double* sIA       # (nb, 21) ABA articulated inertia (packed symmetric, aba.pxi)
+    double* sIA       # (nb, 21) articulated inertia Iᴬ (packed symmetric, minverse.pxi)
+    double* sIA6      # (nb, 36) ABA articulated inertia Iᴬ (full row-major 6 × 6, aba.pxi)
     double* spA       # (nb, 6)  ABA articulated bias force
     # hybrid (world axes at the body origin)
     double* hv        # (nb, 6)  twists (ω, ṙ)
@@ -195,6 +196,7 @@ _DATA_TABLE = (
     (_at(&_proto.sIc), BUF_MAIN, R_NB, 10, "sIc"),
     (_at(&_proto.sIA), BUF_MAIN, R_NB, 21, "sIA"),
     (_at(&_proto.spA), BUF_MAIN, R_NB, 6, "spA"),
+    (_at(&_proto.sIA6), BUF_MAIN, R_NB, 36, None),
     (_at(&_proto.U), BUF_MAIN, R_NV1, 6, None),
     (_at(&_proto.Dinv), BUF_MAIN, R_NV1, 6, None),
     (_at(&_proto.u), BUF_MAIN, R_NV1, 1, None),
@@ -367,7 +369,8 @@ cdef class Data:
     (without / with gravity) and joint wrenches; ``sv``, ``sa_gf``, ``sf``,
     ``sc``, ``spA`` (nb, 6) the same in frame s (ABA bias acceleration and
     force); ``hv``, ``ha_gf``, ``hf`` (nb, 6) hybrid; ``sIc`` (nb, 10) composite
-    inertias; ``sIA`` (nb, 21) articulated inertias (packed symmetric).
+    inertias; ``sIA`` (nb, 21) articulated inertias (packed symmetric) of
+    ``inverse_mass_matrix``.
     """
     cdef DataC c
     cdef readonly int nb, nv

@@ -22,6 +22,10 @@ cdef inline void subspace_T_times(int nv, const double* S, const double* W,
                   + S[6 * k + 3] * W[3] + S[6 * k + 4] * W[4] + S[6 * k + 5] * W[5])
 
 
+cdef extern from "simd.h" nogil:
+    void td_pose_mul12(const double* A, const double* B, double* C)   # pose_mul, same bits
+
+
 cdef inline void world_pose(const double* Cp, const double* T, double* C) noexcept nogil:
     """C = Cp T, or C = T when Cp is NULL (child of the world); poses as 12 doubles."""
     cdef int n
@@ -29,7 +33,7 @@ cdef inline void world_pose(const double* Cp, const double* T, double* C) noexce
         for n in range(12):
             C[n] = T[n]
     else:
-        pose_mul(Cp, &Cp[9], T, &T[9], C, &C[9])
+        td_pose_mul12(Cp, T, C)
 
 
 cdef inline void root_relative_pose(const double* Cp, const double* T, double* C) noexcept nogil:
@@ -47,7 +51,7 @@ cdef inline void root_relative_pose(const double* Cp, const double* T, double* C
             C[n] = T[n]
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
     else:
-        pose_mul(Cp, &Cp[9], T, &T[9], C, &C[9])
+        td_pose_mul12(Cp, T, C)
 
 
 cdef inline void world_wrench_to_root(const double* r0, double* W) noexcept nogil:

@@ -10,15 +10,41 @@
 # nothing else (forward kinematics, Jacobians) run the sweep alone.
 
 
+cdef extern from "simd.h" nogil:
+    void td_sincos4(const double* x, double* s, double* c)     # four td_sincos, same bits
+
+
 cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
     """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
-    runs this before its forward loop: the evaluations are independent, so the CPU
-    overlaps them, and the serial recursion that follows has only products left."""
-    cdef int i, fast
+    runs this before its forward loop: the evaluations are independent, four at a
+    time in vector lanes (td_sincos4), and the serial recursion that follows has
+    only products left."""
+    cdef int i, fast, k = 0, l
+    cdef int idx[4]
+    cdef double x[4]
+    cdef double s[4]
+    cdef double c[4]
     for i in range(m.nb):
         fast = m.fast[i]
         if fast != FAST_NONE and fast != FAST_SCREW:
-            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+            idx[k] = i
+            x[k] = q[m.qoff[i]]
+            k += 1
+            if k == 4:
+                td_sincos4(x, s, c)
+                for l in range(4):
+                    d.sc_q[2 * idx[l]] = s[l]
+                    d.sc_q[2 * idx[l] + 1] = c[l]
+                k = 0
+    if k == 1:
+        sincos(x[0], &d.sc_q[2 * idx[0]], &d.sc_q[2 * idx[0] + 1])
+    elif k > 1:
+        for l in range(k, 4):
+            x[l] = 1.0                  # unused lanes, in the polynomial's range
+        td_sincos4(x, s, c)
+        for l in range(k):
+            d.sc_q[2 * idx[l]] = s[l]
+            d.sc_q[2 * idx[l] + 1] = c[l]
 
 
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
@@ -76,11 +102,26 @@ cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
     return bad
 
 
+cdef extern from "simd.h" nogil:
+    void td_rev_pose(int k, int neg, const double* B, double s, double c, const double* A,
+                     double* T, double* C)      # joint_pose_rev + root_relative_pose
+
+
 cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
                              const double* qd, double* cJ) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
-    sJ = Ad_{sMi} S of body i's freedoms."""
-    cdef int bad = joint_step(m, d, i, q, qd, cJ, True)
+    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: both
+    poses in one step, td_rev_pose, the same bits)."""
+    cdef int fast = m.fast[i], par, o, bad
+    if fast != FAST_NONE and fast != FAST_SCREW:
+        par = m.parent[i]
+        o = m.voff[i]
+        td_rev_pose(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
+                    d.sc_q[2 * i], d.sc_q[2 * i + 1], NULL if par < 0 else &d.sMi[12 * par],
+                    &d.liMi[12 * i], &d.sMi[12 * i])
+        spatial_screw_1dof(fast, &m.X[o, 0], &d.sMi[12 * i], &d.sJ[6 * o])
+        return 0
+    bad = joint_step(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
     return bad
 

@@ -1,0 +1,213 @@
+/* The per-body arithmetic of the articulated-body algorithm (aba.pxi) on full
+ * 6 × 6 articulated inertias (row-major, rows of 6 doubles), with the vectors of
+ * simd.h: a row is columns 0–3 and 4–5.  Only the articulated inertias' rows and
+ * the rotation of the rigid inertias use vectors; the rest stays scalar, where
+ * three-vectors would leave lanes empty. */
+#ifndef TREEDYN_ABA_SIMD_H
+#define TREEDYN_ABA_SIMD_H
+#include "simd.h"
+
+static inline double td_dot6_tree(const double* a, const double* b)
+{
+    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
+        + (a[4] * b[4] + a[5] * b[5]);
+}
+
+#if TD_SIMD
+/* M (36) = the spatial inertia of a rigid body about the origin of frame s, world
+ * axes, from its pose C (12: R row-major, p) in s and inr = (m, COM in body axes (3),
+ * Θ about the COM in body axes (9, row-major)):
+ *     M = [[Io, ĥ], [ĥᵀ, m 1]],  h = m c,  c = p + R d,  Io = R Θ Rᵀ + m (|c|² 1 − c cᵀ);
+ * and pA (6) = −ad_Vᵀ M V, the body's velocity-product force at twist V (frame s). */
+static inline void td_aba_rigid6(const double* C, const double* inr, const double* V,
+                                 double* M, double* pA)
+{
+    const double* R = C;
+    const double* Th = &inr[4];
+    const double m = inr[0];
+    double c[3], h[3], y[8], t[3];
+    c[0] = R[0] * inr[1] + R[1] * inr[2] + R[2] * inr[3] + C[9];
+    c[1] = R[3] * inr[1] + R[4] * inr[2] + R[5] * inr[3] + C[10];
+    c[2] = R[6] * inr[1] + R[7] * inr[2] + R[8] * inr[3] + C[11];
+    h[0] = m * c[0]; h[1] = m * c[1]; h[2] = m * c[2];
+    const double mcc = m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    /* the columns of R; Y_k = row k of Θ Rᵀ; row r of R Θ Rᵀ = Σ_k R[r][k] Y_k */
+    const td_a4 K0 = {R[0], R[3], R[6], 0.0};
+    const td_a4 K1 = {R[1], R[4], R[7], 0.0};
+    const td_a4 K2 = {R[2], R[5], R[8], 0.0};
+    const td_a4 Y0 = Th[0] * K0 + Th[1] * K1 + Th[2] * K2;
+    const td_a4 Y1 = Th[3] * K0 + Th[4] * K1 + Th[5] * K2;
+    const td_a4 Y2 = Th[6] * K0 + Th[7] * K1 + Th[8] * K2;
+    const td_a4 cv = {c[0], c[1], c[2], 0.0};
+    td_a4 W0 = (R[0] * Y0 + R[1] * Y1 + R[2] * Y2) - h[0] * cv;
+    td_a4 W1 = (R[3] * Y0 + R[4] * Y1 + R[5] * Y2) - h[1] * cv;
+    td_a4 W2 = (R[6] * Y0 + R[7] * Y1 + R[8] * Y2) - h[2] * cv;
+    W0[0] += mcc; W1[1] += mcc; W2[2] += mcc;
+    W0[3] = 0.0; W1[3] = h[2]; W2[3] = -h[1];
+    const td_a4 W3 = {0.0, h[2], -h[1], m};
+    const td_a4 W4 = {-h[2], 0.0, h[0], 0.0};
+    const td_a4 W5 = {h[1], -h[0], 0.0, 0.0};
+    const td_a2 E0 = {-h[2], h[1]}, E1 = {0.0, -h[0]}, E2 = {h[0], 0.0};
+    const td_a2 E3 = {0.0, 0.0}, E4 = {m, 0.0}, E5 = {0.0, m};
+    TD_A4(&M[0]) = W0;  TD_A2(&M[4]) = E0;
+    TD_A4(&M[6]) = W1;  TD_A2(&M[10]) = E1;
+    TD_A4(&M[12]) = W2; TD_A2(&M[16]) = E2;
+    TD_A4(&M[18]) = W3; TD_A2(&M[22]) = E3;
+    TD_A4(&M[24]) = W4; TD_A2(&M[28]) = E4;
+    TD_A4(&M[30]) = W5; TD_A2(&M[34]) = E5;
+    /* y = M V (M symmetric: the sum of its rows weighted by V) */
+    TD_A4(&y[0]) = ((W0 * V[0] + W1 * V[1]) + (W2 * V[2] + W3 * V[3])) + (W4 * V[4] + W5 * V[5]);
+    TD_A2(&y[4]) = ((E0 * V[0] + E1 * V[1]) + (E2 * V[2] + E3 * V[3])) + (E4 * V[4] + E5 * V[5]);
+    /* pA = −ad_Vᵀ y = (ω × y_t + v × y_f, ω × y_f) */
+    pA[0] = V[1] * y[2] - V[2] * y[1];
+    pA[1] = V[2] * y[0] - V[0] * y[2];
+    pA[2] = V[0] * y[1] - V[1] * y[0];
+    t[0] = V[4] * y[5] - V[5] * y[4];
+    t[1] = V[5] * y[3] - V[3] * y[5];
+    t[2] = V[3] * y[4] - V[4] * y[3];
+    pA[0] += t[0]; pA[1] += t[1]; pA[2] += t[2];
+    pA[3] = V[1] * y[5] - V[2] * y[4];
+    pA[4] = V[2] * y[3] - V[0] * y[5];
+    pA[5] = V[0] * y[4] - V[1] * y[3];
+}
+
+/* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
+ *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
+ *     Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ,  pᴬ_p += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
+ * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
+ * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
+ * (nothing added to the parent), else 0. */
+static inline int td_aba_back1(const double* M, const double* pA, const double* J,
+                               const double* c, double tau, double arm, double scale,
+                               double* U, double* Dinv, double* u, double* Ip, double* pAp)
+{
+    const td_a4 R0 = TD_A4(&M[0]), R1 = TD_A4(&M[6]), R2 = TD_A4(&M[12]);
+    const td_a4 R3 = TD_A4(&M[18]), R4 = TD_A4(&M[24]), R5 = TD_A4(&M[30]);
+    const td_a2 Q0 = TD_A2(&M[4]), Q1 = TD_A2(&M[10]), Q2 = TD_A2(&M[16]);
+    const td_a2 Q3 = TD_A2(&M[22]), Q4 = TD_A2(&M[28]), Q5 = TD_A2(&M[34]);
+    const td_a4 U4 = ((R0 * J[0] + R1 * J[1]) + (R2 * J[2] + R3 * J[3]))
+        + (R4 * J[4] + R5 * J[5]);
+    const td_a2 U2 = ((Q0 * J[0] + Q1 * J[1]) + (Q2 * J[2] + Q3 * J[3]))
+        + (Q4 * J[4] + Q5 * J[5]);
+    TD_A4(&U[0]) = U4;
+    TD_A2(&U[4]) = U2;
+    const double D = (((J[0] * U4[0] + J[1] * U4[1]) + (J[2] * U4[2] + J[3] * U4[3]))
+                      + (J[4] * U2[0] + J[5] * U2[1])) + arm;
+    const double uu = tau - td_dot6_tree(J, pA);
+    *u = uu;
+    if (D <= 1e-13 * scale)
+        return 1;
+    const double Di = 1.0 / D;
+    *Dinv = Di;
+    if (Ip == NULL)
+        return 0;
+    const td_a4 C4 = ((R0 * c[0] + R1 * c[1]) + (R2 * c[2] + R3 * c[3]))
+        + (R4 * c[4] + R5 * c[5]);
+    const td_a2 C2 = ((Q0 * c[0] + Q1 * c[1]) + (Q2 * c[2] + Q3 * c[3]))
+        + (Q4 * c[4] + Q5 * c[5]);
+    const td_a4 UD4 = U4 * Di;
+    const td_a2 UD2 = U2 * Di;
+    const double w = uu - (((U4[0] * c[0] + U4[1] * c[1]) + (U4[2] * c[2] + U4[3] * c[3]))
+                            + (U2[0] * c[4] + U2[1] * c[5]));
+    TD_A4(&pAp[0]) += (TD_A4(&pA[0]) + C4) + UD4 * w;
+    TD_A2(&pAp[4]) += (TD_A2(&pA[4]) + C2) + UD2 * w;
+    TD_A4(&Ip[0]) += R0 - U4[0] * UD4;  TD_A2(&Ip[4]) += Q0 - U4[0] * UD2;
+    TD_A4(&Ip[6]) += R1 - U4[1] * UD4;  TD_A2(&Ip[10]) += Q1 - U4[1] * UD2;
+    TD_A4(&Ip[12]) += R2 - U4[2] * UD4; TD_A2(&Ip[16]) += Q2 - U4[2] * UD2;
+    TD_A4(&Ip[18]) += R3 - U4[3] * UD4; TD_A2(&Ip[22]) += Q3 - U4[3] * UD2;
+    TD_A4(&Ip[24]) += R4 - U2[0] * UD4; TD_A2(&Ip[28]) += Q4 - U2[0] * UD2;
+    TD_A4(&Ip[30]) += R5 - U2[1] * UD4; TD_A2(&Ip[34]) += Q5 - U2[1] * UD2;
+    return 0;
+}
+#endif
+
+/* ABA pass 3 for a joint with one freedom: q̈ = D⁻¹ ((u − Uᵀ c) − Uᵀ A_p) and
+ * A = (A_p + c) + J q̈ (A_p: the parent's acceleration, −g for a root).  Uᵀ c does
+ * not wait for A_p, so the chain from body to body is one dot product (summed as a
+ * tree), a product and the update of A. */
+static inline double td_aba_fwd1(const double* Ap, const double* c, const double* U,
+                                 const double* J, double u, double Dinv, double* A)
+{
+    const double x = Dinv * ((u - td_dot6_tree(U, c)) - td_dot6_tree(U, Ap));
+    for (int n = 0; n < 6; n++)
+        A[n] = (Ap[n] + c[n]) + J[n] * x;
+    return x;
+}
+
+#if !TD_SIMD
+/* Compilers without vector extensions: the same formulas, scalar. */
+static inline void td_aba_rigid6(const double* C, const double* inr, const double* V,
+                                 double* M, double* pA)
+{
+    const double* R = C;
+    const double* Th = &inr[4];
+    const double m = inr[0];
+    double c[3], h[3], Y[9], y[6];
+    int r, k;
+    for (r = 0; r < 3; r++)
+        c[r] = R[3 * r] * inr[1] + R[3 * r + 1] * inr[2] + R[3 * r + 2] * inr[3] + C[9 + r];
+    for (r = 0; r < 3; r++)
+        h[r] = m * c[r];
+    const double mcc = m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    for (k = 0; k < 3; k++)
+        for (r = 0; r < 3; r++)
+            Y[3 * k + r] = Th[3 * k] * R[3 * r] + Th[3 * k + 1] * R[3 * r + 1]
+                + Th[3 * k + 2] * R[3 * r + 2];
+    for (r = 0; r < 3; r++)
+        for (k = 0; k < 3; k++)
+            M[6 * r + k] = (R[3 * r] * Y[k] + R[3 * r + 1] * Y[3 + k] + R[3 * r + 2] * Y[6 + k])
+                - h[r] * c[k];
+    M[0] += mcc; M[7] += mcc; M[14] += mcc;
+    M[3] = 0.0;   M[4] = -h[2]; M[5] = h[1];
+    M[9] = h[2];  M[10] = 0.0;  M[11] = -h[0];
+    M[15] = -h[1]; M[16] = h[0]; M[17] = 0.0;
+    for (r = 0; r < 3; r++)
+        for (k = 0; k < 3; k++) {
+            M[6 * (3 + r) + k] = M[6 * k + 3 + r];
+            M[6 * (3 + r) + 3 + k] = r == k ? m : 0.0;
+        }
+    for (r = 0; r < 6; r++)
+        y[r] = ((M[r] * V[0] + M[6 + r] * V[1]) + (M[12 + r] * V[2] + M[18 + r] * V[3]))
+            + (M[24 + r] * V[4] + M[30 + r] * V[5]);
+    pA[0] = V[1] * y[2] - V[2] * y[1] + (V[4] * y[5] - V[5] * y[4]);
+    pA[1] = V[2] * y[0] - V[0] * y[2] + (V[5] * y[3] - V[3] * y[5]);
+    pA[2] = V[0] * y[1] - V[1] * y[0] + (V[3] * y[4] - V[4] * y[3]);
+    pA[3] = V[1] * y[5] - V[2] * y[4];
+    pA[4] = V[2] * y[3] - V[0] * y[5];
+    pA[5] = V[0] * y[4] - V[1] * y[3];
+}
+
+static inline int td_aba_back1(const double* M, const double* pA, const double* J,
+                               const double* c, double tau, double arm, double scale,
+                               double* U, double* Dinv, double* u, double* Ip, double* pAp)
+{
+    double Ic[6], UD[6];
+    int r, k;
+    for (r = 0; r < 6; r++)
+        U[r] = ((M[r] * J[0] + M[6 + r] * J[1]) + (M[12 + r] * J[2] + M[18 + r] * J[3]))
+            + (M[24 + r] * J[4] + M[30 + r] * J[5]);
+    const double D = td_dot6_tree(J, U) + arm;
+    const double uu = tau - td_dot6_tree(J, pA);
+    *u = uu;
+    if (D <= 1e-13 * scale)
+        return 1;
+    const double Di = 1.0 / D;
+    *Dinv = Di;
+    if (Ip == NULL)
+        return 0;
+    for (r = 0; r < 6; r++) {
+        Ic[r] = ((M[r] * c[0] + M[6 + r] * c[1]) + (M[12 + r] * c[2] + M[18 + r] * c[3]))
+            + (M[24 + r] * c[4] + M[30 + r] * c[5]);
+        UD[r] = U[r] * Di;
+    }
+    const double w = uu - td_dot6_tree(U, c);
+    for (r = 0; r < 6; r++)
+        pAp[r] += (pA[r] + Ic[r]) + UD[r] * w;
+    for (r = 0; r < 6; r++)
+        for (k = 0; k < 6; k++)
+            Ip[6 * r + k] += M[6 * r + k] - U[r] * UD[k];
+    return 0;
+}
+#endif
+
+#endif

@@ -1,0 +1,187 @@
+/* 4- and 2-wide vectors of doubles within one state (GCC/Clang vector extensions;
+ * a build without AVX splits the 4-wide operations in two), for the kernels whose
+ * per-body rows fill them (aba_simd.h, td_pose_mul12 below).  Each element is one
+ * IEEE operation in the order the scalar expressions state (no fused multiply-adds:
+ * the builds do not enable them), so every build gives the same bits, and the same
+ * bits as the scalar code with that order.  TD_SIMD 0: compilers without vector
+ * extensions take the scalar forms. */
+#ifndef TREEDYN_SIMD_H
+#define TREEDYN_SIMD_H
+#include "compat.h"
+
+#if defined(__GNUC__)
+typedef double td_a4 __attribute__((vector_size(32), aligned(8)));   /* unaligned rows */
+typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
+#define TD_A4(p) (*(td_a4*)(p))
+#define TD_A2(p) (*(td_a2*)(p))
+#define TD_SIMD 1
+#else
+#define TD_SIMD 0
+#endif
+
+#if TD_SIMD
+/* C = A B for poses of 12 doubles (R row-major, p): the rows of [R | p] as 4-wide
+ * vectors, row r of C = Σ_k A[r][k] [B.R | B.p]_k + (0, 0, 0, A.p_r): per element
+ * the products and sums of pose_mul (se3.pxd) in its order, so the same bits.
+ * C must not alias A or B. */
+static inline void td_pose_mul12(const double* A, const double* B, double* C)
+{
+    /* element loads: B was just written element by element (joint_step), and a
+       4-wide load over several pending stores would wait for them */
+    const td_a4 B0 = {B[0], B[1], B[2], B[9]};
+    const td_a4 B1 = {B[3], B[4], B[5], B[10]};
+    const td_a4 B2 = {B[6], B[7], B[8], B[11]};
+    const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
+    const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
+    const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
+    const double p0 = C0[3] + A[9], p1 = C1[3] + A[10], p2 = C2[3] + A[11];
+    TD_A4(&C[0]) = C0;
+    TD_A4(&C[3]) = C1;
+    TD_A4(&C[6]) = C2;
+    C[9] = p0; C[10] = p1; C[11] = p2;
+}
+
+/* The pose of a body whose revolute joint turns about its body axis k (FAST_REV_*,
+ * joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = ±sin q (neg: the axis
+ * points along −e_k), c = cos q) into T, and C = A T (td_pose_mul12) or, for a
+ * root (A NULL), C = (T.R, 0) (root_relative_pose) into C.  T's elements go from
+ * registers into the product, not through memory (a vector load over the element
+ * stores just made would wait for them).  Same bits as those two functions. */
+static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
+                               const double* A, double* T, double* C)
+{
+    double t[12];
+    if (neg)
+        s = -s;
+    for (int r = 0; r < 3; r++) {
+        const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
+        if (k == 2) {
+            t[3 * r] = c * b0 + s * b1; t[3 * r + 1] = c * b1 - s * b0; t[3 * r + 2] = b2;
+        } else if (k == 0) {
+            t[3 * r] = b0; t[3 * r + 1] = c * b1 + s * b2; t[3 * r + 2] = c * b2 - s * b1;
+        } else {
+            t[3 * r] = c * b0 - s * b2; t[3 * r + 1] = b1; t[3 * r + 2] = c * b2 + s * b0;
+        }
+    }
+    t[9] = B[9]; t[10] = B[10]; t[11] = B[11];
+    for (int n = 0; n < 12; n++)
+        T[n] = t[n];
+    if (A == NULL) {
+        for (int n = 0; n < 9; n++)
+            C[n] = t[n];
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
+        return;
+    }
+    const td_a4 B0 = {t[0], t[1], t[2], t[9]};
+    const td_a4 B1 = {t[3], t[4], t[5], t[10]};
+    const td_a4 B2 = {t[6], t[7], t[8], t[11]};
+    const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
+    const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
+    const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
+    const double p0 = C0[3] + A[9], p1 = C1[3] + A[10], p2 = C2[3] + A[11];
+    TD_A4(&C[0]) = C0;
+    TD_A4(&C[3]) = C1;
+    TD_A4(&C[6]) = C2;
+    C[9] = p0; C[10] = p1; C[11] = p2;
+}
+
+typedef long long td_i4 __attribute__((vector_size(32)));
+
+/* td_sincos (compat.h) of four angles at once: its operations lane by lane, so its
+ * bits.  The quadrant n is read from the low bits of x·2/π + 1.5·2⁵² (that sum's
+ * last mantissa bits are n mod 4), the two branches of td_sincos are lanes redone
+ * by it: |x| > 2¹⁹ π/2, NaN and infinities (libm), and |x| < 2⁻²⁷. */
+static inline void td_sincos4(const double* xs, double* s4, double* c4)
+{
+    const double
+        invpio2 = 6.36619772367581382433e-01,
+        pio2_1 = 1.57079632673412561417e+00,
+        pio2_2 = 6.07710050630396597660e-11,
+        pio2_3 = 2.02226624871116645580e-21,
+        S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10,
+        C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    const td_a4 x = {xs[0], xs[1], xs[2], xs[3]};
+    const td_a4 big = x * invpio2 + 6755399441055744.0;
+    const td_a4 fn = big - 6755399441055744.0;
+    const td_i4 n = (td_i4)big, one = {1, 1, 1, 1}, two = {2, 2, 2, 2};
+    const td_a4 r = x - fn * pio2_1;
+    const td_a4 t = fn * pio2_2;
+    const td_a4 y0 = r - t;
+    td_a4 ylo = ((r - y0) - t) - fn * pio2_3;
+    const td_a4 y = y0 + ylo;
+    ylo -= y - y0;
+    const td_a4 z = y * y;
+    const td_a4 sy = y + (y * z * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6))))) + ylo);
+    const td_a4 hz = 0.5 * z;
+    const td_a4 w = 1.0 - hz;
+    const td_a4 cy = w + (((1.0 - w) - hz)
+                          + (z * z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))
+                             - y * ylo));
+    const td_a4 pos = {1.0, 1.0, 1.0, 1.0}, neg = {-1.0, -1.0, -1.0, -1.0};
+    const td_i4 n1 = n + one;
+    const td_i4 ms = (n & one) != 0, mc = (n1 & one) != 0;      /* cy, else sy */
+    const td_i4 gs = (n & two) != 0, gc = (n1 & two) != 0;      /* negated */
+    const td_a4 vs = (td_a4)((ms & (td_i4)cy) | (~ms & (td_i4)sy));
+    const td_a4 vc = (td_a4)((mc & (td_i4)cy) | (~mc & (td_i4)sy));
+    const td_a4 ss = (td_a4)((gs & (td_i4)neg) | (~gs & (td_i4)pos));
+    const td_a4 sc = (td_a4)((gc & (td_i4)neg) | (~gc & (td_i4)pos));
+    const td_a4 so = ss * vs, co = sc * vc;
+    for (int l = 0; l < 4; l++) {
+        const double a = fabs(xs[l]);
+        if (!(a <= 823549.6562) || a < 7.450580596923828e-09)
+            td_sincos(xs[l], &s4[l], &c4[l]);
+        else {
+            s4[l] = so[l];
+            c4[l] = co[l];
+        }
+    }
+}
+
+#else
+static inline void td_sincos4(const double* xs, double* s4, double* c4)
+{
+    for (int l = 0; l < 4; l++)
+        td_sincos(xs[l], &s4[l], &c4[l]);
+}
+
+static inline void td_pose_mul12(const double* A, const double* B, double* C)
+{
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 3; k++)
+            C[3 * r + k] = A[3 * r] * B[k] + A[3 * r + 1] * B[3 + k] + A[3 * r + 2] * B[6 + k];
+        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r];
+    }
+}
+
+
+static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
+                               const double* A, double* T, double* C)
+{
+    if (neg)
+        s = -s;
+    for (int r = 0; r < 3; r++) {
+        const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
+        if (k == 2) {
+            T[3 * r] = c * b0 + s * b1; T[3 * r + 1] = c * b1 - s * b0; T[3 * r + 2] = b2;
+        } else if (k == 0) {
+            T[3 * r] = b0; T[3 * r + 1] = c * b1 + s * b2; T[3 * r + 2] = c * b2 - s * b1;
+        } else {
+            T[3 * r] = c * b0 - s * b2; T[3 * r + 1] = b1; T[3 * r + 2] = c * b2 + s * b0;
+        }
+    }
+    T[9] = B[9]; T[10] = B[10]; T[11] = B[11];
+    if (A == NULL) {
+        for (int n = 0; n < 9; n++)
+            C[n] = T[n];
+        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
+        return;
+    }
+    td_pose_mul12(A, T, C);
+}
+#endif
+
+#endif
