@@ -73,10 +73,10 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
     cdef double rk = 0.0, acc
     cdef ConstTorque ct
     cdef PassiveTorque pt
-    cdef StepArgs sa = sh.step      # the method and projection, with this sample's
-    ct.nv = nv
+    cdef StepArgs sa = sh.step      # the method and projection (a copy), with this
+    ct.nv = nv                      # sample's stage torques, gravity and scratch
     ct.tau = tau
-    sa.torque = constant_torque     # stage torques, gravity and scratch
+    sa.torque = constant_torque
     sa.tctx = <void*>&ct
     sa.grav = gp
     sa.ws = ws
