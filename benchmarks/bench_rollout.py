@@ -5,8 +5,11 @@
 ur5, panda and talos_full_v2 (+ free flyer) from example-robot-data, their
 ``<visual>``, ``<collision>`` and ``<mimic>`` elements stripped so that MuJoCo
 loads the same URDF (talos' free joint added to its root body by ``MjSpec``).
-N rollouts (default 10 000; --quick 200) of 1 s at dt = 1 ms from perturbed
-neutral poses with zero applied torques (the file's joint damping in both),
+N rollouts (default 10 000; --quick 200) of 1 s at dt = 1 ms from the same
+initial states in both libraries (neutral pose, every one-freedom joint turned by
+0.05 rad and moving at 0.2 rad/s, normal draws; talos' free base at rest: a
+gravity free fall, no contacts) with zero applied torques (the file's joint
+damping in both, except talos: none in either, see bench_tree),
 run in calls of ``--batch`` samples (default 500); MuJoCo writes every state
 into a reused output array, treedyn keeps the first and last (save_every =
 n_steps).  A treedyn sample that diverges stops; only the steps taken count
@@ -21,12 +24,17 @@ against one ABA call (a batch of the same model's forward dynamics, per state),
 both on ``--threads`` threads; Cassie (examples/cassie.py, cassie_v2.sdf):
 constrained RKMK4 steps per second in a rollout.
 
+--dask: ur5 rollouts on LocalClusters of 1 and 2 worker processes (one thread
+each, chunks of 1 000 samples) against the local call on one thread, the three
+interleaved (bench_dask): the Dask path's overhead and its 1 -> 2 worker scaling.
+
 Timings are wall-clock medians of ``--repeat`` runs on this machine as it is
 (the figures of a shared machine are indicative only).
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import sys
@@ -87,47 +95,76 @@ def median_time(fn, repeat):
     return float(np.median(ts))
 
 
+def initial_states(m, mj, batch, rng):
+    """The same ``batch`` initial states in both libraries, as a user would start
+    them: the neutral pose (free base at its file pose, at rest) with every
+    one-freedom joint turned by 0.05 rad and moving at 0.2 rad/s (normal draws),
+    mapped to MuJoCo's qpos / qvel by joint name.  Returns (q0, v0, MuJoCo states
+    (batch, mjSTATE_FULLPHYSICS size))."""
+    import mujoco
+    q0 = np.repeat(m.neutral()[None], batch, axis=0)
+    v0 = np.zeros((batch, m.nv))
+    d = mujoco.MjData(mj)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    init = np.empty((batch, mujoco.mj_stateSize(mj, spec)))
+    pairs = []
+    for i, (name, k) in enumerate(zip(m.joint_names, m.nqj)):
+        if k == 1 and m.nvj[i] == 1:
+            j = mj.joint(name)
+            pairs.append((m.qoff[i], m.voff[i], int(j.qposadr[0]), int(j.dofadr[0])))
+    dq = 0.05 * rng.normal(size=(batch, len(pairs)))
+    dv = 0.2 * rng.normal(size=(batch, len(pairs)))
+    for s in range(batch):
+        mujoco.mj_resetData(mj, d)
+        for c, (qi, vi, qa, da) in enumerate(pairs):
+            q0[s, qi] += dq[s, c]
+            v0[s, vi] = dv[s, c]
+            d.qpos[qa] += dq[s, c]
+            d.qvel[da] = dv[s, c]
+        mujoco.mj_getState(mj, d, init[s], spec)
+    return q0, v0, init
+
+
 def bench_tree(name, N, batch, nstep, threads, repeat, tmpdir, rng):
     import mujoco
     from mujoco import rollout as mjr
 
     import treedyn as td
     m, mj = load_pair(name, tmpdir)
-    q0 = np.repeat(m.neutral()[None], batch, axis=0)
-    for i, k in enumerate(m.nqj):
-        if k == 1:
-            q0[:, m.qoff[i]] += 0.1 * rng.normal(size=batch)
-    v0 = np.zeros((batch, m.nv))
+    # the humanoid without the file's joint damping in both libraries: on its light
+    # hand and head links it is stiff for explicit steps of 1 ms (treedyn's passive
+    # forces are explicit, MuJoCo's Euler treats damping implicitly), and every
+    # treedyn sample diverged within 20–45 steps
+    passive = not name.startswith("talos")
+    if not passive:
+        mj.dof_damping[:] = 0.0
+    q0, v0, init = initial_states(m, mj, batch, rng)
     calls = -(-N // batch)
-    res = {}
+    res = {"passive": passive}
     for method in ("euler", "semi_euler", "rkmk4"):
         def run(method=method):
             for _ in range(calls):
                 td.rollout(m, q0, v0, nstep * DT, DT, method=method, threads=threads,
-                           save_every=nstep)
+                           save_every=nstep, passive=passive)
         # a sample that diverges stops: only the steps taken count
         r = td.rollout(m, q0, v0, nstep * DT, DT, method=method, threads=threads,
-                       save_every=nstep)
+                       save_every=nstep, passive=passive)
         taken = np.where(r.diverged, r.failed_step, nstep).sum()
         res[method] = calls * taken / median_time(run, repeat)
         res[method + "_div"] = int(r.diverged.sum())
     datas = [mujoco.MjData(mj) for _ in range(threads)]
-    d = mujoco.MjData(mj)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    nstate = mujoco.mj_stateSize(mj, spec)
-    init = np.empty((batch, nstate))
-    for s in range(batch):
-        mujoco.mj_resetData(mj, d)
-        for j in range(mj.njnt):
-            if mj.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE:
-                d.qpos[mj.jnt_qposadr[j]] += 0.1 * rng.normal()
-        mujoco.mj_getState(mj, d, init[s], spec)
+    nstate = init.shape[1]
     state = np.empty((batch, nstep, nstate))
     with mjr.Rollout(nthread=threads) as pool:
         def run_mj():
             for _ in range(calls):
                 pool.rollout(mj, datas, init, nstep=nstep, state=state)
         run_mj()
+        # MuJoCo resets a diverging sample to its initial pose (time back to 0)
+        # and goes on: count those whose time did not reach the end, or not finite
+        tend = state[:, -1, 0]
+        res["mujoco_div"] = int(np.sum(~(np.isfinite(state[:, -1]).all(axis=1)
+                                         & np.isclose(tend, nstep * DT))))
         res["mujoco"] = calls * batch * nstep / median_time(run_mj, repeat)
     res["nv"] = m.nv
     return res
@@ -160,25 +197,49 @@ def bench_loops(threads, repeat, quick, rng):
 
 
 def bench_dask(quick, repeat, rng):
-    """Seconds of a local call on one thread and of the same call on a LocalCluster
-    of 1 and 2 single-threaded worker processes (chunks of 1 000 samples)."""
+    """Seconds of one call: local on one thread, and the same call on LocalClusters of
+    1 and 2 worker processes of one thread each (chunks of 1 000 samples; the two
+    clusters up at once, idle between their calls), the three interleaved repeat
+    times (local, 1 worker, 2 workers, local, …) after a warm-up call each, so that
+    they see the same machine.  Medians."""
     from distributed import Client, LocalCluster
 
     import treedyn as td
     m = td.load(td.robots.path("ur5.urdf"))
-    N, nstep = (2000, 100) if quick else (10_000, 1000)
+    N, nstep, chunk = (2000, 50, 1000) if quick else (4000, 250, 1000)
     q0 = np.array([m.random_configuration(rng) for _ in range(N)])
     v0 = np.zeros((N, m.nv))
-    kw = dict(save_every=100, progress=False)
-    out = {"N": N, "nstep": nstep}
-    out["local"] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, threads=1, **kw),
-                               repeat)
-    for nw in (1, 2):
-        with LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, env={"OMP_NUM_THREADS": "1"}) as cl, \
-                Client(cl) as c:
-            out[nw] = median_time(lambda: td.rollout(m, q0, v0, nstep * DT, DT, client=c,
-                                                     chunk=1000, **kw), repeat)
+    kw = dict(save_every=nstep, progress=False, threads=1)
+    out = {"N": N, "nstep": nstep, "chunk": chunk}
+    ref = td.rollout(m, q0, v0, nstep * DT, DT, **kw)
+    clusters, clients = {}, {}
+    try:
+        for nw in (1, 2):
+            clusters[nw] = LocalCluster(n_workers=nw, threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None,
+                                        env={"OMP_NUM_THREADS": "1"},
+                                        silence_logs=logging.ERROR)
+            clients[nw] = Client(clusters[nw])
+        calls = {"local": lambda: td.rollout(m, q0, v0, nstep * DT, DT, **kw)}
+        for nw in (1, 2):
+            calls[nw] = (lambda c=clients[nw]: td.rollout(m, q0, v0, nstep * DT, DT, client=c,
+                                                          chunk=chunk, **kw))
+        for nw in (1, 2):                   # warm-up; the same arrays as the local call
+            r = calls[nw]()
+            assert np.array_equal(r.q, ref.q) and np.array_equal(r.v, ref.v)
+        ts = {key: [] for key in calls}
+        for _ in range(max(repeat, 3)):
+            for key, fn in calls.items():
+                t = time.perf_counter()
+                fn()
+                ts[key].append(time.perf_counter() - t)
+        for key in calls:
+            out[key] = float(np.median(ts[key]))
+    finally:
+        for c in clients.values():
+            c.close()
+        for cl in clusters.values():
+            cl.close()
     return out
 
 
@@ -224,10 +285,13 @@ def main(argv=None):
                   f"{r['rkmk4']:>12.4g}   Lie-Euler {r['euler'] / mj:.2f}x (target 3), "
                   f"semi-Euler {r['semi_euler'] / mj:.2f}x, RKMK4 {r['rkmk4'] / mj:.2f}x "
                   f"(target 1)")
-            div = {k: r[k + "_div"] for k in ("euler", "semi_euler", "rkmk4") if r[k + "_div"]}
+            div = {k: r[k + "_div"] for k in ("euler", "semi_euler", "rkmk4", "mujoco")
+                   if r[k + "_div"]}
             if div:
-                print(f"{'':<16}diverged samples (of {batch}, counted up to their failing "
-                      f"step): {div}")
+                print(f"{'':<16}diverged samples (of {batch}, treedyn's counted up to their "
+                      f"failing step): {div}")
+            if not r["passive"]:
+                print(f"{'':<16}(without the file's joint damping in both libraries)")
     loops = bench_loops(args.threads, repeat, args.quick, rng)
     for name in ("four_bar", "delta"):
         step, aba = loops[name]
@@ -237,10 +301,12 @@ def main(argv=None):
         print(f"{'cassie':<16} constrained RKMK4 in a rollout: {loops['cassie']:.4g} steps/s")
     if args.dask:
         d = bench_dask(args.quick, repeat, rng)
-        print(f"dask (ur5, {d['N']} rollouts of {d['nstep']} steps, chunks of 1000, one thread "
-              f"per worker): local 1 thread {d['local']:.3g} s; 1 worker {d[1]:.3g} s "
-              f"(overhead {100 * (d[1] / d['local'] - 1):+.1f} %, target <= 15 %); 2 workers "
-              f"{d[2]:.3g} s (speed-up {d[1] / d[2]:.2f}x)")
+        print(f"dask (ur5, {d['N']} rollouts of {d['nstep']} RKMK4 steps, chunks of "
+              f"{d['chunk']}, worker processes of one thread, interleaved medians): local "
+              f"1 thread {d['local']:.3g} s; 1 worker {d[1]:.3g} s (overhead "
+              f"{100 * (d[1] / d['local'] - 1):+.1f} %, target <= 15 %); 2 workers "
+              f"{d[2]:.3g} s (1 -> 2 workers: {d[1] / d[2]:.2f}x, overhead against half the "
+              f"local call {100 * (2 * d[2] / d['local'] - 1):+.1f} %)")
     return 0
 
 

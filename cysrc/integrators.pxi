@@ -17,6 +17,7 @@
 cdef enum:
     STEP_DIVERGED = -2000000
     STEP_CONTROLLER_ERROR = -1000000
+    STEP_Q_NONFINITE = -3000000       # step_project: the configuration overflowed
 
 cdef enum:
     SCHEME_RKMK = 0
@@ -167,6 +168,54 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
     return 0
 
 
+cdef struct StepArgs:
+    # what a step of treedyn.simulate's _run, treedyn.Simulator and treedyn.rollout
+    # needs besides the state: the method, the stage torques and loads, and (loops,
+    # mimic couplings) the constrained stages and the projection after the step
+    int scheme, s, local
+    const double* A                 # Butcher tableau (s × s), weights, nodes
+    const double* b
+    const double* c
+    const double* bhat              # embedded weights (NULL: no error estimate)
+    double h
+    stage_torque_fn torque          # stage torques and their context
+    void* tctx
+    const double* grav              # gravity (3,)
+    const double* fext              # external wrenches (nb, 6) or NULL, and their frame
+    int fframe
+    double* ws                      # step_ws_size doubles of scratch
+    double* err                     # 2 nv: the error estimate (with bhat), or NULL
+    bint check_q                    # a non-finite q after the step: STEP_Q_NONFINITE
+    bint constrained                # index-1 stages (Baumgarte gains k1, k2) and the
+    bint project                    # projection: rows only (project False: no
+    double k1, k2, tol              # iterations, no velocity) or q to tol in at most
+    int max_iter                    # max_iter Gauss–Newton steps, then v
+
+
+cdef int step_project(ModelCore m, DataC* d, const StepArgs* a, double t, const double* qi,
+                      const double* vi, double* qo, double* vo,
+                      double* residual) noexcept nogil:
+    """One step of the method from (qi, vi) at time t into (qo, vo) (vi, vo NULL when
+    nv = 0), then, with a.check_q, STEP_Q_NONFINITE if qo is not finite (vo is:
+    rk_step checks it), then for loops and mimic couplings the projection of (qo, vo)
+    onto the constraints (project_kernel; residual: max |g| of qo).  With
+    ``a.constrained``, d's joint steps and factors must be those of qi (project_kernel
+    ran on qi last: the first stage reuses them) and are those of qo on return.
+    Returns 0 or the first nonzero code (rk_step, STEP_Q_NONFINITE, project_kernel).
+    The one sequence of simulate's _run, Simulator and rollout's samples."""
+    cdef int code = rk_step(m, d, a.scheme, a.s, a.A, a.b, a.c, a.bhat, a.local, t, a.h,
+                            qi, vi, a.torque, a.tctx, a.grav, a.fext, a.fframe, a.ws, qo, vo,
+                            a.err, a.constrained, a.k1, a.k2, a.constrained)
+    if code:
+        return code
+    if a.check_q and not _finite_bits(qo, m.nq):
+        return STEP_Q_NONFINITE
+    if a.constrained:
+        return project_kernel(m, d, qo, vo if a.project else NULL, a.tol,
+                              a.max_iter if a.project else 0, 1e-10, residual)
+    return 0
+
+
 cdef struct ConstTorque:
     int nv
     const double* tau
@@ -288,6 +337,54 @@ cdef class _Controller:
         return 0
 
 
+cdef struct RunLoop:
+    # _run's steps: where the states go (rows saved every save_every steps, the
+    # others in two scratch rows) and where the loop stands
+    Py_ssize_t k, row, nsteps, save_every
+    double t0, rk
+    int nq, nv
+    double* Q                       # (rows, nq) saved configurations
+    double* V                       # (rows, nv) saved velocities (NULL: nv = 0)
+    double* Sq                      # (2, nq + 1), (2, nv + 1): the unsaved states
+    double* Sv
+    double* R                       # (rows,) max |g| of the saved configurations
+    const double* qi                # the current state
+    const double* vi
+    bint stop                       # a non-finite q: the run stops (no code)
+
+
+cdef int _run_steps(ModelCore m, DataC* d, const StepArgs* a, RunLoop* r, Py_ssize_t k0,
+                    Py_ssize_t kend) noexcept nogil:
+    """Steps k0 … kend − 1 of _run (step_project each); returns 0 or the code that
+    stopped them (r.k: that step; r.stop: a non-finite q, code 0)."""
+    cdef Py_ssize_t k
+    cdef int code = 0
+    cdef bint saved
+    cdef double* qo
+    cdef double* vo
+    for k in range(k0, kend):
+        r.k = k
+        saved = (k + 1) % r.save_every == 0 or k + 1 == r.nsteps
+        if saved:
+            qo = &r.Q[(r.row + 1) * r.nq]
+            vo = &r.V[(r.row + 1) * r.nv] if r.nv else NULL
+        else:
+            qo = &r.Sq[(k & 1) * (r.nq + 1)]
+            vo = &r.Sv[(k & 1) * (r.nv + 1)] if r.nv else NULL
+        code = step_project(m, d, a, r.t0 + k * a.h, r.qi, r.vi, qo, vo, &r.rk)
+        if code == STEP_Q_NONFINITE:
+            code = 0
+            r.stop = True
+        if saved:
+            r.row += 1
+            r.R[r.row] = r.rk
+        r.qi = qo
+        r.vi = vo
+        if code or r.stop:
+            return code
+    return 0
+
+
 # ---------------------------------------------------------------- entry
 # (bound in treedyn.model.Model by one line each; Python-visible)
 def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int scheme, A, b, c, bhat,
@@ -376,86 +473,70 @@ def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int sch
     cdef double[::1] ev = err
     cdef double[::1] work = np.empty(step_ws_size(nb, nq, nv, s))
     cdef Data data = Data(self)     # this run's own Data: runs may go on in parallel
-    cdef Py_ssize_t k = 0, k0 = 0, kend, row = 0, cap = chunk
+    cdef Py_ssize_t k0 = 0, kend, cap = chunk
     cdef int code = 0
-    cdef int piter = max_iter if project else 0
-    cdef bint stop = False          # a non-finite q (overflow): reported by the caller
-    cdef bint saved
-    cdef double rk = 0.0, tick
-    cdef const double* qi = &Qv[0, 0]
-    cdef const double* vi = &Vv[0, 0] if nv else NULL
-    cdef double* qo
-    cdef double* vo
+    cdef double tick
+    cdef StepArgs sa
+    cdef RunLoop rl
+    sa.scheme = scheme
+    sa.s = s
+    sa.local = local
+    sa.A = &Ab[0, 0]
+    sa.b = &bb[0]
+    sa.c = &cb_[0]
+    sa.bhat = bhp
+    sa.h = h
+    sa.torque = fn
+    sa.tctx = ctx
+    sa.grav = gp
+    sa.fext = fp
+    sa.fframe = fframe
+    sa.ws = &work[0]
+    sa.err = &ev[0] if nv else NULL
+    # a non-finite q (overflow) stops the run, reported by the caller's check of
+    # the rows (with loops, before the rows are evaluated at it; else only with
+    # save_every > 1, whose unsaved states the caller does not see)
+    sa.check_q = constrained or save_every > 1
+    sa.constrained = constrained
+    sa.project = project
+    sa.k1 = k1
+    sa.k2 = k2
+    sa.tol = tol
+    sa.max_iter = max_iter
+    rl.k = 0
+    rl.row = 0
+    rl.nsteps = nsteps
+    rl.save_every = save_every
+    rl.t0 = t0
+    rl.nq = nq
+    rl.nv = nv
+    rl.Q = &Qv[0, 0]
+    rl.V = &Vv[0, 0] if nv else NULL
+    rl.Sq = &Sq[0, 0]
+    rl.Sv = &Sv[0, 0]
+    rl.qi = rl.Q
+    rl.vi = rl.V
+    rl.rk = 0.0
+    rl.stop = False
     # with loops, project_kernel runs on every step's q before the step (with
-    # piter = 0 it only evaluates the rows): its joint steps and factors serve
+    # max_iter = 0 it only evaluates the rows): its joint steps and factors serve
     # the step's first stage (rk_step joints_ready, loops.pxi _factors_cached)
     R = np.zeros(rows)
     cdef double[::1] Rv = R
+    rl.R = &Rv[0]
     if constrained:
         self._require_loops()
         code = project_kernel(self, &data.c, &Qv[0, 0], &Vv[0, 0] if (nv and project) else NULL,
-                              tol, piter, 1e-10, &Rv[0])
+                              tol, max_iter if project else 0, 1e-10, &Rv[0])
     chunk = 1                       # grown or shrunk to 1–4 ms of steps
-    while k0 < nsteps and code == 0 and not stop:
+    while k0 < nsteps and code == 0 and not rl.stop:
         kend = min(nsteps, k0 + chunk)
         tick = perf_counter()
         if controller is None:
             with nogil:
-                for k in range(k0, kend):
-                    saved = (k + 1) % save_every == 0 or k + 1 == nsteps
-                    if saved:
-                        qo = &Qv[row + 1, 0]
-                        vo = &Vv[row + 1, 0] if nv else NULL
-                    else:
-                        qo = &Sq[k & 1, 0]
-                        vo = &Sv[k & 1, 0] if nv else NULL
-                    code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                                   t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
-                                   qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
-                                   constrained)
-                    if code == 0 and constrained:
-                        if not _finite_bits(qo, nq):
-                            stop = True     # the rows (and the rest) left for the
-                        else:               # caller's check of the run
-                            code = project_kernel(self, &data.c, qo, vo if project else NULL,
-                                                  tol, piter, 1e-10, &rk)
-                    elif code == 0 and save_every > 1:
-                        stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
-                    if saved:
-                        row += 1
-                        Rv[row] = rk
-                    qi = qo
-                    vi = vo
-                    if code or stop:
-                        break
-        else:                       # the controller's stages need the GIL
-            for k in range(k0, kend):
-                saved = (k + 1) % save_every == 0 or k + 1 == nsteps
-                if saved:
-                    qo = &Qv[row + 1, 0]
-                    vo = &Vv[row + 1, 0] if nv else NULL
-                else:
-                    qo = &Sq[k & 1, 0]
-                    vo = &Sv[k & 1, 0] if nv else NULL
-                code = rk_step(self, &data.c, scheme, s, &Ab[0, 0], &bb[0], &cb_[0], bhp, local,
-                               t0 + k * h, h, qi, vi, fn, ctx, gp, fp, fframe, &work[0],
-                               qo, vo, &ev[0] if nv else NULL, constrained, k1, k2,
-                               constrained)
-                if code == 0 and constrained:
-                    if not _finite_bits(qo, nq):
-                        stop = True     # the rows (and the rest) left for the
-                    else:               # caller's check of the run
-                        code = project_kernel(self, &data.c, qo, vo if project else NULL,
-                                              tol, piter, 1e-10, &rk)
-                elif code == 0 and save_every > 1:
-                    stop = not (_finite_bits(qo, nq) and _finite_bits(vo, nv))
-                if saved:
-                    row += 1
-                    Rv[row] = rk
-                qi = qo
-                vi = vo
-                if code or stop:
-                    break
+                code = _run_steps(self, &data.c, &sa, &rl, k0, kend)
+        else:                       # the controller's stages take the GIL: keep it
+            code = _run_steps(self, &data.c, &sa, &rl, k0, kend)
         if progress is not None and code == 0:
             progress(kend - k0)
         k0 = kend
@@ -465,6 +546,8 @@ def _run(ModelCore self, q0, v0, double t0, double h, Py_ssize_t nsteps, int sch
         elif tick > 4e-3 and chunk > 1:
             chunk //= 2
         PyErr_CheckSignals()        # Ctrl-C: KeyboardInterrupt, the run is dropped
+    cdef Py_ssize_t k = rl.k, row = rl.row
+    cdef bint stop = rl.stop
     if stop and save_every > 1:
         raise InputError(f"simulate: the simulation diverged: the state overflowed to "
                          f"infinity or NaN at step {k + 1} (t = {t0 + (k + 1) * h:.6g} s) "

@@ -1,8 +1,8 @@
 # Many trajectories in one call: the compiled loop of treedyn.rollout.  Every
-# sample is stepped by rk_step (integrators.pxi), the kernel of treedyn.simulate's
+# sample is stepped by step_project (integrators.pxi: rk_step, the finiteness check
+# and, for loops and mimic couplings, the projection), the step of treedyn.simulate's
 # _run and of treedyn.Simulator, with the same stage torques (ConstTorque, plus the
-# passive forces) and, for loops and mimic couplings, the same projection after
-# every step: a sample's rows are bitwise those of a simulate run of it.
+# passive forces): a sample's rows are bitwise those of a simulate run of it.
 #
 # The applied torque of a sample is held over each step (zero-order hold; all
 # stages of step k see the same τ_k):
@@ -17,13 +17,11 @@
 # go on.
 
 cdef struct RolloutShared:
-    int scheme, s, local, nq, nv, max_iter
-    const double* A
-    const double* b
-    const double* c
-    double h, k1, k2, tol
+    StepArgs step                   # the method, constraints and projection (the
+                                    # per-sample forces and scratch are set per sample)
+    int nq, nv
     Py_ssize_t nsteps, save_every, rows
-    bint constrained, project, feedback
+    bint feedback
     const double* tau               # (N, nsteps, nv) with element strides tau_ss, tau_ks
     Py_ssize_t tau_ss, tau_ks
     const double* K                 # (N, nv, 2 nv), sample stride K_ss
@@ -63,7 +61,7 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
     step_ws_size + 3 nv doubles.  Returns 0 or the code that stopped it."""
     cdef int nq = sh.nq, nv = sh.nv, w = nq + nv, code = 0, n, j
     cdef Py_ssize_t k, row, N = sh.N
-    cdef double* tau = &ws[step_ws_size(m.nb, nq, nv, sh.s)]
+    cdef double* tau = &ws[step_ws_size(m.nb, nq, nv, sh.step.s)]
     cdef double* dx = &tau[nv]
     cdef double* qi
     cdef double* vi
@@ -75,10 +73,13 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
     cdef double rk = 0.0, acc
     cdef ConstTorque ct
     cdef PassiveTorque pt
-    cdef stage_torque_fn fn = constant_torque
-    cdef void* ctx = <void*>&ct
-    ct.nv = nv
+    cdef StepArgs sa = sh.step      # the method and projection (a copy), with this
+    ct.nv = nv                      # sample's stage torques, gravity and scratch
     ct.tau = tau
+    sa.torque = constant_torque
+    sa.tctx = <void*>&ct
+    sa.grav = gp
+    sa.ws = ws
     if sh.passive:
         pt.inner = constant_torque
         pt.ictx = <void*>&ct
@@ -87,11 +88,11 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
         pt.K = sh.Kp
         pt.qref = sh.qref
         pt.qidx = sh.qidx
-        fn = passive_torque
-        ctx = <void*>&pt
-    if sh.constrained:              # d's joint steps and rows of this sample's q
-        code = project_kernel(m, d, &sh.S[((k0 & 1) * N + smp) * w], NULL, sh.tol, 0, 1e-10,
-                              &rk)
+        sa.torque = passive_torque
+        sa.tctx = <void*>&pt
+    if sh.step.constrained:         # d's joint steps and rows of this sample's q
+        code = project_kernel(m, d, &sh.S[((k0 & 1) * N + smp) * w], NULL, sh.step.tol, 0,
+                              1e-10, &rk)
         if code:
             return code
     for k in range(k0, k1):
@@ -116,22 +117,15 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
                 for j in range(2 * nv):
                     acc = acc + Ks[n * 2 * nv + j] * dx[j]
                 tau[n] += acc
-        code = rk_step(m, d, sh.scheme, sh.s, sh.A, sh.b, sh.c, NULL, sh.local, k * sh.h, sh.h,
-                       qi, vi, fn, ctx, gp, NULL, 0, ws, qo, vo, NULL, sh.constrained,
-                       sh.k1, sh.k2, sh.constrained)
-        if code == 0 and not (_finite_bits(qo, nq) and _finite_bits(vo, nv)):
-            code = STEP_DIVERGED
-        if code == 0 and sh.constrained:
-            code = project_kernel(m, d, qo, vo if sh.project else NULL, sh.tol,
-                                  sh.max_iter if sh.project else 0, 1e-10, &rk)
+        code = step_project(m, d, &sa, k * sh.step.h, qi, vi, qo, vo, &rk)
         if code:
             sh.failed[smp] = k
-            return code
+            return STEP_DIVERGED if code == STEP_Q_NONFINITE else code
         row = _rollout_row(k + 1, sh.save_every, sh.nsteps, sh.rows)
         if row >= 0:
             memcpy(&sh.Q[(smp * sh.rows + row) * nq], qo, nq * sizeof(double))
             memcpy(&sh.V[(smp * sh.rows + row) * nv], vo, nv * sizeof(double))
-            if sh.constrained:
+            if sh.step.constrained:
                 sh.R[smp * sh.rows + row] = rk
     return 0
 
@@ -142,9 +136,10 @@ cdef int _rollout_start(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp
     cdef int nq = sh.nq, nv = sh.nv, code = 0
     cdef double* q = &sh.S[smp * (nq + nv)]
     cdef double rk = 0.0
-    if sh.constrained:
-        code = project_kernel(m, d, q, &q[nq] if (nv and sh.project) else NULL, sh.tol,
-                              sh.max_iter if sh.project else 0, 1e-10, &rk)
+    if sh.step.constrained:
+        code = project_kernel(m, d, q, &q[nq] if (nv and sh.step.project) else NULL,
+                              sh.step.tol, sh.step.max_iter if sh.step.project else 0, 1e-10,
+                              &rk)
         sh.R[smp * sh.rows] = rk
         if code:
             sh.failed[smp] = 0
@@ -206,25 +201,34 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     cdef double[:, ::1] Ab = np.ascontiguousarray(A, dtype=np.float64)
     cdef double[::1] bb = np.ascontiguousarray(b, dtype=np.float64)
     cdef double[::1] cb_ = np.ascontiguousarray(c, dtype=np.float64)
-    sh.scheme = scheme
-    sh.s = bb.shape[0]
-    sh.local = local
     sh.nq = nq
     sh.nv = nv
-    sh.max_iter = max_iter
-    sh.A = &Ab[0, 0]
-    sh.b = &bb[0]
-    sh.c = &cb_[0]
-    sh.h = h
-    sh.k1 = k1
-    sh.k2 = k2
-    sh.tol = tol
     sh.nsteps = nsteps
     sh.save_every = save_every
     sh.rows = rows
-    sh.constrained = constrained
-    sh.project = project
     sh.N = N
+    sh.step.scheme = scheme
+    sh.step.s = bb.shape[0]
+    sh.step.local = local
+    sh.step.A = &Ab[0, 0]
+    sh.step.b = &bb[0]
+    sh.step.c = &cb_[0]
+    sh.step.bhat = NULL
+    sh.step.h = h
+    sh.step.torque = constant_torque
+    sh.step.tctx = NULL
+    sh.step.grav = NULL
+    sh.step.fext = NULL
+    sh.step.fframe = 0
+    sh.step.ws = NULL
+    sh.step.err = NULL
+    sh.step.check_q = True
+    sh.step.constrained = constrained
+    sh.step.project = project
+    sh.step.k1 = k1
+    sh.step.k2 = k2
+    sh.step.tol = tol
+    sh.step.max_iter = max_iter
     cdef cnp.ndarray ta = None, Ka = None, xa = None, ga = None, Da = None
     cdef cnp.ndarray zeros_v = np.zeros(nv + 1)
     cdef cnp.ndarray tb = None
@@ -301,7 +305,7 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     cdef int nth = threads if threads > 0 else _batch_threads()
     if nth > N:
         nth = <int>N
-    cdef Py_ssize_t wsz = step_ws_size(self.nb, nq, nv, sh.s) + 3 * nv + 8
+    cdef Py_ssize_t wsz = step_ws_size(self.nb, nq, nv, sh.step.s) + 3 * nv + 8
     cdef double[:, ::1] work = np.empty((nth, wsz))
     cdef _Team team = self._team(nth, False)
     global _omp_started

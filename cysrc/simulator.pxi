@@ -1,5 +1,5 @@
 # The compiled half of treedyn.Simulator: one state (q, v, t) stepped in place by
-# rk_step (integrators.pxi), the kernel of treedyn.simulate's _run, with the same
+# step_project (integrators.pxi), the step of treedyn.simulate's _run, with the same
 # stage torques (constant, plus the passive forces) and, for loops and mimic
 # couplings, the same projection after every step.  Everything is validated by
 # the Python half (treedyn/simulate.py) at construction and in reset; step()
@@ -20,6 +20,7 @@ cdef class _Simulator:
     cdef const double* gp
     cdef ConstTorque ct
     cdef PassiveTorque pt
+    cdef StepArgs sa
     cdef _PassiveArrays pas
     cdef stage_torque_fn fn
     cdef void* ctx
@@ -63,6 +64,28 @@ cdef class _Simulator:
         self.ct.tau = &self.tau0[0]
         self.pas = _PassiveArrays(passive, self.nv)
         self.pas.wrap(&self.pt, constant_torque, <void*>&self.ct, self.nv, &self.fn, &self.ctx)
+        self.sa.scheme = scheme
+        self.sa.s = self.s
+        self.sa.local = local
+        self.sa.A = &self.A[0, 0]
+        self.sa.b = &self.b[0]
+        self.sa.c = &self.c[0]
+        self.sa.bhat = NULL
+        self.sa.h = h
+        self.sa.torque = self.fn
+        self.sa.tctx = self.ctx
+        self.sa.grav = self.gp
+        self.sa.fext = NULL
+        self.sa.fframe = 0
+        self.sa.ws = &self.work[0]
+        self.sa.err = NULL
+        self.sa.check_q = True
+        self.sa.constrained = constrained
+        self.sa.project = project
+        self.sa.k1 = k1
+        self.sa.k2 = k2
+        self.sa.tol = tol
+        self.sa.max_iter = max_iter
         self.cur = 0
         self.k = 0
         self.t0 = 0.0
@@ -125,27 +148,19 @@ cdef class _Simulator:
         self.m._raise_singular(-code - 1)
 
     cdef int _one(self, const double* tau) noexcept nogil:
-        """One step from Q[cur], V[cur] into the other row; commits it (cur, k,
-        acc) if it succeeded; returns the kernel code."""
-        cdef int nq = self.nq, nv = self.nv, nxt = 1 - self.cur, code
+        """One step from Q[cur], V[cur] into the other row (step_project); commits it
+        (cur, k, acc) if it succeeded; returns the kernel code."""
+        cdef int nv = self.nv, nxt = 1 - self.cur, code
         cdef double* qi = &self.Q[self.cur, 0]
         cdef double* vi = &self.V[self.cur, 0]
-        cdef double* qo = &self.Q[nxt, 0]
-        cdef double* vo = &self.V[nxt, 0]
         self.ct.tau = tau
-        code = rk_step(self.m, &self.data.c, self.scheme, self.s, &self.A[0, 0], &self.b[0],
-                       &self.c[0], NULL, self.local, self.t0 + self.k * self.h, self.h,
-                       qi, vi if nv else NULL, self.fn, self.ctx, self.gp, NULL, 0,
-                       &self.work[0], qo, vo if nv else NULL, NULL, self.constrained,
-                       self.k1, self.k2, self.constrained)
-        if code == 0 and not _finite_bits(qo, nq):
-            code = STEP_DIVERGED
-        if code == 0 and self.constrained:
-            code = self._ready(qo, vo, True) if self.project else self._ready(qo, vo, False)
+        code = step_project(self.m, &self.data.c, &self.sa, self.t0 + self.k * self.h, qi,
+                            vi if nv else NULL, &self.Q[nxt, 0],
+                            &self.V[nxt, 0] if nv else NULL, &self.rbuf[0])
         if code:
             if self.constrained:    # the factors of the current state for the next try
                 self._ready(qi, vi, False)
-            return code
+            return STEP_DIVERGED if code == STEP_Q_NONFINITE else code
         memcpy(&self.acc[0], &self.work[self.s * nv], nv * sizeof(double))
         self.cur = nxt
         self.k += 1
