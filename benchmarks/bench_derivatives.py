@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Table, bench_main, mark, print_header, robot_label, time_calls  # noqa: E402
+from common import Table, bench_main, robot_label, sectioned_report, time_calls  # noqa: E402
 from oracles import load_pair, pin_v_permutation, to_pinocchio_q  # noqa: E402
 
 MINV_ROBOTS = [("panda", False), ("talos_full_v2", True)]
@@ -280,17 +280,8 @@ def report_chain(r, checks):
 REPORTS = {"minv": report_minv, "rnea": report_rnea, "chain": report_chain}
 
 
-def report(r, spread, info, quick, processes):
-    print_header("treedyn vs Pinocchio: derivative-related dynamics kernels", info,
-                 processes, quick)
-    checks = []
-    for sec in SECTIONS:
-        REPORTS[sec](r, checks)
-    print("\n## Summary\n")
-    t = Table(["target", "measured", "result"])
-    for label, meas, ok in checks:
-        t.add(label, meas, mark(ok))
-    print(t)
+report = sectioned_report("treedyn vs Pinocchio: derivative-related dynamics kernels",
+                          REPORTS, SECTIONS)
 
 
 def main(argv=None):

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Table, bench_main, mark, print_header, robot_label, time_calls  # noqa: E402
+from common import Table, bench_main, robot_label, sectioned_report, time_calls  # noqa: E402
 from oracles import load_pair, pin_v_permutation, to_pinocchio_q  # noqa: E402
 
 ROBOTS = [("panda", False), ("talos_full_v2", True)]
@@ -160,17 +160,8 @@ def report_regressor(r, checks):
 REPORTS = {"rates": report_rates, "regressor": report_regressor}
 
 
-def report(r, spread, info, quick, processes):
-    print_header("treedyn vs Pinocchio: inverse-dynamics rates and the regressor", info,
-                 processes, quick)
-    checks = []
-    for sec in SECTIONS:
-        REPORTS[sec](r, checks)
-    print("\n## Summary\n")
-    t = Table(["target", "measured", "result"])
-    for label, meas, ok in checks:
-        t.add(label, meas, mark(ok))
-    print(t)
+report = sectioned_report("treedyn vs Pinocchio: inverse-dynamics rates and the regressor",
+                          REPORTS, SECTIONS)
 
 
 def main(argv=None):

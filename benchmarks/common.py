@@ -420,6 +420,23 @@ def print_header(title, info, processes, quick):
     print()
 
 
+def sectioned_report(title, reports, sections):
+    """A ``report`` for :func:`bench_main` that prints the header, then each
+    section's table (``reports[section](results, checks)``, which appends
+    (target, measured, ok) rows to ``checks``), then a summary of the checks."""
+    def report(r, spread, info, quick, processes):
+        print_header(title, info, processes, quick)
+        checks = []
+        for sec in sections:
+            reports[sec](r, checks)
+        print("\n## Summary\n")
+        t = Table(["target", "measured", "result"])
+        for label, meas, ok in checks:
+            t.add(label, meas, mark(ok))
+        print(t)
+    return report
+
+
 def run_sections(script, sections, kwargs, processes, wait_idle=0.0):
     """:func:`run_in_processes` once per section (shorter workers are less likely to
     be disturbed on a shared machine); merged (median, spread, foreign load)."""

@@ -85,10 +85,10 @@ import os
 import numpy as np
 
 from .. import lie
-from ..errors import ModelError, RobotFileError
+from ..errors import ModelError
 from .xmlfile import parse_root, read_bytes, warn_friction, warn_user
 from ..graph import MAX_ANGLE, WORLD, JointGraph, _direction, unit_vector
-from .urdf import _prefixed, _Reader
+from .urdf import _Reader
 from .visuals import sdf_shapes
 
 __all__ = ["read_sdf", "parse_sdf_string"]
@@ -531,14 +531,20 @@ class _SdfReader(_Reader):
         if root_joint is None:
             reached, queue = {WORLD}, [WORLD]
         loop = {}
-        while queue:
-            body = queue.pop(0)
-            for j in children[body]:
-                cb = bodies[j][1]
-                loop[j] = cb in reached
-                if not loop[j]:
-                    reached.add(cb)
-                    queue.append(cb)
+
+        def spread(queue):
+            """Breadth-first from ``queue`` along the joints; a joint to a link
+            already reached closes a loop."""
+            while queue:
+                body = queue.pop(0)
+                for j in children[body]:
+                    cb = bodies[j][1]
+                    loop[j] = cb in reached
+                    if not loop[j]:
+                        reached.add(cb)
+                        queue.append(cb)
+
+        spread(queue)
         # every other tree floats freely (SDFormat; libsdformat and Drake do the same):
         # its root link, the first of it in file order that is the child of no
         # joint, gets a free joint "<link>_root_joint"
@@ -553,15 +559,7 @@ class _SdfReader(_Reader):
             g.add_joint(jname, "free", WORLD, lk, group=free_group,
                         source=(self.file, f'<link name="{lk}">'))
             reached.add(lk)
-            queue.append(lk)
-            while queue:
-                body = queue.pop(0)
-                for j in children[body]:
-                    cb = bodies[j][1]
-                    loop[j] = cb in reached
-                    if not loop[j]:
-                        reached.add(cb)
-                        queue.append(cb)
+            spread([lk])
         lost = [lk for lk in self.links if lk not in reached]
         if lost:
             top = "the world" if root_joint is None else f"the root link '{base}'"
