@@ -1,0 +1,165 @@
+"""The viewer's figures: first frame of talos, playback frame rate, Cassie video.
+
+    python benchmarks/bench_viewer.py [--quick] [--runs K]
+
+* first frame: ``treedyn view talos_full_v2.urdf`` (example-robot-data, with its
+  meshes) started as a user would; headless Chromium (Debian's ``chromium`` and
+  ``chromium-driver``, driven by selenium) opens the printed URL at once, and an
+  in-page probe reads the WebGL canvas on every animation frame until the robot's
+  pixels appear.  Printed: seconds from the command's start to the URL and to
+  that first frame (target ≤ 3 s), median of K runs (default 3).
+* playback: a 10 s, 1 kHz trajectory of the four-bar playing at speed 1, frames
+  counted by the client with ``requestAnimationFrame`` for 3 s, at 640×480 and
+  1000×700 (target ≥ 30 frames/s).
+* video: ``td.animate`` of Cassie (examples/cassie.py), 5 s at 30 fps (target ≤ 20 s).
+
+The browser renders WebGL in software (SwiftShader) on machines without a GPU:
+the figures depend on the machine as much as on treedyn.  ``--quick``: one run,
+1 s of counting, a 1 s video.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+from oracles import erd_path  # noqa: E402
+
+PROBE = """
+const gc = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function(type, attrs) {
+  if (type && type.startsWith('webgl'))
+    attrs = Object.assign({}, attrs || {}, {preserveDrawingBuffer: true});
+  return gc.call(this, type, attrs); };
+window.__first = null;
+const probe = document.createElement('canvas'); probe.width = 80; probe.height = 60;
+function check(now) {
+  const c = [...document.querySelectorAll('canvas')].find(x => x !== probe && x.width > 200);
+  if (c) { const g = probe.getContext('2d'); g.drawImage(c, 0, 0, 80, 60);
+    const p = g.getImageData(16, 18, 40, 33).data; let n = 0;
+    for (let i = 0; i < p.length; i += 4)
+      if (p[i + 3] > 200 && Math.max(255 - p[i], 255 - p[i + 1], 255 - p[i + 2]) > 40) n++;
+    if (n > 20) { window.__first = now; return; } }
+  requestAnimationFrame(check); }
+requestAnimationFrame(check);
+"""
+
+COUNT = """const done = arguments[arguments.length - 1]; let n = 0; const t0 = performance.now();
+function tick(now) { n++; if (now - t0 < %d) requestAnimationFrame(tick);
+                     else done(1000 * n / (now - t0)); }
+requestAnimationFrame(tick);"""
+
+
+def browser(size):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+              f"--window-size={size[0]},{size[1]}", "--use-angle=swiftshader",
+              "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"):
+        opts.add_argument(a)
+    d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    d.set_script_timeout(60)
+    return d
+
+
+def first_frame(robot):
+    """(seconds to the URL, seconds to the first frame with the robot), both from
+    the start of ``treedyn view``."""
+    d = browser((800, 600))
+    try:
+        d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE})
+        d.get("about:blank")
+        t0 = time.monotonic()
+        p = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "view", robot,
+                              "--seconds", "60"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        try:
+            url = p.stdout.readline().split(" at ")[1].split()[0]
+            t_url = time.monotonic() - t0
+            d.get(url)
+            while d.execute_script("return window.__first") is None:
+                if time.monotonic() - t0 > 50:
+                    raise RuntimeError("no frame with the robot within 50 s")
+                time.sleep(0.02)
+            return t_url, time.monotonic() - t0
+        finally:
+            p.terminate()
+            p.wait()
+    finally:
+        d.quit()
+
+
+def playback_fps(size, seconds):
+    import treedyn as td
+    m = td.load(td.robots.path("four_bar.toml"))
+    q0 = m.assemble(m.neutral())
+    traj = td.simulate(m, q0, m.project_velocity(q0, np.array([6.0, 0, 0])), t_final=10.0,
+                       dt=1e-3, progress=False)
+    d = browser(size)
+    v = td.view(m, traj)
+    try:
+        d.get(v.url)
+        time.sleep(5)                              # the client connects and draws
+        v.play(speed=1.0)
+        return d.execute_async_script(COUNT % int(1000 * seconds))
+    finally:
+        v.close()
+        d.quit()
+
+
+def cassie_video(duration):
+    import cassie
+
+    import treedyn as td
+    model, _ = cassie.load(align=True)
+    q0 = model.assemble(model.neutral())
+    v = np.zeros(model.nv)
+    v[6:] = 0.5 * np.random.default_rng(1).standard_normal(model.nv - 6)
+    traj = td.simulate(model, q0, model.project_velocity(q0, v), duration, 1e-3,
+                       gravity=[0, 0, 0], passive=False, progress=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        tick = time.perf_counter()
+        info = td.animate(model, traj, os.path.join(tmp, "cassie.mp4"), fps=30, follow="pelvis")
+        return time.perf_counter() - tick, info["frames"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one run, short counts, a 1 s video")
+    ap.add_argument("--runs", type=int, default=None, help="first-frame runs (default 3)")
+    a = ap.parse_args(argv)
+    runs = a.runs or (1 if a.quick else 3)
+    warnings.simplefilter("ignore")
+    import platform
+    print(f"# bench_viewer ({platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f})\n")
+    talos = erd_path("talos_full_v2")
+    ff = [first_frame(talos) for _ in range(runs)]
+    urls, firsts = [u for u, _ in ff], [f for _, f in ff]
+    print(f"talos_full_v2 with meshes: URL after {statistics.median(urls):.2f} s, first frame "
+          f"with the robot after {statistics.median(firsts):.2f} s (median of {runs}; runs "
+          f"{', '.join(f'{f:.2f}' for f in firsts)}; target <= 3 s)")
+    for size in ((640, 480), (1000, 700)):
+        fps = playback_fps(size, 1.0 if a.quick else 3.0)
+        print(f"four-bar playback, 10 s at 1 kHz, {size[0]}x{size[1]}: {fps:.1f} frames/s "
+              f"(target >= 30)")
+    seconds, frames = cassie_video(1.0 if a.quick else 5.0)
+    print(f"Cassie video: {frames} frames ({frames / 30:.0f} s at 30 fps) in {seconds:.1f} s "
+          f"(target for 5 s: <= 20 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
