@@ -36,7 +36,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Table, bench_main, fmt, mark, print_header, time_call, time_calls  # noqa: E402
+from common import (Table, aligned_cassie, bench_main, fmt, mark, print_header,  # noqa: E402
+                    time_call, time_calls)
 from oracles import (erd_path, pin_v_matrix, pinocchio_constraint_data,  # noqa: E402
                      pinocchio_from_graph, pinocchio_model, rel_err, to_pinocchio_q,
                      to_pinocchio_se3, to_pinocchio_v, with_ball_closures)
@@ -93,17 +94,10 @@ def pin_loop(pin, pm, pd, Qp, Vp, Tp, models, datas, prox, out):
 def _cassie():
     """(model, assembled q, projected v) of examples/cassie.py's aligned Cassie, or
     None when example-robot-data has no Cassie."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples", "cassie.py")
-    spec = importlib.util.spec_from_file_location("_cassie_example", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    try:
-        m, _ = mod.load(align=True)
-    except FileNotFoundError:
+    mq = aligned_cassie()
+    if mq is None:
         return None
-    q = m.assemble(m.neutral())
+    m, q = mq
     v = m.project_velocity(q, 0.1 * np.random.default_rng(1).normal(size=m.nv))
     return m, q, v
 

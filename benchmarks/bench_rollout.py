@@ -49,6 +49,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 from oracles import erd_path  # noqa: E402
 
+sys.path.insert(0, HERE)
+from common import aligned_cassie  # noqa: E402
+
 ROBOTS = ("ur5", "panda", "talos_full_v2")
 DT = 1e-3
 
@@ -184,7 +187,7 @@ def bench_loops(threads, repeat, quick, rng):
         tau = np.zeros((N, m.nv))
         aba = median_time(lambda: m.forward_dynamics(Q0, V0, tau), repeat) / N
         out[name] = (step * 1e6, aba * 1e6)
-    cassie = _cassie()
+    cassie = aligned_cassie()
     if cassie is not None:
         m, q = cassie
         n = 50 if quick else 500
@@ -241,19 +244,6 @@ def bench_dask(quick, repeat, rng):
         for cl in clusters.values():
             cl.close()
     return out
-
-
-def _cassie():
-    import importlib.util
-    path = os.path.join(os.path.dirname(HERE), "examples", "cassie.py")
-    spec = importlib.util.spec_from_file_location("_cassie_example", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    try:
-        m, _ = mod.load(align=True)
-    except FileNotFoundError:
-        return None
-    return m, m.assemble(m.neutral())
 
 
 def main(argv=None):

@@ -32,7 +32,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+sys.path.insert(0, HERE)
+from common import aligned_cassie  # noqa: E402
 from oracles import erd_path  # noqa: E402
 
 PROBE = """
@@ -120,11 +121,8 @@ def playback_fps(size, seconds):
 
 
 def cassie_video(duration):
-    import cassie
-
     import treedyn as td
-    model, _ = cassie.load(align=True)
-    q0 = model.assemble(model.neutral())
+    model, q0 = aligned_cassie()
     v = np.zeros(model.nv)
     v[6:] = 0.5 * np.random.default_rng(1).standard_normal(model.nv - 6)
     traj = td.simulate(model, q0, model.project_velocity(q0, v), duration, 1e-3,

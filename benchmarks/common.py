@@ -638,3 +638,19 @@ def bench_main(script, report, doc, argv=None, sections=("robots", "chain", "bat
     info["treedyn_file"] = r.get("_treedyn_file")
     report(r, spread, info, args.quick, processes)
     return 0
+
+
+def aligned_cassie():
+    """(model, assembled q) of examples/cassie.py's Cassie with its plantar axes
+    aligned, or None when example-robot-data has no Cassie."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", "cassie.py")
+    spec = importlib.util.spec_from_file_location("_cassie_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        m, _ = mod.load(align=True)
+    except FileNotFoundError:
+        return None
+    return m, m.assemble(m.neutral())

@@ -13,6 +13,18 @@ static inline double td_dot6_tree(const double* a, const double* b)
         + (a[4] * b[4] + a[5] * b[5]);
 }
 
+/* p = −ad_Vᵀ y = (ω × y_t + v × y_f, ω × y_f) for a twist V = (ω, v) and a
+ * wrench y = (y_t, y_f): the gyroscopic force of a body with momentum y. */
+static inline void td_neg_coad(const double* V, const double* y, double* p)
+{
+    p[0] = V[1] * y[2] - V[2] * y[1] + (V[4] * y[5] - V[5] * y[4]);
+    p[1] = V[2] * y[0] - V[0] * y[2] + (V[5] * y[3] - V[3] * y[5]);
+    p[2] = V[0] * y[1] - V[1] * y[0] + (V[3] * y[4] - V[4] * y[3]);
+    p[3] = V[1] * y[5] - V[2] * y[4];
+    p[4] = V[2] * y[3] - V[0] * y[5];
+    p[5] = V[0] * y[4] - V[1] * y[3];
+}
+
 #if TD_SIMD
 /* M (36) = the spatial inertia of a rigid body about the origin of frame s, world
  * axes, from its pose C (12: R row-major, p) in s and inr = (m, COM in body axes (3),
@@ -25,7 +37,7 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     const double* R = C;
     const double* Th = &inr[4];
     const double m = inr[0];
-    double c[3], h[3], y[8], t[3];
+    double c[3], h[3], y[8];
     c[0] = R[0] * inr[1] + R[1] * inr[2] + R[2] * inr[3] + C[9];
     c[1] = R[3] * inr[1] + R[4] * inr[2] + R[5] * inr[3] + C[10];
     c[2] = R[6] * inr[1] + R[7] * inr[2] + R[8] * inr[3] + C[11];
@@ -58,17 +70,7 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     /* y = M V (M symmetric: the sum of its rows weighted by V) */
     TD_A4(&y[0]) = ((W0 * V[0] + W1 * V[1]) + (W2 * V[2] + W3 * V[3])) + (W4 * V[4] + W5 * V[5]);
     TD_A2(&y[4]) = ((E0 * V[0] + E1 * V[1]) + (E2 * V[2] + E3 * V[3])) + (E4 * V[4] + E5 * V[5]);
-    /* pA = −ad_Vᵀ y = (ω × y_t + v × y_f, ω × y_f) */
-    pA[0] = V[1] * y[2] - V[2] * y[1];
-    pA[1] = V[2] * y[0] - V[0] * y[2];
-    pA[2] = V[0] * y[1] - V[1] * y[0];
-    t[0] = V[4] * y[5] - V[5] * y[4];
-    t[1] = V[5] * y[3] - V[3] * y[5];
-    t[2] = V[3] * y[4] - V[4] * y[3];
-    pA[0] += t[0]; pA[1] += t[1]; pA[2] += t[2];
-    pA[3] = V[1] * y[5] - V[2] * y[4];
-    pA[4] = V[2] * y[3] - V[0] * y[5];
-    pA[5] = V[0] * y[4] - V[1] * y[3];
+    td_neg_coad(V, y, pA);
 }
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
@@ -169,12 +171,7 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     for (r = 0; r < 6; r++)
         y[r] = ((M[r] * V[0] + M[6 + r] * V[1]) + (M[12 + r] * V[2] + M[18 + r] * V[3]))
             + (M[24 + r] * V[4] + M[30 + r] * V[5]);
-    pA[0] = V[1] * y[2] - V[2] * y[1] + (V[4] * y[5] - V[5] * y[4]);
-    pA[1] = V[2] * y[0] - V[0] * y[2] + (V[5] * y[3] - V[3] * y[5]);
-    pA[2] = V[0] * y[1] - V[1] * y[0] + (V[3] * y[4] - V[4] * y[3]);
-    pA[3] = V[1] * y[5] - V[2] * y[4];
-    pA[4] = V[2] * y[3] - V[0] * y[5];
-    pA[5] = V[0] * y[4] - V[1] * y[3];
+    td_neg_coad(V, y, pA);
 }
 
 static inline int td_aba_back1(const double* M, const double* pA, const double* J,

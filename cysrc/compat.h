@@ -12,6 +12,20 @@
 static inline void td_libm_sincos(double x, double *s, double *c) { *s = sin(x); *c = cos(x); }
 #endif
 
+/* The constants of td_sincos (and of its four-lane twin, td_sincos4 in simd.h):
+ * 2/π, π/2 in three parts of 33 bits, and fdlibm's sin and cos coefficients. */
+#define TD_SINCOS_CONSTANTS const double \
+    invpio2 = 6.36619772367581382433e-01, \
+    pio2_1 = 1.57079632673412561417e+00,   /* first 33 bits of pi/2 */ \
+    pio2_2 = 6.07710050630396597660e-11,   /* next 33 bits */ \
+    pio2_3 = 2.02226624871116645580e-21,   /* next 33 bits */ \
+    S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03, \
+    S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06, \
+    S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10, \
+    C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03, \
+    C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07, \
+    C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+
 /* sin and cos of a joint angle, inlined.  Every revolute joint needs one pair per
  * kernel call, and a call into libm costs about as much as the rest of a joint's
  * work in the body-fixed RNEA.  For |x| <= 2^19 (any joint angle) the argument is
@@ -26,17 +40,7 @@ __attribute__((always_inline))
 #endif
 static inline void td_sincos(double x, double *s, double *c)
 {
-    static const double
-        invpio2 = 6.36619772367581382433e-01,
-        pio2_1 = 1.57079632673412561417e+00,   /* first 33 bits of pi/2 */
-        pio2_2 = 6.07710050630396597660e-11,   /* next 33 bits */
-        pio2_3 = 2.02226624871116645580e-21,   /* next 33 bits */
-        S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
-        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
-        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10,
-        C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
-        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
-        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    TD_SINCOS_CONSTANTS
     double fn, r, t, y0, y, ylo, z, sy, cy, hz, w;
     long n;
     if (!(fabs(x) <= 823549.6562)) {    /* 2^19 pi/2; also NaN and infinities */

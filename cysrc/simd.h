@@ -24,6 +24,7 @@ typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
  * vectors, row r of C = Σ_k A[r][k] [B.R | B.p]_k + (0, 0, 0, A.p_r): per element
  * the products and sums of pose_mul (se3.pxd) in its order, so the same bits.
  * C must not alias A or B. */
+__attribute__((always_inline))
 static inline void td_pose_mul12(const double* A, const double* B, double* C)
 {
     /* element loads: B was just written element by element (joint_step), and a
@@ -31,50 +32,6 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
     const td_a4 B0 = {B[0], B[1], B[2], B[9]};
     const td_a4 B1 = {B[3], B[4], B[5], B[10]};
     const td_a4 B2 = {B[6], B[7], B[8], B[11]};
-    const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
-    const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
-    const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
-    const double p0 = C0[3] + A[9], p1 = C1[3] + A[10], p2 = C2[3] + A[11];
-    TD_A4(&C[0]) = C0;
-    TD_A4(&C[3]) = C1;
-    TD_A4(&C[6]) = C2;
-    C[9] = p0; C[10] = p1; C[11] = p2;
-}
-
-/* The pose of a body whose revolute joint turns about its body axis k (FAST_REV_*,
- * joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = ±sin q (neg: the axis
- * points along −e_k), c = cos q) into T, and C = A T (td_pose_mul12) or, for a
- * root (A NULL), C = (T.R, 0) (root_relative_pose) into C.  T's elements go from
- * registers into the product, not through memory (a vector load over the element
- * stores just made would wait for them).  Same bits as those two functions. */
-static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
-                               const double* A, double* T, double* C)
-{
-    double t[12];
-    if (neg)
-        s = -s;
-    for (int r = 0; r < 3; r++) {
-        const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
-        if (k == 2) {
-            t[3 * r] = c * b0 + s * b1; t[3 * r + 1] = c * b1 - s * b0; t[3 * r + 2] = b2;
-        } else if (k == 0) {
-            t[3 * r] = b0; t[3 * r + 1] = c * b1 + s * b2; t[3 * r + 2] = c * b2 - s * b1;
-        } else {
-            t[3 * r] = c * b0 - s * b2; t[3 * r + 1] = b1; t[3 * r + 2] = c * b2 + s * b0;
-        }
-    }
-    t[9] = B[9]; t[10] = B[10]; t[11] = B[11];
-    for (int n = 0; n < 12; n++)
-        T[n] = t[n];
-    if (A == NULL) {
-        for (int n = 0; n < 9; n++)
-            C[n] = t[n];
-        C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
-        return;
-    }
-    const td_a4 B0 = {t[0], t[1], t[2], t[9]};
-    const td_a4 B1 = {t[3], t[4], t[5], t[10]};
-    const td_a4 B2 = {t[6], t[7], t[8], t[11]};
     const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
     const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
     const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
@@ -93,17 +50,7 @@ typedef long long td_i4 __attribute__((vector_size(32)));
  * by it: |x| > 2¹⁹ π/2, NaN and infinities (libm), and |x| < 2⁻²⁷. */
 static inline void td_sincos4(const double* xs, double* s4, double* c4)
 {
-    const double
-        invpio2 = 6.36619772367581382433e-01,
-        pio2_1 = 1.57079632673412561417e+00,
-        pio2_2 = 6.07710050630396597660e-11,
-        pio2_3 = 2.02226624871116645580e-21,
-        S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
-        S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
-        S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10,
-        C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
-        C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
-        C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    TD_SINCOS_CONSTANTS
     const td_a4 x = {xs[0], xs[1], xs[2], xs[3]};
     const td_a4 big = x * invpio2 + 6755399441055744.0;
     const td_a4 fn = big - 6755399441055744.0;
@@ -157,31 +104,40 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
     }
 }
 
+#endif
 
+/* The pose of a body whose revolute joint turns about its body axis k (FAST_REV_*,
+ * joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = ±sin q (neg: the axis
+ * points along −e_k), c = cos q) into T, and C = A T (td_pose_mul12) or, for a
+ * root (A NULL), C = (T.R, 0) (root_relative_pose) into C.  T's elements go from
+ * registers into the product, not through memory (a vector load over the element
+ * stores just made would wait for them).  Same bits as those two functions. */
 static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
                                const double* A, double* T, double* C)
 {
+    double t[12];
     if (neg)
         s = -s;
     for (int r = 0; r < 3; r++) {
         const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
         if (k == 2) {
-            T[3 * r] = c * b0 + s * b1; T[3 * r + 1] = c * b1 - s * b0; T[3 * r + 2] = b2;
+            t[3 * r] = c * b0 + s * b1; t[3 * r + 1] = c * b1 - s * b0; t[3 * r + 2] = b2;
         } else if (k == 0) {
-            T[3 * r] = b0; T[3 * r + 1] = c * b1 + s * b2; T[3 * r + 2] = c * b2 - s * b1;
+            t[3 * r] = b0; t[3 * r + 1] = c * b1 + s * b2; t[3 * r + 2] = c * b2 - s * b1;
         } else {
-            T[3 * r] = c * b0 - s * b2; T[3 * r + 1] = b1; T[3 * r + 2] = c * b2 + s * b0;
+            t[3 * r] = c * b0 - s * b2; t[3 * r + 1] = b1; t[3 * r + 2] = c * b2 + s * b0;
         }
     }
-    T[9] = B[9]; T[10] = B[10]; T[11] = B[11];
+    t[9] = B[9]; t[10] = B[10]; t[11] = B[11];
+    for (int n = 0; n < 12; n++)
+        T[n] = t[n];
     if (A == NULL) {
         for (int n = 0; n < 9; n++)
-            C[n] = T[n];
+            C[n] = t[n];
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
         return;
     }
-    td_pose_mul12(A, T, C);
+    td_pose_mul12(A, t, C);         /* inlined: t's elements stay in registers */
 }
-#endif
 
 #endif
