@@ -44,7 +44,6 @@ def _check(name, ours, ref, tol=TOL):
 
 def _verify(m, pm, pd, q, qp, frame, what):
     """Body poses, named-frame poses and the Jacobians agree with Pinocchio."""
-    import numpy as np
     import pinocchio as pin
     P = pin_v_permutation(m, pm)
     pin.framesForwardKinematics(pm, pd, qp)

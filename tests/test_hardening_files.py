@@ -14,7 +14,6 @@ from hypothesis import given, settings, strategies as st
 
 import treedyn as td
 from treedyn.errors import ModelError, RobotFileError, TreedynError
-from treedyn.io.toml import parse_toml_string
 from treedyn.io.urdf import parse_urdf_string
 
 Q = np.array([0.7])

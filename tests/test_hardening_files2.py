@@ -9,7 +9,6 @@ given by ``os.stat``; the documented limits (256 MiB and TREEDYN_MAX_FILE_BYTES,
 32 nested SDF models, 16 levels of TOML arrays/tables); the model arrays before
 and after a save/load round trip (bitwise equal).
 """
-import math
 import os
 import socket
 import stat

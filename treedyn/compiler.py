@@ -231,8 +231,6 @@ def compile_model(graph, _private=False):
 
     qoff = np.concatenate([[0], np.cumsum(nqj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
     voff = np.concatenate([[0], np.cumsum(nvj)[:-1]]).astype(np.int32) if nb else np.zeros(0, np.int32)
-    nq, nv = int(nqj.sum()), int(nvj.sum())
-
     # frames: every link (moving or merged), the world, and extra frames
     # (offset in the owner's frame = owner frame⁻¹ · link frame [· extra pose])
     extra = list(graph.frames.items())

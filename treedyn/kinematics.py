@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .validation import finite_results, name, vectors
+from .validation import finite_results, name
 
 __all__ = ["REPRESENTATIONS"]
 

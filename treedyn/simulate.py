@@ -316,18 +316,18 @@ class _text_writer:
 
 def _names(model):
     qn, vn = [], []
-    for i, name in enumerate(model.joint_names):
+    for i, jname in enumerate(model.joint_names):
         t = model.joint_types[i]
         nq, nv = int(model.nqj[i]), int(model.nvj[i])
         if t == "spherical":
-            qn += [f"{name}.q{c}" for c in "wxyz"]
-            vn += [f"{name}.w{c}" for c in "xyz"]
+            qn += [f"{jname}.q{c}" for c in "wxyz"]
+            vn += [f"{jname}.w{c}" for c in "xyz"]
         elif t == "free":
-            qn += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
-            vn += [f"{name}.{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz")]
+            qn += [f"{jname}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+            vn += [f"{jname}.{c}" for c in ("wx", "wy", "wz", "vx", "vy", "vz")]
         else:
-            qn += [name] if nq == 1 else [f"{name}.{k}" for k in range(nq)]
-            vn += [name] if nv == 1 else [f"{name}.{k}" for k in range(nv)]
+            qn += [jname] if nq == 1 else [f"{jname}.{k}" for k in range(nq)]
+            vn += [jname] if nv == 1 else [f"{jname}.{k}" for k in range(nv)]
     return qn, vn
 
 
