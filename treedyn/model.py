@@ -85,16 +85,10 @@ class Actuators:
     def torques(self, u, where="actuators.torques"):
         """Generalized forces B clip(u, ctrlrange) of controls u (..., nu): shape (..., nv)."""
         nu = len(self)
-        try:
-            arr = np.asarray(u, dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: u: expected real numbers, got {type(u).__name__}") \
-                from None
+        arr = real_array(u, "u", where)
         if arr.ndim == 0 or arr.shape[-1] != nu:
             raise InputError(f"{where}: u: expected shape (..., {nu}) (one control per "
                              f"actuator), got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise InputError(f"{where}: u: contains NaN or infinity")
         arr = np.clip(arr, self.ctrlrange[:, 0], self.ctrlrange[:, 1])
         return arr @ self.B.T
 
