@@ -109,4 +109,18 @@ static inline uint64_t td_bits_above(const double* x, long n, uint64_t lim, uint
 #define TD_BITS_DBL_MAX 0x7fefffffffffffffULL   /* |x| <= DBL_MAX: finite */
 #define TD_BITS_1E90 0x52a6ef6a5e15a3a2ULL      /* 1e90 */
 
+/* A massless body (the compiler's inertia row, tables.py inert: m, COM, Θ_COM, …):
+ * zero mass and zero rotational inertia.  Its own wrench M V̇ − ad_Vᵀ M V and its
+ * rigid inertia are exactly zero, so the kernels skip them (MJCF bodies with k > 1
+ * joints bring k − 1 such bodies). */
+static inline int td_massless(const double* inr)
+{
+    if (inr[0] != 0.0)
+        return 0;
+    for (int k = 4; k < 13; k++)
+        if (inr[k] != 0.0)
+            return 0;
+    return 1;
+}
+
 #endif

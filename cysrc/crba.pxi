@@ -62,7 +62,10 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         elif spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
             bad = i + 1
         Ci = &d.sMi[12 * i]
-        rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+        if td_massless(&m.inert[i, 0]):
+            memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
+        else:
+            rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
@@ -71,8 +74,12 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
     subtree (complete once its children were added), each freedom k of joint i
     gives the column force F = Iᶜ_i J_k and the entries
         M_lk = J_lᵀ F   for the freedoms l of joint i and of every ancestor,
-    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last."""
-    cdef int nb = m.nb, nv = m.nv, i, j, k, l, o, oj, par
+    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last.  The ancestors'
+    freedoms are walked as runs of consecutive indices (ModelCore.anc_run, nearest
+    first), not body by body."""
+    cdef int nb = m.nb, nv = m.nv, i, k, l, o, ok, r, par
+    cdef const int* anc_ptr = &m.anc_ptr[0]
+    cdef const int* anc_run = &m.anc_run[0]
     cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
     cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
     cdef double F[6]
@@ -89,15 +96,13 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
                 if not lower:
                     M[(o + k) * nv + o + l] = Mlk
             # the same column force projected on every ancestor's screws
-            j = m.parent[i]
-            while j >= 0:
-                oj = m.voff[j]
-                for l in range(m.nvj[j]):
-                    Mlk = dot6(&J[6 * (oj + l)], F)
+            ok = o + k
+            for r in range(anc_ptr[i], anc_ptr[i + 1]):
+                for l in range(anc_run[2 * r], anc_run[2 * r + 1]):
+                    Mlk = dot6(&J[6 * l], F)
                     if not lower:
-                        M[(oj + l) * nv + o + k] = Mlk
-                    M[(o + k) * nv + oj + l] = Mlk
-                j = m.parent[j]
+                        M[l * nv + ok] = Mlk
+                    M[ok * nv + l] = Mlk
         par = m.parent[i]
         if par >= 0:
             td_add10(&Ic[10 * par], &Ic[10 * i])

@@ -116,7 +116,11 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
             for n in range(6):
                 A[6 * i + n] += ar[n] + cJ[n]
         inr = &m.inert[i, 0]
-        com_wrench_body(inr[0], &inr[1], &inr[4], &V[6 * i], &A[6 * i], &F[6 * i])
+        if td_massless(inr):
+            for n in range(6):
+                F[6 * i + n] = 0.0
+        else:
+            com_wrench_body(inr[0], &inr[1], &inr[4], &V[6 * i], &A[6 * i], &F[6 * i])
         if fext != NULL:
             if fext_frame == 1:
                 for n in range(6):

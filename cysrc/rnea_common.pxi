@@ -2,6 +2,10 @@
 # world or the subtree root, twist rotation, spatial screws of 1-dof joints.
 
 
+cdef extern from "compat.h" nogil:
+    int td_massless(const double* inr)      # zero mass and rotational inertia
+
+
 cdef inline void subspace_times(int nv, const double* S, const double* x,
                                 double* out) noexcept nogil:
     """out = S x  (S: nv columns of 6)."""

@@ -108,13 +108,17 @@ cdef int _rnea_hybrid_forward(ModelCore m, DataC* d, const double* q, const doub
         # Mʰ V̇ + ad_{Vʷ} Mʰ Vʷ as Newton–Euler about the COM, ρ = R d from r_i:
         # c̈ = r̈ + ω̇ × ρ + ω × (ω × ρ)
         inr = &m.inert[i, 0]
-        rot_vec(Ci, &inr[1], ch)
-        cross(Vi, ch, d3)
-        cross(Vi, d3, acc)
-        cross(Ai, ch, u)
-        for n in range(3):
-            acc[n] += u[n] + Ai[3 + n]
-        com_wrench(inr[0], Ci, &inr[4], ch, Vi, Ai, acc, &F[6 * i])
+        if td_massless(inr):
+            for n in range(6):
+                F[6 * i + n] = 0.0
+        else:
+            rot_vec(Ci, &inr[1], ch)
+            cross(Vi, ch, d3)
+            cross(Vi, d3, acc)
+            cross(Ai, ch, u)
+            for n in range(3):
+                acc[n] += u[n] + Ai[3 + n]
+            com_wrench(inr[0], Ci, &inr[4], ch, Vi, Ai, acc, &F[6 * i])
         if fext != NULL:
             if fext_frame == 2:
                 for n in range(6):

@@ -60,7 +60,11 @@ static void TD_FN(rnea_spatial_sweeps)(int nb, const int* parent, const int* vof
             for (int n = 0; n < 6; n++)
                 Ai[n] += t6[n];
         }
-        TD_FN(body_wrench)(Ci, inr, Vi, Ai, &F[6 * i]);
+        if (td_massless(inr))       /* no own wrench (compat.h) */
+            for (int n = 0; n < 6; n++)
+                F[6 * i + n] = TD_SPLAT(0.0);
+        else
+            TD_FN(body_wrench)(Ci, inr, Vi, Ai, &F[6 * i]);
         if (Fx != NULL)
             for (int n = 0; n < 6; n++)
                 F[6 * i + n] -= Fx[6 * i + n];

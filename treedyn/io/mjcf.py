@@ -16,8 +16,10 @@ MuJoCo's compiler rules followed here (``src/user/user_objects.cc``,
   ``xyaxes`` (y orthogonalized), ``zaxis`` (shortest rotation from z);
 * a body's joints act in order in the body frame (the first next to the
   parent): a body with k > 1 joints becomes a chain of k − 1 massless bodies
-  named ``body/joint`` and the body itself; a body with no joint is welded to
-  its parent (merged by the compiler, kept as a frame);
+  named ``body/joint`` and the body itself (a hinge's massless body has its
+  origin at the joint's anchor and the hinge axis as one of its axes); a body
+  with no joint is welded to its parent (merged by the compiler, kept as a
+  frame);
 * hinge and slide coordinates: ``q = qpos − ref`` (treedyn's q = 0 is
   ``qpos0``); the spring reference is ``springref − ref``; free joints read the
   body pose at ``qpos0`` as their reference, group ``SO3xR3`` by default (MuJoCo's
@@ -81,6 +83,31 @@ def _qmul(a, b):
                      a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
                      a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
                      a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]])
+
+
+def _joint_frame(W, spec):
+    """Frame of the massless chain body ``body/joint`` carrying a hinge: origin at the
+    joint's anchor, axes those of the body frame W when the hinge axis is one of them,
+    else z along the axis (the shortest rotation from W's z).  Its joint is then a
+    rotation about a body axis through the origin, which the kernels step without the
+    screw exponential; the frame of a massless body changes no dynamics.  Other joint
+    types keep W."""
+    if spec["mjtype"] != "hinge":
+        return W
+    a = W[:3, :3].T @ spec["axis"]                  # axis in W's axes
+    k = int(np.argmax(np.abs(a)))
+    G = np.eye(4)
+    if np.abs(np.delete(a, k)).max() > 1e-12:
+        z = a / np.linalg.norm(a)
+        c = z[2]
+        if c < -1.0 + 1e-12:                        # axis −z: half turn about x
+            G[:3, :3] = np.diag([1.0, -1.0, -1.0])
+        else:                                       # Rodrigues, rotating e_z onto z
+            w = np.array([-z[1], z[0], 0.0])
+            K = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+            G[:3, :3] = np.eye(3) + K + K @ K / (1.0 + c)
+    G[:3, 3] = W[:3, :3].T @ (spec["point"] - W[:3, 3])
+    return W @ G
 
 
 def _qmat(q):
@@ -569,7 +596,7 @@ class _Reader:
         for k, spec in enumerate(chain):
             bname = name if k == len(chain) - 1 else f"{name}/{spec['name']}"
             if bname != name:
-                g.add_body(bname, frame=W, source=source)
+                g.add_body(bname, frame=_joint_frame(W, spec), source=source)
             spec["child"], spec["parent"] = bname, prev
             prev = bname
         inertial = self.inertial_of(el)
