@@ -10,7 +10,7 @@ import pytest
 
 import treedyn as td
 from treedyn.errors import InputError
-from treedyn.sensitivity import closure_sensitivity
+from treedyn.sensitivity import closed_loop_sensitivity, closure_sensitivity
 
 # (robot, the actuated joints holding the assembly; None: residual only)
 ROBOTS = [("delta.toml", ["motor1", "motor2", "motor3"]),
@@ -100,3 +100,32 @@ def test_a_tree_has_no_rows():
     S = closure_sensitivity(model, model.neutral(), actuated=list(model.joint_names))
     assert S["residual"].shape == (0, 6 * model.n_bodies)
     assert not S["q"].any()
+
+
+@pytest.mark.parametrize("robot, actuated", [r for r in ROBOTS if r[1]])
+def test_closed_loop_inverse_dynamics_derivative_equals_rebuilt_models(robot, actuated):
+    """∂τ_act/∂π, ∂a/∂π and ∂λ/∂π against central differences (h = 1e-5; the
+    assemblies converge to 1e-12) of closed_loop_inverse_dynamics on rebuilt models,
+    in the directions along which the loops stay closable."""
+    model = td.load(td.robots.path(robot))
+    rng = np.random.default_rng(4)
+    n = len(actuated)
+    qi, vi, ai = rng.uniform(-0.3, 0.3, n), rng.normal(size=n), rng.normal(size=n)
+    g = np.array([0.4, -0.2, -9.0])
+    S = closed_loop_sensitivity(model, actuated, qi, vi, ai, gravity=g)
+    res = S["result"]
+    assert S["tau"].shape == (n, 6 * model.n_bodies)
+    q = res["q"]
+    G = model.constraint_jacobian(q)
+    ok = np.abs(G @ S["q"] + closure_sensitivity(model, q)["residual"]).max(axis=0) < 1e-9
+    cols = np.flatnonzero(ok)
+    cols = cols[np.linspace(0, len(cols) - 1, min(len(cols), 10)).astype(int)]
+    h = 1e-5
+    for col in cols:
+        mp, mm = _perturbed(model, col, h)
+        rp = mp.closed_loop_inverse_dynamics(actuated, qi, vi, ai, q_guess=q, gravity=g)
+        rm = mm.closed_loop_inverse_dynamics(actuated, qi, vi, ai, q_guess=q, gravity=g)
+        for key in ("tau", "a", "v", "lam"):     # (λ: the minimal-norm ones where G is
+            fd = (rp[key] - rm[key]) / (2 * h)   # rank-deficient, as the solution)
+            assert np.abs(S[key][:, col] - fd).max() < 1e-6 * max(1.0, np.abs(fd).max()), \
+                (key, col)

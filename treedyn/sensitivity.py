@@ -9,7 +9,8 @@ offsets (the "true robot" of a calibration and the finite-difference oracle).
 :func:`geometric_sensitivity` is the same call as a function.
 :func:`closure_sensitivity` carries the calibration Jacobian to loop-closed
 models: the derivatives of the closure residual g(q) and of the assembled
-configuration (the actuated coordinates held) with respect to π.
+configuration (the actuated coordinates held) with respect to π, and
+:func:`closed_loop_sensitivity` those of closed-loop inverse dynamics.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from . import lie
 from .tables import closure_tables, core_tables
 from .validation import vectors
 
-__all__ = ["closure_sensitivity", "geometric_sensitivity", "with_reference_offsets"]
+__all__ = ["closed_loop_sensitivity", "closure_sensitivity", "geometric_sensitivity",
+           "with_reference_offsets"]
 
 
 def geometric_sensitivity(model, q, v=None, a=None, frames=(), joints=None,
@@ -100,6 +102,112 @@ def closure_sensitivity(model, q, joints=None, actuated=None, rcond=1e-10):
         dq[dep] = -np.linalg.lstsq(G[:, dep], dg, rcond=rcond)[0]
     out["q"] = dq
     return out
+
+
+def _pinv(A, rcond):
+    """Moore–Penrose inverse by SVD, singular values below rcond × the largest
+    dropped (as treedyn.linalg._pinv_solve)."""
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    keep = s > rcond * (s[0] if s.size else 1.0)
+    return Vt[keep].T @ (U[:, keep].T / s[keep, None])
+
+
+def _row_pi_derivatives(model, js, q, v, eps):
+    """∂G/∂π (6k, m, nv) and ∂(Ġv)/∂π (m, 6k) at (q, v): five-point central
+    differences (step eps) of the compiled rows of rebuilt models (as
+    treedyn.derivatives does for ∂G/∂q)."""
+    nb = model.n_bodies
+    w = ((2.0, -1.0), (1.0, 8.0), (-1.0, -8.0), (-2.0, 1.0))
+    dG, dgam = [], []
+    for i in js:
+        for kk in range(6):
+            acc_G, acc_g = 0.0, 0.0
+            for s, c in w:
+                off = np.zeros((nb, 6))
+                off[i, kk] = s * eps
+                _, G, gam = with_reference_offsets(model, off)._loop_rows(q, v)
+                acc_G = acc_G + c * G
+                acc_g = acc_g + c * gam
+            dG.append(acc_G / (12.0 * eps))
+            dgam.append(acc_g / (12.0 * eps))
+    m = len(model.constraint_residual(q))
+    return (np.array(dG).reshape(len(dG), m, model.nv),
+            np.array(dgam).reshape(len(dgam), m).T)
+
+
+def closed_loop_sensitivity(model, actuated, q_ind, v_ind, a_ind, q_guess=None, joints=None,
+                            gravity=None, rcond=1e-10, eps=1e-3):
+    """Derivatives of :meth:`Model.closed_loop_inverse_dynamics` with respect to the
+    reference-pose parameters π of ``joints`` (columns 6 m … 6 m + 5 for the m-th
+    joint; default every joint in body order), the actuated motion (q_ind, v_ind,
+    a_ind) held.
+
+    Returns a dict: ``"joints"``, ``"tau"`` (n_act, 6 k) ∂τ_act/∂π, ``"q"``, ``"v"``,
+    ``"a"`` (nv, 6 k) the tangent derivatives of the dependent motion, ``"lam"``
+    (m, 6 k) those of the multipliers (minimal norm, like the solution), and
+    ``"result"`` (the closed-loop inverse dynamics at π = 0).
+
+    The chain: δq from the closure rows (:func:`closure_sensitivity`);
+    G δv = −δG v and G δa = −(δG a + δ(Ġv)) with δG = ∂G/∂π + ∂G/∂q δq,
+    δ(Ġv) = ∂(Ġv)/∂π + ∂(Ġv)/∂q δq + ∂(Ġv)/∂v δv; δτ = ∂τ/∂π (compiled geometric
+    sensitivity) + ∂τ/∂q δq + ∂τ/∂v δv + M δa; then the derivative of the
+    minimal-norm solution of [Sᵀ Gᵀ] (τ_act, λ) = τ.  The second derivatives of the
+    rows (∂G/∂q, ∂(Ġv)/∂q as in :func:`treedyn.derivatives.constrained_forward_dynamics_derivatives`,
+    and ∂G/∂π, ∂(Ġv)/∂π over models rebuilt with offsets ±eps, ±2 eps) are
+    five-point central differences (4 rebuilt models per column).  A direction
+    along which the loops cannot stay closed (a planar loop tilted out of its
+    plane) has no closed-loop inverse dynamics; its columns are least-squares
+    values."""
+    from .derivatives import _row_q_derivatives
+    where = "closed_loop_sensitivity"
+    res = _constraints.closed_loop_inverse_dynamics(model, model.constraints, actuated, q_ind,
+                                                    v_ind, a_ind, q_guess, gravity, rcond)
+    q, v, a, lam, tau_act = res["q"], res["v"], res["a"], res["lam"], res["tau"]
+    if isinstance(actuated, str):
+        actuated = [actuated]
+    idx, _ = _constraints._actuation(model, list(actuated), where)
+    nv, na = model.nv, len(idx)
+    dep = np.setdiff1d(np.arange(nv), idx)
+    cl = closure_sensitivity(model, q, joints=joints, actuated=actuated, rcond=rcond)
+    js = [model.joint_names.index(n) for n in cl["joints"]]
+    K = 6 * len(js)
+    dq = cl["q"]
+    _, G, _ = model._loop_rows(q, v)
+    dGq, dgam_q = _row_q_derivatives(model, q, v, eps)           # (nv, m, nv), (m, nv)
+    dGp, dgam_p = _row_pi_derivatives(model, js, q, v, eps)      # (K, m, nv), (m, K)
+    dG = dGp + np.einsum("kij,kc->cij", dGq, dq)                # total δG per column
+    # ∂(Ġv)/∂v: Ġv is quadratic in v, so a central difference is exact
+    h = max(1.0, float(np.abs(v).max()))
+    vs = np.concatenate([v + h * np.eye(nv), v - h * np.eye(nv)])
+    gv = model._loop_rows(np.broadcast_to(q, (2 * nv, model.nq)), vs)[2]
+    dgam_v = ((gv[:nv] - gv[nv:]) / (2.0 * h)).T                # (m, nv)
+    Gd = _pinv(G[:, dep], rcond)
+    dv = np.zeros((nv, K))
+    dv[dep] = -Gd @ np.einsum("cij,j->ic", dG, v)
+    da = np.zeros((nv, K))
+    dgam = dgam_p + dgam_q @ dq + dgam_v @ dv
+    da[dep] = -Gd @ (np.einsum("cij,j->ic", dG, a) + dgam)
+    tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, gravity=gravity)
+    tpi = model.geometric_sensitivity(q, v, a, joints=js, gravity=gravity)["tau"]
+    dtau = tpi + tq @ dq + tv @ dv + M @ da
+    # x = A⁺ τ, A = [Sᵀ Gᵀ]: δx = A⁺ (δτ − δA x) + A⁺A⁺ᵀ δAᵀ (I − A A⁺) τ
+    #                              + (I − A⁺A) δAᵀ A⁺ᵀ x  (the minimal-norm solution)
+    S = np.zeros((na, nv))
+    S[np.arange(na), idx] = 1.0
+    A = np.vstack([S, G]).T
+    Ap = _pinv(A, rcond)
+    x = np.concatenate([tau_act, lam])
+    tau = model.inverse_dynamics(q, v, a, gravity=gravity)
+    r = tau - A @ x
+    PA = np.eye(A.shape[1]) - Ap @ A
+    dx = np.empty((A.shape[1], K))
+    for c in range(K):
+        dA = np.zeros_like(A)
+        dA[:, na:] = dG[c].T
+        dx[:, c] = (Ap @ (dtau[:, c] - dA @ x) + Ap @ (Ap.T @ (dA.T @ r))
+                    + PA @ (dA.T @ (Ap.T @ x)))
+    return {"joints": cl["joints"], "tau": dx[:na], "lam": dx[na:], "q": dq, "v": dv,
+            "a": da, "result": res}
 
 
 def with_reference_offsets(model, offsets):
