@@ -270,8 +270,9 @@ def geometric_sensitivity(ModelCore self, q, v=None, a=None, frames=(), joints=N
         {name: (6, 6 k) or (N, 6, 6 k)}.  Columns 6 m … 6 m + 5 belong to the
         m-th joint: (δφ, δr) in its reference frame.  External wrenches are not
         included.  Loop-closed models: the tree's τ and frame poses at the given
-        full q (closure residuals and closed-loop inverse dynamics are not
-        differentiated).
+        full q; :func:`treedyn.sensitivity.closure_sensitivity` and
+        :func:`treedyn.sensitivity.closed_loop_sensitivity` differentiate the
+        closure residual, the assembly and closed-loop inverse dynamics.
 
     Example
     -------
