@@ -1,5 +1,5 @@
 """Time derivatives of inverse dynamics and the inertial-parameter regressor:
-treedyn against Pinocchio.
+treedyn against Pinocchio; geometric sensitivity against the NumPy version it replaced.
 
 Sections (each worker in a fresh process):
 
@@ -8,9 +8,17 @@ rates.     ``m.inverse_dynamics_rates(q, v, a, j)`` (τ̇) and with a snap (τ̇
            call and against Pinocchio's cheapest route to τ̇:
            ``computeRNEADerivatives`` then ∂τ/∂q v + ∂τ/∂v v̇ + M v̈ (results compared
            first).
+           The route's M is Pinocchio's upper triangle, used as it is: the timed
+           products are those of a correct route (C++ would use the
+           self-adjoint view at no extra cost), and symmetrizing in NumPy would
+           only add to Pinocchio's time.
 regressor. ``m.inverse_dynamics_regressor(q, v, a)`` against
            ``pin.computeJointTorqueRegressor`` per call, and a batch in one threaded
            call against a Python loop of the Pinocchio call keeping the results.
+sensitivity. ``m.geometric_sensitivity(q, v, a, frames=[last body])`` (compiled,
+           all joints) per call and per state of a threaded batch, against the
+           NumPy version it replaced (tests/sensitivity_reference.py; results
+           compared first); frame derivatives alone likewise.
 
 Usage: ``python benchmarks/bench_rates.py [--quick] [--processes K] [--wait-idle S]
 [--snapshot]`` (the command line of ``common.bench_main``).
@@ -102,12 +110,43 @@ def section_regressor(res, tkw, quick, rng):
         res[f"batch_N|{key}"] = N
 
 
+def section_sensitivity(res, tkw, quick, rng):
+    from sensitivity_reference import geometric_sensitivity_numpy
+    for name, ff in ROBOTS:
+        m, _, _ = load_pair(name, ff)
+        q = m.random_configuration(rng)
+        v, a = rng.normal(size=(2, m.nv))
+        f = [m.body_names[-1]]
+        S = m.geometric_sensitivity(q, v, a, frames=f)
+        R = geometric_sensitivity_numpy(m, q, v, a, frames=f)
+        err = max(np.abs(S["tau"] - R["tau"]).max() / max(1, np.abs(R["tau"]).max()),
+                  np.abs(S["frames"][f[0]] - R["frames"][f[0]]).max())
+        assert err < 1e-12, f"{name}: compiled sensitivity differs from NumPy ({err:.2e})"
+        key = robot_label(name, ff)
+        res[f"err_gs|{key}"] = err
+        N = 64 if quick else 512
+        Q = np.array([m.random_configuration(rng) for _ in range(N)])
+        V, A = rng.normal(size=(2, N, m.nv))
+        g = dict(m=m, q=q, v=v, a=a, f=f, Q=Q, V=V, A=A, ref=geometric_sensitivity_numpy)
+        for k, us in time_calls({"gs": "m.geometric_sensitivity(q, v, a, frames=f)",
+                                 "gs_np": "ref(m, q, v, a, frames=f)",
+                                 "gs_kin": "m.geometric_sensitivity(q, frames=f)",
+                                 "gs_kin_np": "ref(m, q, frames=f)"},
+                                g, **dict(tkw, repeat=3)).items():
+            res[f"{k}|{key}"] = us
+        res[f"gs_batch|{key}"] = time_calls(
+            {"b": "m.geometric_sensitivity(Q, V, A, frames=f)"}, g,
+            **dict(tkw, repeat=3))["b"] / N
+        res[f"gs_N|{key}"] = N
+
+
 def pin_reg_loop(pin, pm, pd, Qp, Vp, Ap, out):
     for k in range(Qp.shape[0]):
         out[k] = pin.computeJointTorqueRegressor(pm, pd, Qp[k], Vp[k], Ap[k])
 
 
-SECTIONS = {"rates": section_rates, "regressor": section_regressor}
+SECTIONS = {"rates": section_rates, "regressor": section_regressor,
+            "sensitivity": section_sensitivity}
 
 
 def worker(quick=False, min_time=0.2, repeat=5, sections=tuple(SECTIONS)):
@@ -157,10 +196,28 @@ def report_regressor(r, checks):
     print(t)
 
 
-REPORTS = {"rates": report_rates, "regressor": report_regressor}
+def report_sensitivity(r, checks):
+    keys = [robot_label(n, ff) for n, ff in ROBOTS]
+    if f"gs|{keys[0]}" not in r:
+        return
+    print("\n## sensitivity. geometric_sensitivity, all joints, one frame (µs per call; "
+          "batch µs per state)\n")
+    t = Table(["robot", "compiled ∂τ/∂π + frame", "NumPy", "speed-up", "N", "batch",
+               "frame only", "NumPy", "speed-up", "rel. error vs NumPy"])
+    for key in keys:
+        x = r[f"gs_np|{key}"] / r[f"gs|{key}"]
+        xk = r[f"gs_kin_np|{key}"] / r[f"gs_kin|{key}"]
+        t.add(key, r[f"gs|{key}"], r[f"gs_np|{key}"], x, int(r[f"gs_N|{key}"]),
+              r[f"gs_batch|{key}"], r[f"gs_kin|{key}"], r[f"gs_kin_np|{key}"], xk,
+              f"{r[f'err_gs|{key}']:.1e}")
+    print(t)
 
 
-report = sectioned_report("treedyn vs Pinocchio: inverse-dynamics rates and the regressor",
+REPORTS = {"rates": report_rates, "regressor": report_regressor,
+           "sensitivity": report_sensitivity}
+
+
+report = sectioned_report("treedyn vs Pinocchio: inverse-dynamics rates and the regressor; geometric sensitivity",
                           REPORTS, SECTIONS)
 
 

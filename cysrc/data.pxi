@@ -95,6 +95,15 @@ cdef struct DataC:
     double* rfdd      # (nb, 6)  Ẅ_i
     double* ru        # (nb, 12) relative twist u = S q̇ of joint i and its rate u̇ (body
                       #          kernel; not written for axis revolutes)
+    # geometric sensitivity (geometric_sensitivity.pxi; frame o: world axes and origin)
+    double* gIc       # (nb, 10) body inertia (m, m c, Θ about the world origin packed)
+    double* gV        # (nb, 6)  twist Vˢ_i
+    double* gA        # (nb, 6)  twist derivative with gravity V̇ˢ_i − (0, g)
+    double* gH        # (nb, 6)  momentum Mˢ V
+    double* gMA       # (nb, 6)  Mˢ (V̇ − (0, g))
+    double* gF        # (nb, 6)  subtree sums of the bodies' own wrenches (the joint wrenches)
+    double* gdF       # (nb, 36) subtree sums of δw for the six directions of one joint
+    int* gsub         # (nb,)    1 for the bodies of that joint's subtree
     # the lane kernels on TD_VL states side by side (lanes.pxi; element k of state l at
     # k·TD_VL + l; 64-byte aligned); NULL except in the Data of a batch's threads
     # (_Team).  The derivative sweeps (rnea_derivatives.pxi _Sweep):
@@ -239,6 +248,15 @@ _DATA_TABLE = (
     (_at(&_proto.rfd), BUF_DERIV, R_NB1, 6, None),
     (_at(&_proto.rfdd), BUF_DERIV, R_NB1, 6, None),
     (_at(&_proto.ru), BUF_DERIV, R_NB1, 12, None),
+    # geometric sensitivity (geometric_sensitivity.pxi)
+    (_at(&_proto.gIc), BUF_DERIV, R_NB1, 10, None),
+    (_at(&_proto.gV), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.gA), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.gH), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.gMA), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.gF), BUF_DERIV, R_NB1, 6, None),
+    (_at(&_proto.gdF), BUF_DERIV, R_NB1, 36, None),
+    (_at(&_proto.gsub), BUF_DERIV_INT, R_NB1, 1, None),
     # vector lanes (lanes.pxi; widths per state, times TD_VL)
     (_at(&_proto.lC), BUF_LANES, R_NB1, 12, None),
     (_at(&_proto.lJ), BUF_LANES, R_NV1, 6, None),

@@ -250,14 +250,21 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         T = &d.liMi[12 * i]
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
-        _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
         kax = -1
         if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), set here
+            # (no call of _relative_twist_rates for the common joint)
             kax = m.fast[i] - FAST_REV_X
             sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
-        if kax < 0:                     # (the backward pass needs u, u̇ of the others)
             for n in range(6):
+                u[n] = 0.0; u1[n] = 0.0; u2[n] = 0.0; u3[n] = 0.0
+            u[kax] = cu[0]; u1[kax] = cu[1]; u2[kax] = cu[2]
+            if second:
+                u3[kax] = sg * q4[o]
+        else:
+            _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
+            for n in range(6):          # (the backward pass needs u, u̇ of the others)
                 d.ru[12 * i + n] = u[n]
                 d.ru[12 * i + 6 + n] = u1[n]
         V = &d.v[6 * i]
@@ -315,10 +322,17 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         F = &d.f[6 * i]
         F1 = &d.rfd[6 * i]
         F2 = &d.rfdd[6 * i]
-        # W = M Ā − ad_Vᵀ M V (as the RNEA), Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇
-        com_wrench_body(inr[0], &inr[1], &inr[4], V, Ag, F)
+        # W = M Ā − ad_Vᵀ M V = M V̇ − M (0, γ) − ad_Vᵀ M V with
+        # M (0, γ) = (c × m γ, m γ);  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇
         inertia_times(inr, V, hV)
         inertia_times(inr, A, hA)
+        for n in range(3):
+            t[n] = inr[0] * gam[n]
+        cross(&inr[1], t, F)
+        for n in range(3):
+            F[n] = hA[n] - F[n]
+            F[3 + n] = hA[3 + n] - t[n]
+        add_gyroscopic(V, hV, F)
         for n in range(6):
             x[n] = J2[n]
         x[3] -= gam1[0]; x[4] -= gam1[1]; x[5] -= gam1[2]
@@ -447,6 +461,10 @@ cdef int _k_rnea_rates_body(ModelCore m, DataC* d, const Call* c) noexcept nogil
 
 # ---------------------------------------------------------------- entry
 # (bound in treedyn.model.Model by one line each; Python-visible)
+cdef enum:
+    _RATES_STACK = 768          # doubles: single states with 3 nv ≤ this pack on the stack
+
+
 cdef cnp.ndarray _pack_rows(cnp.ndarray qa, cnp.ndarray x0, cnp.ndarray x1, cnp.ndarray x2,
                            int K, int width):
     """x0, x1 and (K = 3) x2 (None: zeros), each of q's batch shape + ``width``
@@ -529,10 +547,11 @@ def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representat
     cdef bint second = snap is not None
     cdef int K = 3 if second else 2
     cdef double gbuf[3]
+    cdef double stack[_RATES_STACK]
     cdef cnp.npy_intp dims[1]
     cdef Call c
     cdef kernel_t fn
-    cdef cnp.ndarray r1, r2 = None, packed, fk = None
+    cdef cnp.ndarray r1, r2 = None, packed = None, fk = None
     memset(&c, 0, sizeof(Call))
     if representation == "body":
         fn = _k_rnea_rates_body
@@ -545,7 +564,16 @@ def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representat
                          f"{representation!r}")
     c.g = self._gravity_ptr(gravity, gbuf)
     c.fframe = 0 if f_ext_frame is "world" else self._wrench_frame(f_ext_frame)
-    packed = _pack_rows(qa, aa, ja, sa, K, self.nv)
+    if cnp.PyArray_NDIM(qa) == 1 and K * self.nv <= _RATES_STACK:
+        # one state: (q̈, q⃛[, q⁗]) side by side on the stack, no array allocated
+        memcpy(stack, cnp.PyArray_DATA(aa), self.nv * sizeof(double))
+        memcpy(&stack[self.nv], cnp.PyArray_DATA(ja), self.nv * sizeof(double))
+        if second:
+            memcpy(&stack[2 * self.nv], cnp.PyArray_DATA(sa), self.nv * sizeof(double))
+        c.a = stack
+    else:
+        packed = _pack_rows(qa, aa, ja, sa, K, self.nv)
+        c.a = <double*>cnp.PyArray_DATA(packed)
     if f_ext is not None or f_ext_dot is not None or f_ext_ddot is not None:
         fk = _pack_rows(qa, None if f_ext is None else self._wrenches(qa, f_ext),
                         None if f_ext_dot is None else self._wrenches(qa, f_ext_dot),
@@ -563,7 +591,6 @@ def inverse_dynamics_rates(ModelCore self, q, v, a, jerk, snap=None, representat
         r1, r2 = self._outputs(out, qa, 1, dims, ("tau_dot", "tau_ddot"))
     c.q = <double*>cnp.PyArray_DATA(qa)
     c.v = <double*>cnp.PyArray_DATA(va)
-    c.a = <double*>cnp.PyArray_DATA(packed)
     c.sq = self.nq
     c.sv = self.nv
     c.sa = K * self.nv

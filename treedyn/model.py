@@ -176,6 +176,7 @@ class Model(ModelCore):
     inverse_dynamics_derivatives = _kernels.inverse_dynamics_derivatives    # rnea_derivatives.pxi
     inverse_dynamics_rates = _kernels.inverse_dynamics_rates                # rnea_rates.pxi
     inverse_dynamics_regressor = _kernels.inverse_dynamics_regressor        # regressor.pxi
+    geometric_sensitivity = _kernels.geometric_sensitivity      # geometric_sensitivity.pxi
     forward_dynamics_derivatives = _kernels.forward_dynamics_derivatives    # aba_derivatives.pxi
     jacobian_derivatives = _kernels.jacobian_derivatives            # kinematic_derivatives.pxi
     body_jerks = _kernels.body_jerks                                # kinematic_derivatives.pxi
@@ -480,14 +481,6 @@ class Model(ModelCore):
         :func:`treedyn.identification.closed_loop_regressor`."""
         from .identification import closed_loop_regressor
         return closed_loop_regressor(self, actuated, q_ind, v_ind, a_ind, q_guess, gravity)
-
-    def geometric_sensitivity(self, q, v=None, a=None, frames=(), joints=None,
-                              representation="body", gravity=None):
-        """∂τ/∂π and frame-pose derivatives with respect to the joints' reference-pose
-        parameters B_i exp(π̂_i) (the calibration Jacobian); see
-        :func:`treedyn.sensitivity.geometric_sensitivity`."""
-        from .sensitivity import geometric_sensitivity
-        return geometric_sensitivity(self, q, v, a, frames, joints, representation, gravity)
 
     def with_reference_offsets(self, offsets):
         """A model with joint reference poses B_i exp(π̂_i), offsets (n_bodies, 6); see

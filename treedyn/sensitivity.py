@@ -1,234 +1,221 @@
-"""Geometric sensitivity (Müller 2018, §6.2): derivatives of the joint forces and
-of frame poses with respect to the geometric parameters of the joints'
-reference poses — the calibration Jacobian.
+"""Geometric sensitivity (Müller 2018, §6.2): the reference-pose offsets of a
+calibration.
 
-Joint i's reference pose (the pose of its frame in the parent body at q_i = 0,
-``model.B[i]``) is perturbed as ``B_i(π_i) = B_i exp(π̂_i)``, π_i = (δφ, δr) ∈ R⁶ a
-twist in the joint's reference frame (angular first; to first order the same as
-the six one-parameter screws exp(U_1 π_1)⋯exp(U_6 π_6) along the frame's axes).
-The joint's own screws are body-fixed after B_i, so the perturbation moves body i's
-subtree rigidly by G = exp(ε Y), ``Y = Ad_{C_p B_i} e_k`` (world screw of the
-reference frame's k-th axis; C_p the parent's world pose), while the parent keeps
-its motion.  In the spatial representation (world axes, world origin), for every
-body c of the subtree:
-
-    δJ = [Y, J],   δV_c = [Y, V_c − V_p],
-    δV̇_c = [Y, V̇_c − V̇_p] + [[V_p, Y], V_c − V_p]      (Y turns with the parent),
-    δM_c = −ad_Yᵀ M_c − M_c ad_Y,
-    δw_c = δM (V̇_c − G) + M δV̇_c − ad_{δV}ᵀ M V_c − ad_Vᵀ (δM V_c + M δV_c),
-
-with w_c = M_c (V̇_c − G) − ad_{V_c}ᵀ M_c V_c the body's own wrench and G = (0, g).
-Then δτ_b = [Y, J_b]ᵀ F_b + J_bᵀ δF_b for the freedoms of the subtree (joint i's
-included) and δτ_a = J_aᵀ Σ_c δw_c for the freedoms above it (F: subtree sums).
-A frame f on a body of the subtree moves by δC_f = Ŷ C_f: its spatial column is Y,
-its body column Ad_{C_f⁻¹} Y.
+``model.geometric_sensitivity`` (the compiled kernel, cysrc/geometric_sensitivity.pxi,
+single states and threaded batches) gives the derivatives of τ and of frame poses
+with respect to the parameters π_i = (δφ, δr) of each joint's reference pose
+``B_i exp(π̂_i)``; :func:`with_reference_offsets` builds the robot with given
+offsets (the "true robot" of a calibration and the finite-difference oracle).
+:func:`geometric_sensitivity` is the same call as a function.
+:func:`closure_sensitivity` carries the calibration Jacobian to loop-closed
+models: the derivatives of the closure residual g(q) and of the assembled
+configuration (the actuated coordinates held) with respect to π, and
+:func:`closed_loop_sensitivity` those of closed-loop inverse dynamics.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
+from . import constraints as _constraints
 from . import lie
-from .errors import InputError
-from .tables import core_tables
+from .tables import closure_tables, core_tables
 from .validation import vectors
 
-__all__ = ["geometric_sensitivity", "with_reference_offsets"]
-
-_REPS = ("body", "spatial", "hybrid")
-
-
-def _poses(P):
-    """(…, 12) kernel poses -> (…, 4, 4)."""
-    P = np.asarray(P)
-    C = np.zeros(P.shape[:-1] + (4, 4))
-    C[..., :3, :3] = P[..., :9].reshape(P.shape[:-1] + (3, 3))
-    C[..., :3, 3] = P[..., 9:]
-    C[..., 3, 3] = 1.0
-    return C
-
-
-def _joint_list(model, joints, where):
-    if joints is None:
-        return list(range(model.n_bodies))
-    if isinstance(joints, str):
-        joints = [joints]
-    out = []
-    for j in joints:
-        if isinstance(j, str):
-            if j not in model.joint_names:
-                raise InputError(f"{where}: joints: no moving tree joint named {j!r}")
-            out.append(model.joint_names.index(j))
-        elif isinstance(j, (int, np.integer)) and not isinstance(j, bool) \
-                and 0 <= j < model.n_bodies:
-            out.append(int(j))
-        else:
-            raise InputError(f"{where}: joints: expected joint names or indices 0.."
-                             f"{model.n_bodies - 1}, got {j!r}")
-    if len(set(out)) != len(out):
-        raise InputError(f"{where}: joints: a joint is listed more than once")
-    return out
-
-
-def _subtrees(model):
-    """sub[i]: the bodies of i's subtree (bodies are numbered parent-first)."""
-    nb = model.n_bodies
-    sub = [[i] for i in range(nb)]
-    for i in range(nb - 1, -1, -1):
-        p = int(model.parent[i])
-        if p >= 0:
-            sub[p] = sub[p] + sub[i]
-    return [np.array(sorted(s)) for s in sub]
+__all__ = ["closed_loop_sensitivity", "closure_sensitivity", "geometric_sensitivity",
+           "with_reference_offsets"]
 
 
 def geometric_sensitivity(model, q, v=None, a=None, frames=(), joints=None,
-                          representation="body", gravity=None):
-    """Derivatives of τ = inverse_dynamics(q, v, a) and of frame poses with respect
-    to the reference-pose parameters of ``joints`` (6 per joint; see the module).
+                          representation="body", gravity=None, data=None):
+    """``model.geometric_sensitivity(q, v, a, frames, joints, representation, gravity,
+    data)``; see there."""
+    return model.geometric_sensitivity(q, v, a, frames=frames, joints=joints,
+                                       representation=representation, gravity=gravity,
+                                       data=data)
 
-    Returns a dict: ``"tau"`` (nv, 6 k) ∂τ/∂π (None without v and a), and
-    ``"frames"``: {name: (6, 6 k)} the frame-pose derivatives in
-    ``representation`` ("body": C_f⁻¹ ∂C_f, "spatial": ∂C_f C_f⁻¹, "hybrid":
-    angular as spatial, linear ∂r_f), k = len(joints) (default: every joint, in
-    body order), and ``"joints"`` (the joint names in column order).  Columns
-    6 m … 6 m + 5 belong to joint m of the list: (δφ, δr) in its reference frame.
-    A batch (q (N, nq), v and a (N, nv)) gives a leading N on every array
-    (computed one state after the other).  External wrenches are not included.  Loop-closed models: the
-    tree's τ and frame poses at the given full q (closure residuals and
-    closed-loop inverse dynamics are not differentiated)."""
-    where = "geometric_sensitivity"
-    q = vectors(q, model.nq, "q", where)
-    if q.ndim == 2:                            # a batch: one state after the other
-        if v is not None:
-            v = vectors(v, model.nv, "v", where)
-            a = vectors(a, model.nv, "a", where)
-            if v.shape != q.shape[:1] + (model.nv,) or a.shape != v.shape:
-                raise InputError(f"{where}: v and a: expected shape ({q.shape[0]}, "
-                                 f"{model.nv}) (the batch shape of q), got {v.shape} and "
-                                 f"{a.shape}")
-        res = [geometric_sensitivity(model, q[n], None if v is None else v[n],
-                                     None if a is None else a[n], frames, joints,
-                                     representation, gravity) for n in range(q.shape[0])]
-        if not res:
-            raise InputError(f"{where}: q: an empty batch")
-        return {"joints": res[0]["joints"],
-                "tau": None if v is None else np.array([r["tau"] for r in res]),
-                "frames": {f: np.array([r["frames"][f] for r in res])
-                           for f in res[0]["frames"]}}
-    if (v is None) != (a is None):
-        raise InputError(f"{where}: give both v and a (for ∂τ/∂π) or neither")
-    if representation not in _REPS:
-        raise InputError(f"{where}: representation must be one of {_REPS}, got "
-                         f"{representation!r}")
-    if isinstance(frames, str):
-        frames = [frames]
-    js = _joint_list(model, joints, where)
-    nb, nv, k = model.n_bodies, model.nv, len(js)
-    g = np.asarray(model.gravity if gravity is None else
-                   vectors(gravity, 3, "gravity", where, batch=False), dtype=float)
-    if v is not None:
-        v = vectors(v, nv, "v", where, batch=False)
-        a = vectors(a, nv, "a", where, batch=False)
-        Pw, Vb, Ab = model._body_motion(q, v, a)
-    else:
-        Pw, _, _ = model._body_motion(q)
-    C = _poses(Pw)
-    parent = np.asarray(model.parent)
-    B = np.asarray(model.B)
-    # world screw of each selected joint's reference frame axes: Ad_{C_p B_i} e_k
-    Ys = np.empty((k, 6, 6))
-    for m, i in enumerate(js):
-        F = B[i] if parent[i] < 0 else C[parent[i]] @ B[i]
-        Ys[m] = lie.Ad(F)                      # columns: Y for e_1 … e_6
-    anc = []                                   # ancestors-or-self of each body
-    for i in range(nb):
-        chain, b = [], i
-        while b >= 0:
-            chain.append(b)
-            b = int(parent[b])
-        anc.append(set(chain))
-    out = {"joints": [model.joint_names[i] for i in js], "frames": {}, "tau": None}
-    for name in frames:
-        try:
-            fi = model.frame_names.index(name)
-        except ValueError:
-            raise InputError(f"{where}: frames: no frame named {name!r}") from None
-        body = int(model.frame_body[fi])
-        D = np.zeros((6, 6 * k))
-        if body >= 0:
-            Cf = C[body] @ np.asarray(model.frame_offset[fi])
-            for m, i in enumerate(js):
-                if i not in anc[body]:
-                    continue
-                Y = Ys[m]
-                if representation == "spatial":
-                    D[:, 6 * m:6 * m + 6] = Y
-                elif representation == "body":
-                    D[:, 6 * m:6 * m + 6] = lie.Ad_inv(Cf) @ Y
-                else:
-                    H = Y.copy()
-                    H[3:] += np.cross(Y[:3].T, Cf[:3, 3]).T       # δr = v + ω × r
-                    D[:, 6 * m:6 * m + 6] = H
-        out["frames"][name] = D
-    if v is None:
+
+class _PiMotion(_constraints._Motion):
+    """The bodies at rest at q whose "Jacobians" are the π columns: body b's
+    spatial pose derivative Ŷ C_b (6, 6 k) for the selected joints above it, so the
+    constraint rows' velocity maps become ∂g/∂π."""
+
+    def __init__(self, model, q, D):
+        super().__init__(model, q, np.zeros(model.nv))
+        self._D = D
+
+    def body(self, b):
+        T = np.eye(4)
+        T[:3, :3] = self.C[b, :9].reshape(3, 3)
+        T[:3, 3] = self.C[b, 9:]
+        Jw = self._D[b][:3]
+        Jr = self._D[b][3:] - lie.cross(T[:3, 3], Jw)         # ṙ = v + ω × r
+        z = np.zeros(3)
+        return T, z, z, z, z, Jw, Jr
+
+
+def closure_sensitivity(model, q, joints=None, actuated=None, rcond=1e-10):
+    """Derivatives of the loop closures with respect to the reference-pose
+    parameters π of ``joints`` (see :meth:`Model.geometric_sensitivity`; columns
+    6 m … 6 m + 5 for the m-th joint, default every joint in body order).
+
+    Returns a dict: ``"joints"`` (names in column order), ``"residual"`` ∂g/∂π
+    (m, 6 k) of the residual g(q) of :meth:`Model.constraint_residual` at q (closure
+    rows; mimic rows do not depend on π and are zero), and, with ``actuated`` (joint
+    names whose coordinates are held, as in closed-loop inverse dynamics), ``"q"``
+    (nv, 6 k): the tangent derivative of the assembled configuration,
+    G δq = −∂g/∂π with the actuated freedoms' rows of δq zero (minimal-norm
+    solution; singular values of G's dependent columns below ``rcond`` times the
+    largest dropped; a direction along which the loops cannot stay closed, e.g.
+    tilting a planar loop out of its plane, gets the least-squares δq).  q should be assembled (g(q) = 0): the rows of the
+    orientation-type closures are first-order accurate in the residual, like
+    :meth:`Model.constraint_jacobian`.  Closed-loop inverse dynamics is not
+    differentiated."""
+    where = "closure_sensitivity"
+    q = vectors(q, model.nq, "q", where, batch=False)
+    cs = model.constraints
+    js = model.geometric_sensitivity(q, joints=joints)["joints"]
+    k = len(js)
+    D = model.geometric_sensitivity(q, frames=list(range(model.n_bodies)), joints=js,
+                                    representation="spatial")["frames"]
+    motion = _PiMotion(model, q, D)
+    # the closure rows of treedyn.constraints with 6 k "velocities" (the π columns;
+    # a side on the world gets zero columns of that width)
+    wide = SimpleNamespace(model=SimpleNamespace(nv=6 * k))
+    rows = []
+    for c in cs.closures:
+        rows += [np.asarray(r[1], dtype=float)
+                 for r in _constraints.ConstraintSet._closure_rows(wide, c, motion)]
+    rows += [np.zeros(6 * k) for _ in cs.mimic]
+    dg = np.array(rows).reshape(len(rows), 6 * k)
+    out = {"joints": js, "residual": dg}
+    if actuated is None:
         return out
-    # spatial twists, their derivatives, screws, inertias and own wrenches
-    Ad = np.array([lie.Ad(Ci) for Ci in C])
-    Vs = np.einsum("bij,bj->bi", Ad, Vb)
-    As = np.einsum("bij,bj->bi", Ad, Ab)
-    Adi = np.array([lie.Ad_inv(Ci) for Ci in C])
-    Ms = np.einsum("bji,bjk,bkl->bil", Adi, np.asarray(model.spatial_inertia), Adi)
-    _, J = model._spatial_screws(q)            # (nv, 6), about the world origin
-    G = np.concatenate([np.zeros(3), g])
-    adV = np.array([lie.ad(x) for x in Vs])
-    w = np.einsum("bij,bj->bi", Ms, As - G) - np.einsum("bji,bj->bi", adV,
-                                                       np.einsum("bij,bj->bi", Ms, Vs))
-    sub = _subtrees(model)
-    Fsum = np.array([w[s].sum(axis=0) for s in sub])
-    body_of = np.repeat(np.arange(nb), np.asarray(model.nvj))
-    dtau = np.zeros((nv, 6 * k))
-    for m, i in enumerate(js):
-        s = sub[i]
-        p = int(parent[i])
-        Vp = Vs[p] if p >= 0 else np.zeros(6)
-        Ap = As[p] if p >= 0 else np.zeros(6)
-        Vr, Ar = Vs[s] - Vp, As[s] - Ap
-        inside = np.isin(body_of, s)
-        above = np.isin(body_of, [b for b in anc[i] if b != i])
-        for kk in range(6):
-            Y = Ys[m][:, kk]
-            adY = lie.ad(Y)
-            dV = Vr @ adY.T
-            dA = Ar @ adY.T + Vr @ lie.ad(lie.ad(Vp) @ Y).T
-            M = Ms[s]
-            dM = -np.einsum("ji,bjk->bik", adY, M) - M @ adY
-            MV = np.einsum("bij,bj->bi", M, Vs[s])
-            dMV = np.einsum("bij,bj->bi", dM, Vs[s]) + np.einsum("bij,bj->bi", M, dV)
-            adVs = adV[s]
-            addV = np.array([lie.ad(x) for x in dV])
-            dw = (np.einsum("bij,bj->bi", dM, As[s] - G) + np.einsum("bij,bj->bi", M, dA)
-                  - np.einsum("bji,bj->bi", addV, MV) - np.einsum("bji,bj->bi", adVs, dMV))
-            # subtree sums of δw inside i's subtree
-            dF = np.zeros((nb, 6))
-            dF[s] = dw
-            for b in s[::-1]:
-                pb = int(parent[b])
-                if b != i and pb >= 0:
-                    dF[pb] += dF[b]
-            col = 6 * m + kk
-            Jin = J[inside]
-            dJ = Jin @ adY.T
-            dtau[inside, col] = (np.einsum("ni,ni->n", dJ, Fsum[body_of[inside]])
-                                 + np.einsum("ni,ni->n", Jin, dF[body_of[inside]]))
-            dtau[above, col] = J[above] @ dF[i]
-    out["tau"] = dtau
+    if isinstance(actuated, str):
+        actuated = [actuated]
+    idx, _ = _constraints._actuation(model, list(actuated), where)
+    dep = np.setdiff1d(np.arange(model.nv), idx)
+    dq = np.zeros((model.nv, 6 * k))
+    if len(dep) and len(rows):
+        G = model.constraint_jacobian(q)
+        dq[dep] = -np.linalg.lstsq(G[:, dep], dg, rcond=rcond)[0]
+    out["q"] = dq
     return out
+
+
+def _pinv(A, rcond):
+    """Moore–Penrose inverse by SVD, singular values below rcond × the largest
+    dropped (as treedyn.linalg._pinv_solve)."""
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    keep = s > rcond * (s[0] if s.size else 1.0)
+    return Vt[keep].T @ (U[:, keep].T / s[keep, None])
+
+
+def _row_pi_derivatives(model, js, q, v, eps):
+    """∂G/∂π (6k, m, nv) and ∂(Ġv)/∂π (m, 6k) at (q, v): five-point central
+    differences (step eps) of the compiled rows of rebuilt models (as
+    treedyn.derivatives does for ∂G/∂q)."""
+    nb = model.n_bodies
+    w = ((2.0, -1.0), (1.0, 8.0), (-1.0, -8.0), (-2.0, 1.0))
+    dG, dgam = [], []
+    for i in js:
+        for kk in range(6):
+            acc_G, acc_g = 0.0, 0.0
+            for s, c in w:
+                off = np.zeros((nb, 6))
+                off[i, kk] = s * eps
+                _, G, gam = with_reference_offsets(model, off)._loop_rows(q, v)
+                acc_G = acc_G + c * G
+                acc_g = acc_g + c * gam
+            dG.append(acc_G / (12.0 * eps))
+            dgam.append(acc_g / (12.0 * eps))
+    m = len(model.constraint_residual(q))
+    return (np.array(dG).reshape(len(dG), m, model.nv),
+            np.array(dgam).reshape(len(dgam), m).T)
+
+
+def closed_loop_sensitivity(model, actuated, q_ind, v_ind, a_ind, q_guess=None, joints=None,
+                            gravity=None, rcond=1e-10, eps=1e-3):
+    """Derivatives of :meth:`Model.closed_loop_inverse_dynamics` with respect to the
+    reference-pose parameters π of ``joints`` (columns 6 m … 6 m + 5 for the m-th
+    joint; default every joint in body order), the actuated motion (q_ind, v_ind,
+    a_ind) held.
+
+    Returns a dict: ``"joints"``, ``"tau"`` (n_act, 6 k) ∂τ_act/∂π, ``"q"``, ``"v"``,
+    ``"a"`` (nv, 6 k) the tangent derivatives of the dependent motion, ``"lam"``
+    (m, 6 k) those of the multipliers (minimal norm, like the solution), and
+    ``"result"`` (the closed-loop inverse dynamics at π = 0).
+
+    The chain: δq from the closure rows (:func:`closure_sensitivity`);
+    G δv = −δG v and G δa = −(δG a + δ(Ġv)) with δG = ∂G/∂π + ∂G/∂q δq,
+    δ(Ġv) = ∂(Ġv)/∂π + ∂(Ġv)/∂q δq + ∂(Ġv)/∂v δv; δτ = ∂τ/∂π (compiled geometric
+    sensitivity) + ∂τ/∂q δq + ∂τ/∂v δv + M δa; then the derivative of the
+    minimal-norm solution of [Sᵀ Gᵀ] (τ_act, λ) = τ.  The second derivatives of the
+    rows (∂G/∂q, ∂(Ġv)/∂q as in :func:`treedyn.derivatives.constrained_forward_dynamics_derivatives`,
+    and ∂G/∂π, ∂(Ġv)/∂π over models rebuilt with offsets ±eps, ±2 eps) are
+    five-point central differences (4 rebuilt models per column).  A direction
+    along which the loops cannot stay closed (a planar loop tilted out of its
+    plane) has no closed-loop inverse dynamics; its columns are least-squares
+    values."""
+    from .derivatives import _row_q_derivatives
+    where = "closed_loop_sensitivity"
+    res = _constraints.closed_loop_inverse_dynamics(model, model.constraints, actuated, q_ind,
+                                                    v_ind, a_ind, q_guess, gravity, rcond)
+    q, v, a, lam, tau_act = res["q"], res["v"], res["a"], res["lam"], res["tau"]
+    if isinstance(actuated, str):
+        actuated = [actuated]
+    idx, _ = _constraints._actuation(model, list(actuated), where)
+    nv, na = model.nv, len(idx)
+    dep = np.setdiff1d(np.arange(nv), idx)
+    cl = closure_sensitivity(model, q, joints=joints, actuated=actuated, rcond=rcond)
+    js = [model.joint_names.index(n) for n in cl["joints"]]
+    K = 6 * len(js)
+    dq = cl["q"]
+    _, G, _ = model._loop_rows(q, v)
+    dGq, dgam_q = _row_q_derivatives(model, q, v, eps)           # (nv, m, nv), (m, nv)
+    dGp, dgam_p = _row_pi_derivatives(model, js, q, v, eps)      # (K, m, nv), (m, K)
+    dG = dGp + np.einsum("kij,kc->cij", dGq, dq)                # total δG per column
+    # ∂(Ġv)/∂v: Ġv is quadratic in v, so a central difference is exact
+    h = max(1.0, float(np.abs(v).max()))
+    vs = np.concatenate([v + h * np.eye(nv), v - h * np.eye(nv)])
+    gv = model._loop_rows(np.broadcast_to(q, (2 * nv, model.nq)), vs)[2]
+    dgam_v = ((gv[:nv] - gv[nv:]) / (2.0 * h)).T                # (m, nv)
+    Gd = _pinv(G[:, dep], rcond)
+    dv = np.zeros((nv, K))
+    dv[dep] = -Gd @ np.einsum("cij,j->ic", dG, v)
+    da = np.zeros((nv, K))
+    dgam = dgam_p + dgam_q @ dq + dgam_v @ dv
+    da[dep] = -Gd @ (np.einsum("cij,j->ic", dG, a) + dgam)
+    tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, gravity=gravity)
+    tpi = model.geometric_sensitivity(q, v, a, joints=js, gravity=gravity)["tau"]
+    dtau = tpi + tq @ dq + tv @ dv + M @ da
+    # x = A⁺ τ, A = [Sᵀ Gᵀ]: δx = A⁺ (δτ − δA x) + A⁺A⁺ᵀ δAᵀ (I − A A⁺) τ
+    #                              + (I − A⁺A) δAᵀ A⁺ᵀ x  (the minimal-norm solution)
+    S = np.zeros((na, nv))
+    S[np.arange(na), idx] = 1.0
+    A = np.vstack([S, G]).T
+    Ap = _pinv(A, rcond)
+    x = np.concatenate([tau_act, lam])
+    tau = model.inverse_dynamics(q, v, a, gravity=gravity)
+    r = tau - A @ x
+    PA = np.eye(A.shape[1]) - Ap @ A
+    dx = np.empty((A.shape[1], K))
+    for c in range(K):
+        dA = np.zeros_like(A)
+        dA[:, na:] = dG[c].T
+        dx[:, c] = (Ap @ (dtau[:, c] - dA @ x) + Ap @ (Ap.T @ (dA.T @ r))
+                    + PA @ (dA.T @ (Ap.T @ x)))
+    return {"joints": cl["joints"], "tau": dx[:na], "lam": dx[na:], "q": dq, "v": dv,
+            "a": da, "result": res}
 
 
 def with_reference_offsets(model, offsets):
     """A model whose joint reference poses are ``B_i exp(π̂_i)`` (offsets (n_bodies,
     6): (δφ, δr) per joint in its reference frame), everything else unchanged —
     the "true robot" of a calibration, and the finite-difference oracle of
-    :func:`geometric_sensitivity`.  It pickles as (original model, offsets), so
+    :func:`geometric_sensitivity` and :func:`closure_sensitivity`.  Loop closures
+    keep their attachment frames on their bodies (they ride with the offsets).  It pickles as (original model, offsets), so
     processes and Dask workers rebuild the same robot; its ``graph`` is the
     original's, so ``treedyn.save`` writes the nominal robot, not the offsets."""
     where = "with_reference_offsets"
@@ -252,8 +239,16 @@ def with_reference_offsets(model, offsets):
     names = dict(name=model.name, body_names=list(model.body_names),
                  joint_names=list(model.joint_names), joint_types=list(model.joint_types),
                  frame_names=list(model.frame_names), free_groups=dict(model.free_groups))
+    tables = core_tables(arrays)
     out = _offset_class(type(model))(model.graph, arrays, names, list(model.loop_closures),
-                                     [dict(mm) for mm in model.mimic], core_tables(arrays))
+                                     [dict(mm) for mm in model.mimic], tables)
+    if model.loop_closures:
+        # a closure's attachment frames ride on their bodies (the nominal robot's
+        # body-relative offsets), not on the graph's nominal world frames
+        cs = out.constraints
+        for c, c0 in zip(cs.closures, model.constraints.closures):
+            c["offsets"] = [np.array(o) for o in c0["offsets"]]
+        out._init_loops(closure_tables(tables, cs.packed(), arrays["A"], arrays["Y"]))
     out.__dict__["_offset_of"] = (model, off.copy())
     return out
 

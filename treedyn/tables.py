@@ -261,9 +261,10 @@ def parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
     about axes parallel to e keep them parallel to e): a planar loop.  Then the
     rows u_k · (e_P × e_C) of revolute, helical, cylindrical and planar closures
     vanish for every q and loop_rows writes them as zeros without evaluating them.
-    Spherical and free joints on a path, or an axis off by more than 1e-14 rad (the
-    rounding of a file's transforms; such tilts add up along the loop), give 0."""
-    B_AX_P = _C["B_AX_P"]
+    Spherical and free joints on a path, or an axis (or the child side's axis at
+    q = 0) off by more than 1e-14 rad (the rounding of a file's transforms; such
+    tilts add up along the loop), give 0."""
+    B_AX_P, B_AX_C = _C["B_AX_P"], _C["B_AX_C"]
     nc = cl_int.shape[0]
     flags = np.zeros(max(nc, 1), dtype=np.int32)
     for c in range(nc):
@@ -271,6 +272,13 @@ def parallel_axis_closures(kind, nvj, voff, parent, A, Y, cl_int, cl_body):
         e = cl_body[c, B_AX_P:B_AX_P + 3]
         e = e if bp < 0 else A[bp, :3, :3] @ e
         if abs(np.linalg.norm(e) - 1.0) > 1e-14:
+            continue
+        # the child side's axis must start parallel too (it does for a closure built
+        # from one joint frame; not for attachments moved apart, e.g. by
+        # treedyn.sensitivity.with_reference_offsets)
+        ec = cl_body[c, B_AX_C:B_AX_C + 3]
+        ec = ec if bc < 0 else A[bc, :3, :3] @ ec
+        if np.linalg.norm(np.cross(ec, e)) > 1e-14:
             continue
         ok = True
         for b in (bp, bc):
