@@ -13,9 +13,9 @@
 * :func:`animate` — an MP4 or GIF of a trajectory without a browser (matplotlib,
   ``imageio-ffmpeg`` for MP4), the camera following a body, a time stamp.
 
-Mesh files are loaded with `trimesh` when the viewer is used; a body whose
-visual meshes are all missing is drawn as its stick figure, and one warning
-names the missing files.
+Mesh files are read when the viewer or a video is made (binary STL with NumPy,
+the other formats with `trimesh`); a body whose visual meshes are all missing
+is drawn as its stick figure, and one warning names the missing files.
 """
 from __future__ import annotations
 
