@@ -4,10 +4,11 @@
 
 * first frame: ``treedyn view talos_full_v2.urdf`` (example-robot-data, with its
   meshes) started as a user would; headless Chromium (Debian's ``chromium`` and
-  ``chromium-driver``, driven by selenium) opens the printed URL at once, and an
-  in-page probe reads the WebGL canvas on every animation frame until the robot's
-  pixels appear.  Printed: seconds from the command's start to the URL and to
-  that first frame (target ≤ 3 s), median of K runs (default 3).
+  ``chromium-driver``, driven by selenium) opens the printed URL at once (the
+  URL is printed before the meshes are read: the client loads meanwhile), and an
+  in-page probe (PROBE) reads the WebGL canvas on every animation frame until the
+  robot's meshes appear.  Printed: seconds from the command's start to the URL
+  and to that first frame (target ≤ 3 s), median of K runs (default 3).
 * playback: a 10 s, 1 kHz trajectory of the four-bar playing at speed 1, frames
   counted by the client with ``requestAnimationFrame`` for 3 s, at 640×480 and
   1000×700 (target ≥ 30 frames/s).
@@ -36,6 +37,13 @@ sys.path.insert(0, HERE)
 from common import aligned_cassie  # noqa: E402
 from oracles import erd_path  # noqa: E402
 
+#: The first frame with the robot's meshes: the WebGL canvas (kept readable)
+#: scaled to 80×60, its middle 40×33 (where the camera looks) counted for opaque
+#: grey pixels, neither the white background (max channel ≥ 215) nor coloured
+#: (channel spread ≥ 40).  talos's meshes are grey and black; the stick figure
+#: (orange), COM spheres (blue), joint axes (red) and an empty scene do not count,
+#: so neither a loading page nor a scene without its meshes passes
+#: (tests/test_viewer_startup.py checks both).
 PROBE = """
 const gc = HTMLCanvasElement.prototype.getContext;
 HTMLCanvasElement.prototype.getContext = function(type, attrs) {
@@ -48,9 +56,10 @@ function check(now) {
   const c = [...document.querySelectorAll('canvas')].find(x => x !== probe && x.width > 200);
   if (c) { const g = probe.getContext('2d'); g.drawImage(c, 0, 0, 80, 60);
     const p = g.getImageData(16, 18, 40, 33).data; let n = 0;
-    for (let i = 0; i < p.length; i += 4)
-      if (p[i + 3] > 200 && Math.max(255 - p[i], 255 - p[i + 1], 255 - p[i + 2]) > 40) n++;
-    if (n > 20) { window.__first = now; return; } }
+    for (let i = 0; i < p.length; i += 4) {
+      const hi = Math.max(p[i], p[i + 1], p[i + 2]), lo = Math.min(p[i], p[i + 1], p[i + 2]);
+      if (p[i + 3] > 200 && hi < 215 && hi - lo < 40) n++; }
+    if (n > 40) { window.__first = now; return; } }
   requestAnimationFrame(check); }
 requestAnimationFrame(check);
 """

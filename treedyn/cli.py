@@ -369,12 +369,16 @@ def cmd_rollout(args, out):
 def cmd_view(args, out):
     from .viewer import view
     m = _load(args)
+
+    def serving(url):                     # printed before the meshes are read (see view)
+        print(f"{m.name}: serving the viewer at {url} (Ctrl-C to stop)", file=out, flush=True)
+
     try:
         v = view(m, args.traj, host=args.host, port=args.port, samples=args.samples,
-                 side_by_side=args.side_by_side, path_frame=args.path, play=args.play)
+                 side_by_side=args.side_by_side, path_frame=args.path, play=args.play,
+                 on_url=serving)
     except ImportError as exc:
         raise TreedynError(str(exc)) from None
-    print(f"{m.name}: serving the viewer at {v.url} (Ctrl-C to stop)", file=out, flush=True)
     v.serve(args.seconds)
     return 0
 

@@ -16,8 +16,10 @@ Jacobians of integrate) with small dense products per stage.
 """
 from __future__ import annotations
 
+import importlib
+import types
+
 import numpy as np
-import scipy.linalg
 
 from . import integrators as _integ
 from ._ext import KIND_FREE_SE3, KIND_FREE_SO3R3, KIND_SPHERICAL
@@ -26,6 +28,22 @@ from .errors import InputError
 from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, flag, model_of as _model_of, number, vectors
 from .dynamics import passive_force_derivatives, passive_tables, with_passive_forces
+
+
+class _Deferred:
+    """A module imported at its first attribute look-up (then cached): ``import
+    treedyn`` does not pay for scipy.linalg, half of its import time."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)
+        return value
+
+
+scipy = types.SimpleNamespace(linalg=_Deferred("scipy.linalg"))
 
 
 def _one_state(model, q, v, tau, where, with_tau=True):

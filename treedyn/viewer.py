@@ -13,9 +13,9 @@
 * :func:`animate` — an MP4 or GIF of a trajectory without a browser (matplotlib,
   ``imageio-ffmpeg`` for MP4), the camera following a body, a time stamp.
 
-Mesh files are loaded with `trimesh` when the viewer is used; a body whose
-visual meshes are all missing is drawn as its stick figure, and one warning
-names the missing files.
+Mesh files are read when the viewer or a video is made (binary STL with NumPy,
+the other formats with `trimesh`); a body whose visual meshes are all missing
+is drawn as its stick figure, and one warning names the missing files.
 """
 from __future__ import annotations
 
@@ -343,27 +343,36 @@ class Viewer:
         Times (T,) and configurations (samples, T, nq) being shown.
     """
 
-    def __init__(self, model, t, Q, host, port, samples_offset, path_frame, role, fps, title):
+    def __init__(self, model, t, Q, host, port, samples_offset, path_frame, role, fps, title,
+                 on_url=None):
         viser = _need("viser")
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
-        self.scene = Scene(model, role=role, warn=True, meshes=True)
         self.fps = float(fps)
         self._side = samples_offset
+        # Where the items are is known without reading the meshes: enough for the camera,
+        # so the server starts (and a browser can load the client) while they are read.
+        self.scene = Scene(model, role=role, warn=False, meshes=False)
         with contextlib.redirect_stdout(io.StringIO()):        # viser's banner: we print .url
             self._server = viser.ViserServer(host=host, port=0 if port is None else port,
                                              verbose=False, label=title)
         self.url = f"http://{'localhost' if host in ('127.0.0.1', 'localhost') else host}:" \
                    f"{self._server.get_port()}"
         try:
-            self._build(path_frame)
+            self._camera()
+            if on_url is not None:
+                on_url(self.url)
+            self.scene = Scene(model, role=role, warn=True, meshes=True)
+            with self._server.atomic():         # the client gets the whole scene at once
+                self._build(path_frame)
+            self._draw_path(self._path_dd.value)
         except BaseException:
             with contextlib.redirect_stdout(io.StringIO()):
                 self._server.stop()
             raise
 
-    def _build(self, path_frame):
-        """The scene, the camera, the GUI and the player thread."""
-        model, t = self.model, self.t
+    def _camera(self):
+        """Up direction, theme and the initial camera (the view a client opens with):
+        on the middle of the first row of every sample, back by their extent."""
         server = self._server
         server.scene.set_up_direction("+z")
         server.gui.configure_theme(show_share_button=False)     # no public share links
@@ -373,6 +382,19 @@ class Viewer:
         if self._side:
             self._offsets[:, 1] = np.arange(S) * (self._side if self._side is not True
                                                    else 1.5 * L)
+        pts = np.concatenate([self.scene.poses(self.Q[s, 0])[:, :3, 3] + self._offsets[s]
+                              for s in range(S)]) if self.scene.items else np.zeros((1, 3))
+        c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+        reach = max(L, float(np.ptp(pts, axis=0).max()))
+        server.initial_camera.position = tuple(c + np.array([1.0, 1.0, 0.7]) * reach)
+        server.initial_camera.look_at = tuple(c)
+        self.look_at = c
+
+    def _build(self, path_frame):
+        """The scene, the GUI and the player thread."""
+        model, t = self.model, self.t
+        server = self._server
+        S = self.Q.shape[0]
         self._handles = []                      # per sample: list of handles per item
         for s in range(S):
             hs = []
@@ -381,14 +403,6 @@ class Viewer:
             self._handles.append(hs)
         self._groups = {g: self.scene.group(g) for g in ("shape", "stick", "com", "axes",
                                                          "frames", "loops")}
-        # the camera: on the middle of the first row of every sample, back by their extent
-        pts = np.concatenate([self.scene.poses(self.Q[s, 0])[:, :3, 3] + self._offsets[s]
-                              for s in range(S)]) if self.scene.items else np.zeros((1, 3))
-        c = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
-        reach = max(L, float(np.ptp(pts, axis=0).max()))
-        server.initial_camera.position = tuple(c + np.array([1.0, 1.0, 0.7]) * reach)
-        server.initial_camera.look_at = tuple(c)
-        self.look_at = c
         # the GUI: timeline, toggles
         gui = server.gui
         self._lock = threading.Lock()
@@ -420,7 +434,6 @@ class Viewer:
                                          initial_value=path_frame if path_frame in names
                                          else "(none)")
         self._path_dd.on_update(lambda ev: self._draw_path(ev.target.value))
-        self._draw_path(self._path_dd.value)
         self._time.on_update(lambda ev: self._on_time(ev.target.value))
         self._play.on_update(lambda ev: setattr(self, "_playing", bool(ev.target.value)))
         self._speed_h.on_update(lambda ev: setattr(self, "_speed", float(ev.target.value)))
@@ -602,7 +615,8 @@ def _capsule_mesh(r, length, n=16, m=6):
 
 
 def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
-         side_by_side=False, path_frame=None, role="visual", fps=30.0, play=False):
+         side_by_side=False, path_frame=None, role="visual", fps=30.0, play=False,
+         on_url=None):
     """Show ``model`` in the browser (viser; ``pip install treedyn[viewer]``).
 
     Parameters
@@ -622,6 +636,12 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
         Display rate of the player: rows between two displayed frames are skipped.
     play : bool
         Start playing at once.
+    on_url : callable, optional
+        Called with the URL as soon as the server listens, before the mesh files
+        are read and the scene is sent: a browser opened then loads its client
+        while they are (``treedyn view`` prints the URL from here).  The scene
+        reaches every client, connected before or after.  If reading the meshes
+        or building the scene fails, the server is stopped and the error raised.
 
     Returns
     -------
@@ -642,7 +662,7 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
     if not (isinstance(fps, (int, float)) and 1 <= fps <= 240):
         raise InputError(f"view: fps: expected a number in [1, 240], got {_given(fps)}")
     v = Viewer(model, t, Q[:samples], host, port, side_by_side, path_frame, role, fps,
-               f"treedyn: {model.name}")
+               f"treedyn: {model.name}", on_url)
     if play:
         v.play()
     return v
@@ -779,20 +799,46 @@ def _mesh_points(item):
 
 _MESHES = {}          # (path, mtime, scale) -> (vertices, faces): each file read once
 
+#: one triangle of a binary STL file: normal, three vertices, attribute byte count
+_STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
+
+
+def _binary_stl(path):
+    """(vertices, faces) of a binary STL file, its corners merged where they are
+    bitwise equal (so the browser shades it smooth), or None if ``path`` is not
+    one (an ASCII STL, another format: trimesh reads those).  Binary STL is what
+    most robot descriptions ship; reading it here spares importing trimesh."""
+    if not path.lower().endswith(".stl"):
+        return None
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    n = int.from_bytes(raw[80:84], "little") if len(raw) >= 84 else -1
+    if n < 0 or len(raw) != 84 + _STL_TRIANGLE.itemsize * n:
+        return None
+    corners = np.ascontiguousarray(np.frombuffer(raw, _STL_TRIANGLE, n, 84)["v"]).reshape(-1, 3)
+    keys = corners.view(np.dtype((np.void, 12))).ravel()
+    _, first, index = np.unique(keys, return_index=True, return_inverse=True)
+    return corners[first], index.reshape(-1, 3)
+
 
 def _load_mesh(path, scale):
     """(vertices × scale (float32), faces (uint32)) of a mesh file, or the reason it
     cannot be drawn (a str)."""
-    trimesh = _need("trimesh")
     try:
         key = (path, os.stat(path).st_mtime_ns, tuple(scale))
     except OSError as exc:
         return exc.strerror or str(exc)
     if key not in _MESHES:
         try:
-            mesh = trimesh.load(path, force="mesh")
-            v = np.asarray(mesh.vertices, dtype=float) * scale
-            f = np.asarray(mesh.faces, dtype=np.int64)
+            vf = _binary_stl(path)
+            if vf is None:
+                trimesh = _need("trimesh")
+                mesh = trimesh.load(path, force="mesh")
+                vf = mesh.vertices, mesh.faces
+            v = np.asarray(vf[0], dtype=float) * scale
+            f = np.asarray(vf[1], dtype=np.int64)
+        except ImportError:
+            raise
         except Exception as exc:             # trimesh raises many kinds on a bad file
             return f"{type(exc).__name__}: {exc}"[:200]
         if len(f) == 0 or not np.all(np.isfinite(v)):
