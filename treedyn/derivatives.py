@@ -16,9 +16,6 @@ Jacobians of integrate) with small dense products per stage.
 """
 from __future__ import annotations
 
-import importlib
-import types
-
 import numpy as np
 
 from . import integrators as _integ
@@ -29,21 +26,8 @@ from .lie import _ad, _f2, _f2p, _f3, _f3p, _hat3 as hat3, _hat6
 from .validation import finite_result, flag, model_of as _model_of, number, vectors
 from .dynamics import passive_force_derivatives, passive_tables, with_passive_forces
 
-
-class _Deferred:
-    """A module imported at its first attribute look-up (then cached): ``import
-    treedyn`` does not pay for scipy.linalg, half of its import time."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __getattr__(self, attr):
-        value = getattr(importlib.import_module(self._name), attr)
-        setattr(self, attr, value)
-        return value
-
-
-scipy = types.SimpleNamespace(linalg=_Deferred("scipy.linalg"))
+# scipy.linalg is imported in the functions that use it: at module level it would be
+# about half of ``import treedyn``'s time.
 
 
 def _one_state(model, q, v, tau, where, with_tau=True):
@@ -180,6 +164,7 @@ def state_tangent_basis(model, q, v, rcond=1e-10, eps=1e-3):
 
 
 def _tangent_basis(G, dG, v, rcond):
+    import scipy.linalg
     m, nv = G.shape
     J = np.zeros((2 * m, 2 * nv))
     J[:m, :nv] = G
@@ -202,6 +187,7 @@ def _so3_right_jacobian_derivative(x, k):
 def _se3_right_jacobian_times(X, k):
     """J_r(X) k for SE(3) (complex X allowed): (exp(−X̂) · d/ds exp(X̂ + s k̂))ˇ, the
     derivative of the matrix exponential from the block-triangular exponential."""
+    import scipy.linalg
     Xh, Kh = _hat6(X), _hat6(k)
     big = np.zeros((8, 8), dtype=X.dtype)
     big[:4, :4] = Xh
@@ -488,6 +474,7 @@ def _correction(model, q, G, r, dr_q, v, rcond, eps):
     ∂(M d)/∂q from the inverse-dynamics derivatives (v = 0, no gravity), ∂G/∂q from
     _row_q_derivatives.  Either r = r(q) with ∂r/∂q = ``dr_q`` (D: nv × nv), or
     r = G(q) v (``v`` given, dr_q None; D: nv × 2nv over (δq, δv))."""
+    import scipy.linalg
     nv = model.nv
     c = scipy.linalg.cho_factor(model.mass_matrix(q))
     MinvGt = scipy.linalg.cho_solve(c, G.T)
@@ -509,6 +496,7 @@ def _kkt_columns(c, MinvGt, K, G, R1, R2, rcond):
     """Columns δx of M δx − Gᵀ δμ = R1, G δx = R2 (M's Cholesky factor c, M⁻¹Gᵀ,
     K = G M⁻¹ Gᵀ): δx = M⁻¹R1 + M⁻¹Gᵀ K⁺ (R2 − G M⁻¹R1), minimal-norm δμ for
     redundant rows."""
+    import scipy.linalg
     Y = scipy.linalg.cho_solve(c, R1)
     return Y + MinvGt @ _pinv_solve(K, R2 - G @ Y, rcond)
 
@@ -538,6 +526,7 @@ def _advance(model, scheme, q, Dq, w, Kp, DKp, local_map):
 def forward_dynamics_derivatives_reference(model, q, v, tau, **kw):
     """(∂v̇/∂q, ∂v̇/∂v, M⁻¹) from the inverse-dynamics derivatives at v̇ and a dense
     Cholesky solve: ∂v̇/∂x = −M⁻¹ ∂τ/∂x (test oracle of the compiled kernel)."""
+    import scipy.linalg
     a = model.forward_dynamics(q, v, tau, **kw)
     dq, dv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
     c = scipy.linalg.cho_factor(M)
@@ -631,6 +620,7 @@ def _row_q_derivatives(model, q, v, eps):
 def _constrained_derivatives(model, q, v, tau, kw, rcond, eps):
     """(∂v̇/∂q, ∂v̇/∂v, ∂v̇/∂τ, G, dG, v̇) of the constrained dynamics at a checked
     state."""
+    import scipy.linalg
     nv = model.nv
     a, lam = model.constrained_forward_dynamics(q, v, tau, **kw)
     tq, tv, M = model.inverse_dynamics_derivatives(q, v, a, **kw)
