@@ -20,8 +20,10 @@ steps per second and treedyn / MuJoCo ratios (Lie–Euler, semi-implicit Euler,
 RKMK4 against MuJoCo's semi-implicit Euler).
 
 Closed loops (four-bar, Delta): one constrained RKMK4 step inside a rollout
-against one ABA call (a batch of the same model's forward dynamics, per state),
-both on ``--threads`` threads; Cassie (examples/cassie.py, cassie_v2.sdf):
+(save_every = n_steps, as the trees' rows) against one ABA call (a batch of the
+same model's forward dynamics, per state), both on ``--threads`` threads (the
+batch's OpenMP team is sized by OMP_NUM_THREADS, which main sets to ``--threads``
+before treedyn is imported); Cassie (examples/cassie.py, cassie_v2.sdf):
 constrained RKMK4 steps per second in a rollout.
 
 --dask: ur5 rollouts on LocalClusters of 1 and 2 worker processes (one thread
@@ -175,15 +177,15 @@ def bench_tree(name, N, batch, nstep, threads, repeat, tmpdir, rng):
 
 def bench_loops(threads, repeat, quick, rng):
     import treedyn as td
-    out = {}
+    out = {"aba_threads": td.batch_threads()}
     N, nstep = (200, 20) if quick else (2000, 100)
     for name in ("four_bar", "delta"):
         m = td.load(td.robots.path(name + ".toml"))
         q = m.assemble(m.neutral())
         Q0 = np.repeat(q[None], N, axis=0)
         V0 = np.array([m.project_velocity(q, 0.1 * rng.normal(size=m.nv)) for _ in range(N)])
-        step = median_time(lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads),
-                           repeat) / (N * nstep)
+        step = median_time(lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads,
+                                              save_every=nstep), repeat) / (N * nstep)
         tau = np.zeros((N, m.nv))
         aba = median_time(lambda: m.forward_dynamics(Q0, V0, tau), repeat) / N
         out[name] = (step * 1e6, aba * 1e6)
@@ -194,7 +196,8 @@ def bench_loops(threads, repeat, quick, rng):
         Q0 = np.repeat(q[None], n, axis=0)
         V0 = np.zeros((n, m.nv))
         ns = 20 if quick else 100
-        t = median_time(lambda: td.rollout(m, Q0, V0, ns * 1e-4, 1e-4, threads=threads), repeat)
+        t = median_time(lambda: td.rollout(m, Q0, V0, ns * 1e-4, 1e-4, threads=threads,
+                                           save_every=ns), repeat)
         out["cassie"] = n * ns / t
     return out
 
@@ -257,6 +260,10 @@ def main(argv=None):
     ap.add_argument("--dask", action="store_true",
                     help="also time the Dask path (LocalCluster of 1 and 2 worker processes)")
     args = ap.parse_args(argv)
+    if "treedyn" not in sys.modules:
+        # the loop section's ABA batch runs on OpenMP's default team: the same
+        # number of threads as the rollouts it is compared with
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     N = args.n or (200 if args.quick else 10_000)
     nstep = 100 if args.quick else 1000
     batch = min(args.batch, N)
@@ -283,6 +290,9 @@ def main(argv=None):
             if not r["passive"]:
                 print(f"{'':<16}(without the file's joint damping in both libraries)")
     loops = bench_loops(args.threads, repeat, args.quick, rng)
+    if loops["aba_threads"] != args.threads:
+        print(f"(closed loops: the ABA batch ran on {loops['aba_threads']} threads, the "
+              f"rollouts on {args.threads}: the ratios are not comparable)")
     for name in ("four_bar", "delta"):
         step, aba = loops[name]
         print(f"{name:<16} constrained RKMK4 step in a rollout {step:.3g} µs, ABA {aba:.3g} µs "

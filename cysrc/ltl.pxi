@@ -7,26 +7,51 @@
 # would divide (a division in a triangular solve's dependency chain costs a
 # dozen cycles or more).
 
+cdef enum:
+    LTL_PATH = 256      # ancestor chains up to this long are walked once per freedom
+
+
 cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
     """M (n, n) row-major = Lᵀ L in place (L's off-diagonal entries in the lower
     triangle along the ancestor chains, 1/L_kk on the diagonal); False unless
-    positive definite."""
-    cdef int k, i, j
-    cdef double a
+    positive definite.  The ancestors of freedom k are listed once (path), so
+    that the rank-one update of the chain's triangle, M_ij −= L_ki L_kj for i on
+    the chain and j = i or an ancestor of i, reads indices from the list instead
+    of chasing lam for every entry (the same products and differences, entry by
+    entry, as the walk along lam)."""
+    cdef int k, i, j, b, c, depth
+    cdef double a, lki
+    cdef int path[LTL_PATH]
+    cdef double* Lk
+    cdef double* Mi
     for k in range(n - 1, -1, -1):
-        if not M[k * n + k] > 0.0:
+        Lk = &M[k * n]
+        if not Lk[k] > 0.0:
             return False
-        a = 1.0 / sqrt(M[k * n + k])
-        M[k * n + k] = a
+        a = 1.0 / sqrt(Lk[k])
+        Lk[k] = a
+        depth = 0
         i = lam[k]
         while i >= 0:
-            M[k * n + i] *= a
+            Lk[i] *= a
+            if depth < LTL_PATH:
+                path[depth] = i
+            depth += 1
             i = lam[i]
-        i = lam[k]
+        if depth <= LTL_PATH:
+            for b in range(depth):
+                i = path[b]
+                lki = Lk[i]
+                Mi = &M[i * n]
+                for c in range(b, depth):
+                    j = path[c]
+                    Mi[j] -= lki * Lk[j]
+            continue
+        i = lam[k]                          # deeper chains: along lam
         while i >= 0:
             j = i
             while j >= 0:
-                M[i * n + j] -= M[k * n + i] * M[k * n + j]
+                M[i * n + j] -= Lk[i] * Lk[j]
                 j = lam[j]
             i = lam[i]
     return True
