@@ -106,38 +106,71 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
 
 #endif
 
-/* The pose of a body whose revolute joint turns about its body axis k (FAST_REV_*,
- * joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = ±sin q (neg: the axis
- * points along −e_k), c = cos q) into T, and C = A T (td_pose_mul12) or, for a
- * root (A NULL), C = (T.R, 0) (root_relative_pose) into C.  T's elements go from
- * registers into the product, not through memory (a vector load over the element
- * stores just made would wait for them).  Same bits as those two functions. */
-static inline void td_rev_pose(int k, int neg, const double* B, double s, double c,
-                               const double* A, double* T, double* C)
+/* The joint step of a body whose revolute joint turns about its body axis k
+ * (FAST_REV_*, joints.pxi): T = B Rot_k(q) (joint_pose_rev, given s = sin q, c = cos q;
+ * neg: the axis points along −e_k) into T, C = A T (td_pose_mul12) or, for a root
+ * (A NULL), C = (T.R, 0) (root_relative_pose) into C, and the spatial screw
+ * J = (w, p × w), w = ±C.R[:, k], p = C.p (spatial_screw_1dof) into J.  T's rows go
+ * from registers into the product and C's into J, not through memory (a load over
+ * element stores just made waits for them).  Same bits as those functions. */
+__attribute__((always_inline))
+static inline void td_rev_step(int k, int neg, const double* B, double s, double c,
+                               const double* A, double* T, double* C, double* J)
 {
-    double t[12];
+    double t[12], w0, w1, w2, p0, p1, p2;
     if (neg)
         s = -s;
     for (int r = 0; r < 3; r++) {
         const double b0 = B[3 * r], b1 = B[3 * r + 1], b2 = B[3 * r + 2];
+        double x0, x1, x2;
         if (k == 2) {
-            t[3 * r] = c * b0 + s * b1; t[3 * r + 1] = c * b1 - s * b0; t[3 * r + 2] = b2;
+            x0 = c * b0 + s * b1; x1 = c * b1 - s * b0; x2 = b2;
         } else if (k == 0) {
-            t[3 * r] = b0; t[3 * r + 1] = c * b1 + s * b2; t[3 * r + 2] = c * b2 - s * b1;
+            x0 = b0; x1 = c * b1 + s * b2; x2 = c * b2 - s * b1;
         } else {
-            t[3 * r] = c * b0 - s * b2; t[3 * r + 1] = b1; t[3 * r + 2] = c * b2 + s * b0;
+            x0 = c * b0 - s * b2; x1 = b1; x2 = c * b2 + s * b0;
         }
+        t[3 * r] = x0; t[3 * r + 1] = x1; t[3 * r + 2] = x2;
+        T[3 * r] = x0; T[3 * r + 1] = x1; T[3 * r + 2] = x2;
     }
     t[9] = B[9]; t[10] = B[10]; t[11] = B[11];
-    for (int n = 0; n < 12; n++)
-        T[n] = t[n];
+    T[9] = t[9]; T[10] = t[10]; T[11] = t[11];
     if (A == NULL) {
         for (int n = 0; n < 9; n++)
             C[n] = t[n];
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0;
-        return;
+        w0 = t[k]; w1 = t[3 + k]; w2 = t[6 + k];
+        p0 = 0.0; p1 = 0.0; p2 = 0.0;
+    } else {
+#if TD_SIMD
+        /* td_pose_mul12 with t's elements from registers */
+        const td_a4 B0 = {t[0], t[1], t[2], t[9]};
+        const td_a4 B1 = {t[3], t[4], t[5], t[10]};
+        const td_a4 B2 = {t[6], t[7], t[8], t[11]};
+        const td_a4 C0 = (A[0] * B0 + A[1] * B1 + A[2] * B2);
+        const td_a4 C1 = (A[3] * B0 + A[4] * B1 + A[5] * B2);
+        const td_a4 C2 = (A[6] * B0 + A[7] * B1 + A[8] * B2);
+        p0 = C0[3] + A[9]; p1 = C1[3] + A[10]; p2 = C2[3] + A[11];
+        TD_A4(&C[0]) = C0;
+        TD_A4(&C[3]) = C1;
+        TD_A4(&C[6]) = C2;
+        C[9] = p0; C[10] = p1; C[11] = p2;
+        w0 = C0[k]; w1 = C1[k]; w2 = C2[k];
+#else
+        td_pose_mul12(A, t, C);
+        w0 = C[k]; w1 = C[3 + k]; w2 = C[6 + k];
+        p0 = C[9]; p1 = C[10]; p2 = C[11];
+#endif
     }
-    td_pose_mul12(A, t, C);         /* inlined: t's elements stay in registers */
+    /* spatial_screw_1dof: sg = ±1 as the axis (neg), products exact */
+    {
+        const double sg = neg ? -1.0 : 1.0;
+        w0 = sg * w0; w1 = sg * w1; w2 = sg * w2;
+        J[0] = w0; J[1] = w1; J[2] = w2;
+        J[3] = p1 * w2 - p2 * w1;
+        J[4] = p2 * w0 - p0 * w2;
+        J[5] = p0 * w1 - p1 * w0;
+    }
 }
 
 #endif

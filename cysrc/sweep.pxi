@@ -103,25 +103,36 @@ cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
 
 
 cdef extern from "simd.h" nogil:
-    void td_rev_pose(int k, int neg, const double* B, double s, double c, const double* A,
-                     double* T, double* C)      # joint_pose_rev + root_relative_pose
+    void td_rev_step(int k, int neg, const double* B, double s, double c, const double* A,
+                     double* T, double* C, double* J)
+    # joint_pose_rev + root_relative_pose + spatial_screw_1dof
 
 
 cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
                              const double* qd, double* cJ) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
-    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: both
-    poses in one step, td_rev_pose, the same bits)."""
-    cdef int fast = m.fast[i], par, o, bad
+    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: all
+    three in one step, td_rev_step, the same bits; small, so that it is inlined in
+    the kernels' loops: the other joints in _spatial_step_other)."""
+    cdef int fast = m.fast[i], par, o
     if fast != FAST_NONE and fast != FAST_SCREW:
         par = m.parent[i]
         o = m.voff[i]
-        td_rev_pose(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
+        td_rev_step(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
                     d.sc_q[2 * i], d.sc_q[2 * i + 1], NULL if par < 0 else &d.sMi[12 * par],
-                    &d.liMi[12 * i], &d.sMi[12 * i])
-        spatial_screw_1dof(fast, &m.X[o, 0], &d.sMi[12 * i], &d.sJ[6 * o])
+                    &d.liMi[12 * i], &d.sMi[12 * i], &d.sJ[6 * o])
         return 0
-    bad = joint_step(m, d, i, q, qd, cJ, True)
+    return _spatial_step_other(m, d, i, q, qd, cJ)
+
+
+cdef int _spatial_step_other(ModelCore m, DataC* d, int i, const double* q,
+                             const double* qd, double* cJ) noexcept nogil:
+    """spatial_step of a joint without the revolute axis fast path."""
+    cdef int bad = 0
+    if m.fast[i] == FAST_SCREW:
+        joint_step_screw(m, d, i, q)
+    else:
+        bad = joint_step_general(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
     return bad
 
