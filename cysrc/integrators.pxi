@@ -187,27 +187,27 @@ cdef int _rk_step_vector(ModelCore m, DataC* d, int s, const double* A, const do
     cdef double* Kp = ws                      # s × nv: stage velocities (= local rates)
     cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
     cdef double* qs = &ws[2 * s * nv + s * nv]
-    cdef double* psi = &qs[3 * nv]
-    cdef double* tau = &psi[2 * nv]
+    cdef double* tau = &qs[3 * nv]
     cdef double* vs
     cdef const double* qj
     cdef double w, x
     for j in range(s):
         vs = &Kp[nv * j]
-        for n in range(nv):
-            vs[n] = v[n]
-            psi[n] = 0.0
-        for l in range(j):
-            w = h * A[s * j + l]
-            if w != 0.0:
-                for n in range(nv):
-                    vs[n] += w * Kv[nv * l + n]
-                    psi[n] += w * Kp[nv * l + n]
         if j == 0:                            # q ⊕ 0 = q bit for bit
             qj = q
+            memcpy(vs, v, nv * sizeof(double))
         else:
+            # v_j = v + Σ h a_jl kv_l,  q_j = q + Σ h a_jl v_l  (element by element:
+            # no vector load over the element stores just made)
             for n in range(nv):
-                qs[n] = q[n] + psi[n]
+                x = v[n]
+                w = 0.0
+                for l in range(j):
+                    if h * A[s * j + l] != 0.0:
+                        x += h * A[s * j + l] * Kv[nv * l + n]
+                        w += h * A[s * j + l] * Kp[nv * l + n]
+                vs[n] = x
+                qs[n] = q[n] + w
             qj = qs
         code = torque(tctx, t + c[j] * h, qj, vs, tau)
         if code:
@@ -331,6 +331,21 @@ cdef int passive_torque(void* ctx, double t, const double* q, const double* v,
     return 0
 
 
+cdef int constant_passive_torque(void* ctx, double t, const double* q, const double* v,
+                                 double* tau) noexcept nogil:
+    """passive_torque around constant_torque in one loop (ctx: PassiveTorque* whose
+    ictx is a ConstTorque*): the same operations."""
+    cdef PassiveTorque* p = <PassiveTorque*>ctx
+    cdef const double* tc = (<ConstTorque*>p.ictx).tau
+    cdef int n, k
+    for n in range(p.nv):
+        k = p.qidx[n]
+        tau[n] = tc[n] - p.D[n] * v[n]
+        if k >= 0:
+            tau[n] -= p.K[n] * (q[k] - p.qref[n])
+    return 0
+
+
 cdef class _PassiveArrays:
     """Keeps the arrays of a PassiveTorque alive: (D, K, q_ref, qidx) from
     treedyn.dynamics.passive_tables, or None (no passive forces)."""
@@ -364,7 +379,7 @@ cdef class _PassiveArrays:
         p.K = &self.K[0]
         p.qref = &self.qref[0]
         p.qidx = &self.qidx[0]
-        fn[0] = passive_torque
+        fn[0] = constant_passive_torque if inner == constant_torque else passive_torque
         ctx[0] = <void*>p
 
 
