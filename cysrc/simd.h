@@ -102,35 +102,33 @@ static inline void td_sincos4(const double* xs, double* s4, double* c4)
     td_sincos4v(x, s4, c4);
 }
 
-/* sin and cos of the angles q[qoff[i]] of the n joints i = idx[0 .. n) into
- * sc[2 i], sc[2 i + 1], four at a time (td_sincos4: the same bits as td_sincos).
- * The lanes are filled from q element by element (a vector load over the stores
- * that just wrote a gathered copy would wait for them). */
+/* sin and cos of the angles q[qoff[i]] of the n <= 8 joints i = idx[0 .. n) into
+ * sc[2 i], sc[2 i + 1] (td_sincos4's lanes, the same bits as td_sincos): two
+ * vectors in one sequence, so that their latency chains overlap.  The lanes are
+ * filled from q element by element (a vector load over the stores that just wrote
+ * a gathered copy would wait for them); unused lanes hold 1.0, in the polynomial's
+ * range. */
 static inline void td_sincos_joints(int n, const int* idx, const int* qoff, const double* q,
                                     double* sc)
 {
-    double s4[4], c4[4];
-    int k = 0;
-    for (; k + 4 <= n; k += 4) {
-        const int i0 = idx[k], i1 = idx[k + 1], i2 = idx[k + 2], i3 = idx[k + 3];
-        const td_a4 x = {q[qoff[i0]], q[qoff[i1]], q[qoff[i2]], q[qoff[i3]]};
-        td_sincos4v(x, s4, c4);
-        sc[2 * i0] = s4[0]; sc[2 * i0 + 1] = c4[0];
-        sc[2 * i1] = s4[1]; sc[2 * i1 + 1] = c4[1];
-        sc[2 * i2] = s4[2]; sc[2 * i2 + 1] = c4[2];
-        sc[2 * i3] = s4[3]; sc[2 * i3 + 1] = c4[3];
+    double s4[8], c4[8];
+#define TD_ANGLE(l) ((l) < n ? q[qoff[idx[l]]] : 1.0)
+    if (n == 1) {
+        td_sincos(q[qoff[idx[0]]], &sc[2 * idx[0]], &sc[2 * idx[0] + 1]);
+        return;
     }
-    if (n - k == 1) {
-        td_sincos(q[qoff[idx[k]]], &sc[2 * idx[k]], &sc[2 * idx[k] + 1]);
-    } else if (n > k) {
-        /* unused lanes: 1.0, in the polynomial's range */
-        const td_a4 x = {q[qoff[idx[k]]], q[qoff[idx[k + 1]]],
-                         n - k > 2 ? q[qoff[idx[k + 2]]] : 1.0, 1.0};
-        td_sincos4v(x, s4, c4);
-        for (int l = 0; l < n - k; l++) {
-            sc[2 * idx[k + l]] = s4[l];
-            sc[2 * idx[k + l] + 1] = c4[l];
-        }
+    {
+        const td_a4 x0 = {TD_ANGLE(0), TD_ANGLE(1), TD_ANGLE(2), TD_ANGLE(3)};
+        td_sincos4v(x0, s4, c4);
+    }
+    if (n > 4) {
+        const td_a4 x1 = {TD_ANGLE(4), TD_ANGLE(5), TD_ANGLE(6), TD_ANGLE(7)};
+        td_sincos4v(x1, &s4[4], &c4[4]);
+    }
+#undef TD_ANGLE
+    for (int l = 0; l < n; l++) {
+        sc[2 * idx[l]] = s4[l];
+        sc[2 * idx[l] + 1] = c4[l];
     }
 }
 

@@ -18,18 +18,18 @@ cdef extern from "simd.h" nogil:
 
 cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
     """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
-    runs this before its forward loop: the evaluations are independent, four at a
-    time in vector lanes (td_sincos4), and the serial recursion that follows has
-    only products left."""
+    runs this before its forward loop: the evaluations are independent, eight at a
+    time in two vectors of lanes (td_sincos_joints), and the serial recursion that
+    follows has only products left."""
     cdef int i, fast, k = 0
-    cdef int idx[4]
+    cdef int idx[8]
     for i in range(m.nb):
         fast = m.fast[i]
         if fast != FAST_NONE and fast != FAST_SCREW:
             idx[k] = i
             k += 1
-            if k == 4:
-                td_sincos_joints(4, idx, &m.qoff[0], q, d.sc_q)
+            if k == 8:
+                td_sincos_joints(8, idx, &m.qoff[0], q, d.sc_q)
                 k = 0
     if k:
         td_sincos_joints(k, idx, &m.qoff[0], q, d.sc_q)
