@@ -19,6 +19,12 @@ typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
 #define TD_SIMD 0
 #endif
 
+#if defined(__GNUC__)
+#define TD_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define TD_ALWAYS_INLINE
+#endif
+
 #if TD_SIMD
 /* C = A B for poses of 12 doubles (R row-major, p): the rows of [R | p] as 4-wide
  * vectors, row r of C = Σ_k A[r][k] [B.R | B.p]_k + (0, 0, 0, A.p_r): per element
@@ -164,7 +170,7 @@ static inline void td_pose_mul12(const double* A, const double* B, double* C)
  * J = (w, p × w), w = ±C.R[:, k], p = C.p (spatial_screw_1dof) into J.  T's rows go
  * from registers into the product and C's into J, not through memory (a load over
  * element stores just made waits for them).  Same bits as those functions. */
-__attribute__((always_inline))
+TD_ALWAYS_INLINE
 static inline void td_rev_step(int k, int neg, const double* B, double s, double c,
                                const double* A, double* T, double* C, double* J)
 {
@@ -224,7 +230,7 @@ static inline void td_rev_step(int k, int neg, const double* B, double s, double
  * T = (B.R, B.R (u q) + B.p) (joint_pose_1dof) into T, C = A T or (T.R, 0) for a root
  * (root_relative_pose) into C and J = (0, C.R u) (spatial_screw_1dof) into J.  Same
  * bits as those functions. */
-__attribute__((always_inline))
+TD_ALWAYS_INLINE
 static inline void td_prism_step(const double* u, const double* B, double q, const double* A,
                                  double* T, double* C, double* J)
 {

@@ -97,10 +97,17 @@ cdef extern from *:
     # compiler notes that they do not apply where Cython also uses the type for
     # variables, hence -Wattributes off)
     """
+    #if defined(__GNUC__)
     #pragma GCC diagnostic ignored "-Wattributes"
+    #define TD_INT_ALWAYS_INLINE __attribute__((always_inline)) int
+    #define TD_INT_NOINLINE __attribute__((noinline)) int
+    #else
+    #define TD_INT_ALWAYS_INLINE int
+    #define TD_INT_NOINLINE int
+    #endif
     """
-    ctypedef int td_int_always_inline "__attribute__((always_inline)) int"
-    ctypedef int td_int_noinline "__attribute__((noinline)) int"
+    ctypedef int td_int_always_inline "TD_INT_ALWAYS_INLINE"
+    ctypedef int td_int_noinline "TD_INT_NOINLINE"
 
 
 cdef extern from "simd.h" nogil:
