@@ -56,6 +56,10 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
     cdef double* tau = &vs[nv]
     cdef double* dv = &tau[nv]
     cdef double w
+    if scheme == SCHEME_RKMK and nq == nv:
+        return _rk_step_vector(m, d, s, A, b, c, bhat, t, h, q, v, torque, tctx, g, fext,
+                               fframe, ws, q_out, v_out, err, constrained, k1, k2,
+                               joints_ready)
     for j in range(s):
         # stage velocity
         for n in range(nv):
@@ -168,6 +172,77 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
     return 0
 
 
+cdef int _rk_step_vector(ModelCore m, DataC* d, int s, const double* A, const double* b,
+                         const double* c, const double* bhat, double t, double h,
+                         const double* q, const double* v, stage_torque_fn torque,
+                         void* tctx, const double* g, const double* fext, int fframe,
+                         double* ws, double* q_out, double* v_out, double* err,
+                         bint constrained, double k1, double k2,
+                         bint joints_ready) noexcept nogil:
+    """rk_step's SCHEME_RKMK when every joint is a screw chain (nq = nv): the group is
+    R^nv, q ⊕ ψ = q + ψ and dτ⁻¹ = I, so the stage rates are the stage velocities,
+    kept in place (Kp row j = v_j), and the stages are RK4's axpys.  The same
+    operations, per element and in the same order, as the general form."""
+    cdef int nv = m.nv, j, l, n, code
+    cdef double* Kp = ws                      # s × nv: stage velocities (= local rates)
+    cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
+    cdef double* qs = &ws[2 * s * nv + s * nv]
+    cdef double* tau = &qs[3 * nv]
+    cdef double* vs
+    cdef const double* qj
+    cdef double w, x
+    for j in range(s):
+        vs = &Kp[nv * j]
+        if j == 0:                            # q ⊕ 0 = q bit for bit
+            qj = q
+            memcpy(vs, v, nv * sizeof(double))
+        else:
+            # v_j = v + Σ h a_jl kv_l,  q_j = q + Σ h a_jl v_l  (element by element:
+            # no vector load over the element stores just made)
+            for n in range(nv):
+                x = v[n]
+                w = 0.0
+                for l in range(j):
+                    if h * A[s * j + l] != 0.0:
+                        x += h * A[s * j + l] * Kv[nv * l + n]
+                        w += h * A[s * j + l] * Kp[nv * l + n]
+                vs[n] = x
+                qs[n] = q[n] + w
+            qj = qs
+        code = torque(tctx, t + c[j] * h, qj, vs, tau)
+        if code:
+            return code
+        if constrained:
+            code = constrained_fd_kernel(m, d, qj, vs, tau, g, fext, fframe, k1, k2, 1e-10,
+                                         &Kv[nv * j], NULL, d.cg, joints_ready and j == 0)
+        else:
+            code = aba_kernel(m, d, qj, vs, tau, g, fext, fframe, &Kv[nv * j])
+        if code == CODE_MASS_NOT_PD and not (_finite_bits(qj, nv) and _finite_bits(vs, nv)):
+            return STEP_DIVERGED              # an earlier stage overflowed: not the model
+        if code:
+            return code
+    # update: v' = v + Σ h b_j kv_j, q' = q + Σ h b_j v_j
+    for n in range(nv):
+        x = 0.0
+        w = 0.0
+        for j in range(s):
+            x += h * b[j] * Kv[nv * j + n]
+            w += h * b[j] * Kp[nv * j + n]
+        v_out[n] = v[n] + x
+        q_out[n] = q[n] + w
+    if not _finite_bits(v_out, nv):
+        return STEP_DIVERGED
+    if bhat != NULL and err != NULL:
+        for n in range(2 * nv):
+            err[n] = 0.0
+        for j in range(s):
+            w = h * (b[j] - bhat[j])
+            for n in range(nv):
+                err[n] += w * Kp[nv * j + n]
+                err[nv + n] += w * Kv[nv * j + n]
+    return 0
+
+
 cdef struct StepArgs:
     # what a step of treedyn.simulate's _run, treedyn.Simulator and treedyn.rollout
     # needs besides the state: the method, the stage torques and loads, and (loops,
@@ -256,6 +331,21 @@ cdef int passive_torque(void* ctx, double t, const double* q, const double* v,
     return 0
 
 
+cdef int constant_passive_torque(void* ctx, double t, const double* q, const double* v,
+                                 double* tau) noexcept nogil:
+    """passive_torque around constant_torque in one loop (ctx: PassiveTorque* whose
+    ictx is a ConstTorque*): the same operations."""
+    cdef PassiveTorque* p = <PassiveTorque*>ctx
+    cdef const double* tc = (<ConstTorque*>p.ictx).tau
+    cdef int n, k
+    for n in range(p.nv):
+        k = p.qidx[n]
+        tau[n] = tc[n] - p.D[n] * v[n]
+        if k >= 0:
+            tau[n] -= p.K[n] * (q[k] - p.qref[n])
+    return 0
+
+
 cdef class _PassiveArrays:
     """Keeps the arrays of a PassiveTorque alive: (D, K, q_ref, qidx) from
     treedyn.dynamics.passive_tables, or None (no passive forces)."""
@@ -289,7 +379,7 @@ cdef class _PassiveArrays:
         p.K = &self.K[0]
         p.qref = &self.qref[0]
         p.qidx = &self.qidx[0]
-        fn[0] = passive_torque
+        fn[0] = constant_passive_torque if inner == constant_torque else passive_torque
         ctx[0] = <void*>p
 
 

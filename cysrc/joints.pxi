@@ -186,7 +186,16 @@ cdef inline void joint_pose_1dof(int fast, const double* X, const double* B, dou
     cdef double c, s
     cdef double RJ[9]
     cdef double pJ[3]
+    cdef int n
     if fast == FAST_SCREW:
+        if X[0] == 0.0 and X[1] == 0.0 and X[2] == 0.0:
+            # prismatic: exp(X q) = (I, v q), T = (B.R, B.R v q + B.p) (pose_mul's sums)
+            pJ[0] = X[3] * q; pJ[1] = X[4] * q; pJ[2] = X[5] * q
+            for n in range(9):
+                T[n] = B[n]
+            rot_vec(B, pJ, &T[9])
+            T[9] += B[9]; T[10] += B[10]; T[11] += B[11]
+            return
         screw_exp(X, q, RJ, pJ)
         pose_mul(B, &B[9], RJ, pJ, T, &T[9])
         return

@@ -76,11 +76,15 @@ cdef inline void spatial_screw_1dof(int fast, const double* X, const double* C,
                                     double* J) noexcept nogil:
     """Spatial screw J = Ad_C X of a one-freedom joint with body-fixed screw X
     (C: the body's pose).  Revolute about body axis k through the origin:
-    J = (w, r × w) with w = ±R[:, k]."""
+    J = (w, r × w) with w = ±R[:, k]; prismatic X = (0, u): J = (0, R u)."""
     cdef int k
     cdef double sg
     if fast == FAST_SCREW:
-        twist_Ad(C, &C[9], X, J)
+        if X[0] == 0.0 and X[1] == 0.0 and X[2] == 0.0:
+            J[0] = 0.0; J[1] = 0.0; J[2] = 0.0
+            rot_vec(C, &X[3], &J[3])
+        else:
+            twist_Ad(C, &C[9], X, J)
     else:
         k = fast - FAST_REV_X
         sg = 1.0 if X[k] > 0.0 else -1.0

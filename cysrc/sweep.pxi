@@ -12,39 +12,27 @@
 
 cdef extern from "simd.h" nogil:
     void td_sincos4(const double* x, double* s, double* c)     # four td_sincos, same bits
+    void td_sincos_joints(int n, const int* idx, const int* qoff, const double* q,
+                          double* sc)     # td_sincos of q[qoff[idx[k]]], four at a time
 
 
 cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
     """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
-    runs this before its forward loop: the evaluations are independent, four at a
-    time in vector lanes (td_sincos4), and the serial recursion that follows has
-    only products left."""
-    cdef int i, fast, k = 0, l
-    cdef int idx[4]
-    cdef double x[4]
-    cdef double s[4]
-    cdef double c[4]
+    runs this before its forward loop: the evaluations are independent, eight at a
+    time in two vectors of lanes (td_sincos_joints), and the serial recursion that
+    follows has only products left."""
+    cdef int i, fast, k = 0
+    cdef int idx[8]
     for i in range(m.nb):
         fast = m.fast[i]
         if fast != FAST_NONE and fast != FAST_SCREW:
             idx[k] = i
-            x[k] = q[m.qoff[i]]
             k += 1
-            if k == 4:
-                td_sincos4(x, s, c)
-                for l in range(4):
-                    d.sc_q[2 * idx[l]] = s[l]
-                    d.sc_q[2 * idx[l] + 1] = c[l]
+            if k == 8:
+                td_sincos_joints(8, idx, &m.qoff[0], q, d.sc_q)
                 k = 0
-    if k == 1:
-        sincos(x[0], &d.sc_q[2 * idx[0]], &d.sc_q[2 * idx[0] + 1])
-    elif k > 1:
-        for l in range(k, 4):
-            x[l] = 1.0                  # unused lanes, in the polynomial's range
-        td_sincos4(x, s, c)
-        for l in range(k):
-            d.sc_q[2 * idx[l]] = s[l]
-            d.sc_q[2 * idx[l] + 1] = c[l]
+    if k:
+        td_sincos_joints(k, idx, &m.qoff[0], q, d.sc_q)
 
 
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
@@ -102,26 +90,67 @@ cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
     return bad
 
 
+cdef extern from *:
+    # spatial_step is inlined in the kernels' loops, the rest of the joint step is not
+    # (GCC would inline the one call of _spatial_step_other and then not spatial_step):
+    # function attributes through the return type (Cython has no syntax for them; the
+    # compiler notes that they do not apply where Cython also uses the type for
+    # variables, hence -Wattributes off)
+    """
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic ignored "-Wattributes"
+    #define TD_INT_ALWAYS_INLINE __attribute__((always_inline)) int
+    #define TD_INT_NOINLINE __attribute__((noinline)) int
+    #else
+    #define TD_INT_ALWAYS_INLINE int
+    #define TD_INT_NOINLINE int
+    #endif
+    """
+    ctypedef int td_int_always_inline "TD_INT_ALWAYS_INLINE"
+    ctypedef int td_int_noinline "TD_INT_NOINLINE"
+
+
 cdef extern from "simd.h" nogil:
-    void td_rev_pose(int k, int neg, const double* B, double s, double c, const double* A,
-                     double* T, double* C)      # joint_pose_rev + root_relative_pose
+    void td_rev_step(int k, int neg, const double* B, double s, double c, const double* A,
+                     double* T, double* C, double* J)
+    # joint_pose_rev + root_relative_pose + spatial_screw_1dof
+    void td_prism_step(const double* u, const double* B, double q, const double* A,
+                       double* T, double* C, double* J)
+    # the same for a prismatic joint (joint_pose_1dof)
 
 
-cdef inline int spatial_step(ModelCore m, DataC* d, int i, const double* q,
-                             const double* qd, double* cJ) noexcept nogil:
+cdef inline td_int_always_inline spatial_step(ModelCore m, DataC* d, int i, const double* q,
+                                              const double* qd, double* cJ) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
-    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: both
-    poses in one step, td_rev_pose, the same bits)."""
-    cdef int fast = m.fast[i], par, o, bad
+    sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: all
+    three in one step, td_rev_step, the same bits; prismatic joints likewise,
+    td_prism_step; small, so that it is inlined in the kernels' loops: the other
+    joints in _spatial_step_other)."""
+    cdef int fast = m.fast[i], par = m.parent[i], o = m.voff[i]
+    cdef const double* X
     if fast != FAST_NONE and fast != FAST_SCREW:
-        par = m.parent[i]
-        o = m.voff[i]
-        td_rev_pose(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
+        td_rev_step(fast - FAST_REV_X, m.X[o, fast - FAST_REV_X] < 0.0, &m.Bref[i, 0],
                     d.sc_q[2 * i], d.sc_q[2 * i + 1], NULL if par < 0 else &d.sMi[12 * par],
-                    &d.liMi[12 * i], &d.sMi[12 * i])
-        spatial_screw_1dof(fast, &m.X[o, 0], &d.sMi[12 * i], &d.sJ[6 * o])
+                    &d.liMi[12 * i], &d.sMi[12 * i], &d.sJ[6 * o])
         return 0
-    bad = joint_step(m, d, i, q, qd, cJ, True)
+    if fast == FAST_SCREW:
+        X = &m.X[o, 0]
+        if X[0] == 0.0 and X[1] == 0.0 and X[2] == 0.0:
+            td_prism_step(&X[3], &m.Bref[i, 0], q[m.qoff[i]],
+                          NULL if par < 0 else &d.sMi[12 * par], &d.liMi[12 * i],
+                          &d.sMi[12 * i], &d.sJ[6 * o])
+            return 0
+    return _spatial_step_other(m, d, i, q, qd, cJ)
+
+
+cdef td_int_noinline _spatial_step_other(ModelCore m, DataC* d, int i, const double* q,
+                                         const double* qd, double* cJ) noexcept nogil:
+    """spatial_step of a joint without the revolute axis fast path."""
+    cdef int bad = 0
+    if m.fast[i] == FAST_SCREW:
+        joint_step_screw(m, d, i, q)
+    else:
+        bad = joint_step_general(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
     return bad
 
