@@ -1,7 +1,8 @@
 # The kernels written once for one state and for TD_VL states side by side (vector
 # lanes; cysrc/lanes.h, docs/algorithms.md "Vector lanes"): the sweeps of the spatial
 # RNEA (rnea_spatial_sweeps.h), of the inverse-dynamics derivatives
-# (rnea_derivatives_sweeps.h) and passes 1–3 of M⁻¹ (minverse_sweeps.h), compiled for
+# (rnea_derivatives_sweeps.h), passes 1–3 of M⁻¹ (minverse_sweeps.h) and of the ABA
+# (aba_sweeps.h, the rollouts' stages: integrators_lanes.pxi), compiled for
 # double and for td_vec, and for lanes the spatial poses (poses_sweeps.h).  This block
 # comes after minverse.pxi and rnea_derivatives.pxi, whose one-state column loops and
 # ancestor pairs it uses; the entry points take a lane count (1 or TD_VL) and double
@@ -145,6 +146,20 @@ cdef extern from *:
             (const td_vec*)sc, (const td_vec*)T, (const td_vec*)S, (td_vec*)C, (td_vec*)J));
     }
 
+    static void td_aba_lanes(int nb, const int* parent, const int* voff, const int* nvj,
+                             const int* fast, const double* inert, const double* armature,
+                             const double* C, const double* J, const double* Sdq,
+                             const double* qd, const double* tau, const double* a0, double* V,
+                             double* cb, double* IA, double* pA, double* A, double* U,
+                             double* Dl, double* u, double* qdd, int* codes)
+    {
+        TD_LANE_CALL(td_aba_sweeps_l(nb, parent, voff, nvj, fast, inert, armature,
+            (const td_vec*)C, (const td_vec*)J, (const td_vec*)Sdq, (const td_vec*)qd,
+            (const td_vec*)tau, (const td_vec*)a0, (td_vec*)V, (td_vec*)cb, (td_vec*)IA,
+            (td_vec*)pA, (td_vec*)A, (td_vec*)U, (td_vec*)Dl, (td_vec*)u, (td_vec*)qdd,
+            codes));
+    }
+
     /* dst[l][k] = lane l of element k of the lane array src, k < n: TD_VL × TD_VL
        blocks transposed in registers (each source vector read once) */
     #if defined(__clang__)
@@ -219,6 +234,12 @@ cdef extern from *:
                                 const int* fast, const double* X, const double* Bref,
                                 const double* sc, const double* T, const double* S, double* C,
                                 double* J) noexcept nogil
+    void td_aba_lanes(int nb, const int* parent, const int* voff, const int* nvj,
+                      const int* fast, const double* inert, const double* armature,
+                      const double* C, const double* J, const double* Sdq, const double* qd,
+                      const double* tau, const double* a0, double* V, double* cb, double* IA,
+                      double* pA, double* A, double* U, double* Dl, double* u, double* qdd,
+                      int* codes) noexcept nogil
     void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
                      const int* nvj, const int* root, const double* inert,
                      const double* armature, const double* C, const double* J, double* IA,
@@ -271,3 +292,36 @@ cdef inline void _lanes_spatial_poses(ModelCore m, DataC* d) noexcept nogil:
     _lane_joint_steps put in the lanes."""
     td_lanes_spatial_poses(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0], &m.X[0, 0],
                            &m.Bref[0, 0], d.lsc, d.lT, d.lSb, d.lC, d.lJ)
+
+
+cdef int _aba_lanes(ModelCore m, DataC* d, double* const* q, double* const* qd,
+                    double* const* tau, const double* const* g, double* const* qdd,
+                    int* codes) noexcept nogil:
+    """aba_kernel (no external wrenches) of TD_VL states side by side, bitwise each
+    state's: q̈ of lane l into qdd[l], its code (aba_kernel's: 0, i + 1 for a non-unit
+    quaternion of joint i, −(i + 1) for a singular articulated inertia) into codes[l].
+    The joint steps one state at a time (_lane_joint_steps), the poses and passes 1–3
+    in lanes (td_lanes_spatial_poses, aba_sweeps.h).  Returns the number of lanes
+    with a nonzero code."""
+    cdef int L = TD_VL, nv = m.nv, l, n, bad = 0
+    cdef int acodes[8]
+    for l in range(L):
+        codes[l] = _lane_joint_steps(m, d, l, q[l], qd[l])
+        acodes[l] = 0
+        for n in range(nv):
+            d.lqd[n * L + l] = qd[l][n]
+            d.ltau[n * L + l] = tau[l][n]
+        for n in range(3):
+            d.la0[n * L + l] = 0.0
+            d.la0[(3 + n) * L + l] = -g[l][n]
+    _lanes_spatial_poses(m, d)
+    td_aba_lanes(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0], &m.inert[0, 0],
+                 &m.armature[0], d.lC, d.lJ, d.lSdq, d.lqd, d.ltau, d.la0, d.lV, d.lcb,
+                 d.lIA6, d.lpA, d.lA, d.lU, d.lDinv, d.lu, d.lqdd, acodes)
+    td_lanes_scatter(nv, d.lqdd, qdd)
+    for l in range(L):
+        if codes[l] == 0:
+            codes[l] = acodes[l]
+        if codes[l]:
+            bad += 1
+    return bad
