@@ -262,3 +262,61 @@ def test_both_kernel_builds_give_bitwise_the_same_lane_rollouts(tmp_path):
     for k in res["baseline"]:
         assert np.array_equal(res["baseline"][k], res["avx2"][k]), k
         assert np.all(np.isfinite(res["baseline"][k]))
+
+
+FALLBACK_C = r"""
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef SCALAR
+#include "simd.h"
+#undef TD_SIMD
+#define TD_SIMD 0
+#endif
+#include "aba_simd.h"
+int main(void)
+{
+    double C[12], inr[13], V[6], M[36], pA[6], U[6], Dinv = 0, u = 0, Ip[36] = {0},
+        pAp[6] = {0}, J[6], c[6];
+    srand(3);
+    for (int t = 0; t < 2000; t++) {
+        for (int k = 0; k < 12; k++) C[k] = rand() / (double)RAND_MAX - 0.5;
+        for (int k = 0; k < 13; k++) inr[k] = rand() / (double)RAND_MAX;
+        for (int k = 0; k < 6; k++) {
+            V[k] = rand() / (double)RAND_MAX - 0.5;
+            J[k] = rand() / (double)RAND_MAX - 0.5;
+            c[k] = rand() / (double)RAND_MAX - 0.5;
+        }
+        td_aba_rigid6(C, inr, V, M, pA);
+        int r = td_aba_back1(M, pA, J, c, 0.3, t % 7 ? 0.01 : -1e3, 1.0, U, &Dinv, &u, Ip, pAp);
+        fwrite(M, 8, 36, stdout); fwrite(pA, 8, 6, stdout); fwrite(U, 8, 6, stdout);
+        fwrite(&Dinv, 8, 1, stdout); fwrite(&u, 8, 1, stdout); fwrite(Ip, 8, 36, stdout);
+        fwrite(pAp, 8, 6, stdout); fwrite(&r, 4, 1, stdout);
+    }
+    return 0;
+}
+"""
+
+
+def test_scalar_fallback_of_aba_simd_is_bitwise_the_vector_form(tmp_path):
+    """aba_simd.h without vector extensions (TD_SIMD 0) takes aba_sweeps.h's one-state
+    td_aba_rigid6 / td_aba_back1, the lanes' source: compiled both ways with the C
+    compiler, the same bits on random bodies (singular ones included)."""
+    import shutil
+    import sysconfig
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "fb.c"
+    src.write_text(FALLBACK_C)
+    inc = os.path.join(os.path.dirname(HERE), "cysrc")
+    if not os.path.exists(os.path.join(inc, "aba_sweeps.h")):
+        pytest.skip("no source tree")
+    out = {}
+    for kind, flags in (("vector", []), ("scalar", ["-DSCALAR"])):
+        exe = tmp_path / kind
+        subprocess.run([cc, "-O3", "-I", inc, *flags, str(src), "-o", str(exe), "-lm"],
+                       check=True, capture_output=True)
+        out[kind] = subprocess.run([str(exe)], check=True, capture_output=True).stdout
+    assert len(out["vector"]) > 100_000 and out["vector"] == out["scalar"]
