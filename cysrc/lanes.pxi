@@ -258,20 +258,23 @@ cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogi
 
 
 cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q,
-                           const double* qd=NULL) noexcept nogil:
+                           const double* qd=NULL, bint angles=True) noexcept nogil:
     """Lane l of d.lsc, d.lT, d.lSb (and d.lSdq if qd is not NULL): this state's
     joint-local results for td_lanes_spatial_poses and td_rnea_spatial (sin, cos of the
-    revolute fast-path angles; the joint poses liMi of the other joints; the body-fixed
-    subspaces and Ṡ q̇ of the joints without a fast path).  Returns 0 or i + 1 for a
-    non-unit quaternion of joint i."""
+    revolute fast-path angles, unless ``angles`` is False: _lanes_angles put them
+    there; the joint poses liMi of the other joints; the body-fixed subspaces and Ṡ q̇
+    of the joints without a fast path).  Returns 0 or i + 1 for a non-unit quaternion
+    of joint i."""
     cdef int L = TD_VL, i, k, f, o, bad = 0
     cdef double cJ[6]
-    angle_prepass(m, d, q)
+    if angles:
+        angle_prepass(m, d, q)
     for i in range(m.nb):
         f = m.fast[i]
         if f >= FAST_REV_X and f <= FAST_REV_Z:
-            d.lsc[2 * i * L + l] = d.sc_q[2 * i]
-            d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
+            if angles:
+                d.lsc[2 * i * L + l] = d.sc_q[2 * i]
+                d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
             continue
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
@@ -294,19 +297,52 @@ cdef inline void _lanes_spatial_poses(ModelCore m, DataC* d) noexcept nogil:
                            &m.Bref[0, 0], d.lsc, d.lT, d.lSb, d.lC, d.lJ)
 
 
+cdef void _lanes_angles(ModelCore m, DataC* d, double* const* q) noexcept nogil:
+    """d.lsc of the TD_VL states q[l]: sin and cos of every revolute fast-path angle,
+    four (joint, lane) pairs at a time (td_sincos4, bitwise td_sincos: angle_prepass's
+    values, with fewer calls than one state at a time)."""
+    cdef int L = TD_VL, i, l, k = 0, j, f
+    cdef Py_ssize_t idx[4]
+    cdef double x[4]
+    cdef double s[4]
+    cdef double c[4]
+    for i in range(m.nb):
+        f = m.fast[i]
+        if f < FAST_REV_X or f > FAST_REV_Z:
+            continue
+        for l in range(L):
+            idx[k] = 2 * i * L + l
+            x[k] = q[l][m.qoff[i]]
+            k += 1
+            if k == 4:
+                td_sincos4(x, s, c)
+                for j in range(4):
+                    d.lsc[idx[j]] = s[j]
+                    d.lsc[idx[j] + L] = c[j]
+                k = 0
+    if k:
+        for j in range(k, 4):
+            x[j] = 1.0                  # unused lanes, in the polynomial's range
+        td_sincos4(x, s, c)
+        for j in range(k):
+            d.lsc[idx[j]] = s[j]
+            d.lsc[idx[j] + L] = c[j]
+
+
 cdef int _aba_lanes(ModelCore m, DataC* d, double* const* q, double* const* qd,
                     double* const* tau, const double* const* g, double* const* qdd,
                     int* codes) noexcept nogil:
     """aba_kernel (no external wrenches) of TD_VL states side by side, bitwise each
     state's: q̈ of lane l into qdd[l], its code (aba_kernel's: 0, i + 1 for a non-unit
     quaternion of joint i, −(i + 1) for a singular articulated inertia) into codes[l].
-    The joint steps one state at a time (_lane_joint_steps), the poses and passes 1–3
-    in lanes (td_lanes_spatial_poses, aba_sweeps.h).  Returns the number of lanes
+    The revolute angles' sines across the lanes (_lanes_angles), the other joint steps
+    one state at a time (_lane_joint_steps), the poses and passes 1–3 in lanes (td_lanes_spatial_poses, aba_sweeps.h).  Returns the number of lanes
     with a nonzero code."""
     cdef int L = TD_VL, nv = m.nv, l, n, bad = 0
     cdef int acodes[8]
+    _lanes_angles(m, d, q)
     for l in range(L):
-        codes[l] = _lane_joint_steps(m, d, l, q[l], qd[l])
+        codes[l] = _lane_joint_steps(m, d, l, q[l], qd[l], False)
         acodes[l] = 0
         for n in range(nv):
             d.lqd[n * L + l] = qd[l][n]
