@@ -83,6 +83,7 @@ include "ltl.pxi"
 include "loops.pxi"
 include "closed_loop_id.pxi"
 include "integrators.pxi"
+include "integrators_lanes.pxi"
 include "simulator.pxi"
 include "rollout.pxi"
 

@@ -137,73 +137,35 @@ static inline double td_aba_fwd1(const double* Ap, const double* c, const double
 }
 
 #if !TD_SIMD
-/* Compilers without vector extensions: the same formulas, scalar. */
+/* Compilers without vector extensions: the same formulas, scalar: the one-state
+ * instantiation of aba_sweeps.h's per-body functions (the lanes' source). */
+#define T_ double
+#define TD_LANES 1
+#define TD_FN(name) td_##name##_scalar
+#define TD_SPLAT(x) (x)
+#define TD_MASK int
+#define TD_LE(a, b) ((a) <= (b))
+#define TD_ABA_SCALAR_ONLY
+#include "aba_sweeps.h"
+#undef TD_ABA_SCALAR_ONLY
+#undef TD_LE
+#undef TD_MASK
+#undef TD_SPLAT
+#undef TD_FN
+#undef TD_LANES
+#undef T_
+
 static inline void td_aba_rigid6(const double* C, const double* inr, const double* V,
                                  double* M, double* pA)
 {
-    const double* R = C;
-    const double* Th = &inr[4];
-    const double m = inr[0];
-    double c[3], h[3], Y[9], y[6];
-    int r, k;
-    for (r = 0; r < 3; r++)
-        c[r] = R[3 * r] * inr[1] + R[3 * r + 1] * inr[2] + R[3 * r + 2] * inr[3] + C[9 + r];
-    for (r = 0; r < 3; r++)
-        h[r] = m * c[r];
-    const double mcc = m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-    for (k = 0; k < 3; k++)
-        for (r = 0; r < 3; r++)
-            Y[3 * k + r] = Th[3 * k] * R[3 * r] + Th[3 * k + 1] * R[3 * r + 1]
-                + Th[3 * k + 2] * R[3 * r + 2];
-    for (r = 0; r < 3; r++)
-        for (k = 0; k < 3; k++)
-            M[6 * r + k] = (R[3 * r] * Y[k] + R[3 * r + 1] * Y[3 + k] + R[3 * r + 2] * Y[6 + k])
-                - h[r] * c[k];
-    M[0] += mcc; M[7] += mcc; M[14] += mcc;
-    M[3] = 0.0;   M[4] = -h[2]; M[5] = h[1];
-    M[9] = h[2];  M[10] = 0.0;  M[11] = -h[0];
-    M[15] = -h[1]; M[16] = h[0]; M[17] = 0.0;
-    for (r = 0; r < 3; r++)
-        for (k = 0; k < 3; k++) {
-            M[6 * (3 + r) + k] = M[6 * k + 3 + r];
-            M[6 * (3 + r) + 3 + k] = r == k ? m : 0.0;
-        }
-    for (r = 0; r < 6; r++)
-        y[r] = ((M[r] * V[0] + M[6 + r] * V[1]) + (M[12 + r] * V[2] + M[18 + r] * V[3]))
-            + (M[24 + r] * V[4] + M[30 + r] * V[5]);
-    td_neg_coad(V, y, pA);
+    td_aba_rigid6_scalar(C, inr, V, M, pA);
 }
 
 static inline int td_aba_back1(const double* M, const double* pA, const double* J,
                                const double* c, double tau, double arm, double scale,
                                double* U, double* Dinv, double* u, double* Ip, double* pAp)
 {
-    double Ic[6], UD[6];
-    int r, k;
-    for (r = 0; r < 6; r++)
-        U[r] = ((M[r] * J[0] + M[6 + r] * J[1]) + (M[12 + r] * J[2] + M[18 + r] * J[3]))
-            + (M[24 + r] * J[4] + M[30 + r] * J[5]);
-    const double D = td_dot6_tree(J, U) + arm;
-    const double uu = tau - td_dot6_tree(J, pA);
-    *u = uu;
-    if (D <= 1e-13 * scale)
-        return 1;
-    const double Di = 1.0 / D;
-    *Dinv = Di;
-    if (Ip == NULL)
-        return 0;
-    for (r = 0; r < 6; r++) {
-        Ic[r] = ((M[r] * c[0] + M[6 + r] * c[1]) + (M[12 + r] * c[2] + M[18 + r] * c[3]))
-            + (M[24 + r] * c[4] + M[30 + r] * c[5]);
-        UD[r] = U[r] * Di;
-    }
-    const double w = uu - td_dot6_tree(U, c);
-    for (r = 0; r < 6; r++)
-        pAp[r] += (pA[r] + Ic[r]) + UD[r] * w;
-    for (r = 0; r < 6; r++)
-        for (k = 0; k < 6; k++)
-            Ip[6 * r + k] += M[6 * r + k] - U[r] * UD[k];
-    return 0;
+    return td_aba_back1_scalar(M, pA, J, c, tau, arm, scale, U, Dinv, u, Ip, pAp);
 }
 #endif
 

@@ -131,6 +131,11 @@ cdef struct DataC:
     double* lT        # body-fixed subspaces (nv, 6)
     double* lSb
     double* lSdq      # (nb, 6) Ṡ q̇ (rnea_spatial_sweeps.h)
+    double* lIA6      # ABA (aba_sweeps.h): articulated inertias (nb, 36), bias forces
+    double* lpA       # (nb, 6), bias accelerations (nb, 6), u (nv), τ (nv)
+    double* lcb
+    double* lu
+    double* ltau
 
 
 cdef enum:
@@ -281,6 +286,11 @@ _DATA_TABLE = (
     (_at(&_proto.lT), BUF_LANES, R_NB1, 12, None),
     (_at(&_proto.lSb), BUF_LANES, R_NV1, 6, None),
     (_at(&_proto.lSdq), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lIA6), BUF_LANES, R_NB1, 36, None),
+    (_at(&_proto.lpA), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lcb), BUF_LANES, R_NB1, 6, None),
+    (_at(&_proto.lu), BUF_LANES, R_NV1, 1, None),
+    (_at(&_proto.ltau), BUF_LANES, R_NV1, 1, None),
     (_at(&_proto.lMi), BUF_LANES, R_LMI, 1, None),
 )
 # spare entries before / after each buffer's fields (keep neighbouring Data, one per

@@ -55,6 +55,7 @@ static inline td_vec td_sqrt_lanes(td_vec x)
 #include "rnea_derivatives_sweeps.h"
 #include "minverse_sweeps.h"
 #include "poses_sweeps.h"
+#include "aba_sweeps.h"
 
 #undef T_
 #undef TD_SPLAT

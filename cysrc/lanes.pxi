@@ -1,7 +1,8 @@
 # The kernels written once for one state and for TD_VL states side by side (vector
 # lanes; cysrc/lanes.h, docs/algorithms.md "Vector lanes"): the sweeps of the spatial
 # RNEA (rnea_spatial_sweeps.h), of the inverse-dynamics derivatives
-# (rnea_derivatives_sweeps.h) and passes 1–3 of M⁻¹ (minverse_sweeps.h), compiled for
+# (rnea_derivatives_sweeps.h), passes 1–3 of M⁻¹ (minverse_sweeps.h) and of the ABA
+# (aba_sweeps.h, the rollouts' stages: integrators_lanes.pxi), compiled for
 # double and for td_vec, and for lanes the spatial poses (poses_sweeps.h).  This block
 # comes after minverse.pxi and rnea_derivatives.pxi, whose one-state column loops and
 # ancestor pairs it uses; the entry points take a lane count (1 or TD_VL) and double
@@ -145,6 +146,20 @@ cdef extern from *:
             (const td_vec*)sc, (const td_vec*)T, (const td_vec*)S, (td_vec*)C, (td_vec*)J));
     }
 
+    static void td_aba_lanes(int nb, const int* parent, const int* voff, const int* nvj,
+                             const int* fast, const double* inert, const double* armature,
+                             const double* C, const double* J, const double* Sdq,
+                             const double* qd, const double* tau, const double* a0, double* V,
+                             double* cb, double* IA, double* pA, double* A, double* U,
+                             double* Dl, double* u, double* qdd, int* codes)
+    {
+        TD_LANE_CALL(td_aba_sweeps_l(nb, parent, voff, nvj, fast, inert, armature,
+            (const td_vec*)C, (const td_vec*)J, (const td_vec*)Sdq, (const td_vec*)qd,
+            (const td_vec*)tau, (const td_vec*)a0, (td_vec*)V, (td_vec*)cb, (td_vec*)IA,
+            (td_vec*)pA, (td_vec*)A, (td_vec*)U, (td_vec*)Dl, (td_vec*)u, (td_vec*)qdd,
+            codes));
+    }
+
     /* dst[l][k] = lane l of element k of the lane array src, k < n: TD_VL × TD_VL
        blocks transposed in registers (each source vector read once) */
     #if defined(__clang__)
@@ -219,6 +234,12 @@ cdef extern from *:
                                 const int* fast, const double* X, const double* Bref,
                                 const double* sc, const double* T, const double* S, double* C,
                                 double* J) noexcept nogil
+    void td_aba_lanes(int nb, const int* parent, const int* voff, const int* nvj,
+                      const int* fast, const double* inert, const double* armature,
+                      const double* C, const double* J, const double* Sdq, const double* qd,
+                      const double* tau, const double* a0, double* V, double* cb, double* IA,
+                      double* pA, double* A, double* U, double* Dl, double* u, double* qdd,
+                      int* codes) noexcept nogil
     void td_minverse(int lanes, int nb, long nv, const int* parent, const int* voff,
                      const int* nvj, const int* root, const double* inert,
                      const double* armature, const double* C, const double* J, double* IA,
@@ -237,20 +258,23 @@ cdef inline void _lanes_gather_poses(ModelCore m, DataC* d, int l) noexcept nogi
 
 
 cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q,
-                           const double* qd=NULL) noexcept nogil:
+                           const double* qd=NULL, bint angles=True) noexcept nogil:
     """Lane l of d.lsc, d.lT, d.lSb (and d.lSdq if qd is not NULL): this state's
     joint-local results for td_lanes_spatial_poses and td_rnea_spatial (sin, cos of the
-    revolute fast-path angles; the joint poses liMi of the other joints; the body-fixed
-    subspaces and Ṡ q̇ of the joints without a fast path).  Returns 0 or i + 1 for a
-    non-unit quaternion of joint i."""
+    revolute fast-path angles, unless ``angles`` is False: _lanes_angles put them
+    there; the joint poses liMi of the other joints; the body-fixed subspaces and Ṡ q̇
+    of the joints without a fast path).  Returns 0 or i + 1 for a non-unit quaternion
+    of joint i."""
     cdef int L = TD_VL, i, k, f, o, bad = 0
     cdef double cJ[6]
-    angle_prepass(m, d, q)
+    if angles:
+        angle_prepass(m, d, q)
     for i in range(m.nb):
         f = m.fast[i]
         if f >= FAST_REV_X and f <= FAST_REV_Z:
-            d.lsc[2 * i * L + l] = d.sc_q[2 * i]
-            d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
+            if angles:
+                d.lsc[2 * i * L + l] = d.sc_q[2 * i]
+                d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
             continue
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
@@ -271,3 +295,69 @@ cdef inline void _lanes_spatial_poses(ModelCore m, DataC* d) noexcept nogil:
     _lane_joint_steps put in the lanes."""
     td_lanes_spatial_poses(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0], &m.X[0, 0],
                            &m.Bref[0, 0], d.lsc, d.lT, d.lSb, d.lC, d.lJ)
+
+
+cdef void _lanes_angles(ModelCore m, DataC* d, double* const* q) noexcept nogil:
+    """d.lsc of the TD_VL states q[l]: sin and cos of every revolute fast-path angle,
+    four (joint, lane) pairs at a time (td_sincos4, bitwise td_sincos: angle_prepass's
+    values, with fewer calls than one state at a time)."""
+    cdef int L = TD_VL, i, l, k = 0, j, f
+    cdef Py_ssize_t idx[4]
+    cdef double x[4]
+    cdef double s[4]
+    cdef double c[4]
+    for i in range(m.nb):
+        f = m.fast[i]
+        if f < FAST_REV_X or f > FAST_REV_Z:
+            continue
+        for l in range(L):
+            idx[k] = 2 * i * L + l
+            x[k] = q[l][m.qoff[i]]
+            k += 1
+            if k == 4:
+                td_sincos4(x, s, c)
+                for j in range(4):
+                    d.lsc[idx[j]] = s[j]
+                    d.lsc[idx[j] + L] = c[j]
+                k = 0
+    if k:
+        for j in range(k, 4):
+            x[j] = 1.0                  # unused lanes, in the polynomial's range
+        td_sincos4(x, s, c)
+        for j in range(k):
+            d.lsc[idx[j]] = s[j]
+            d.lsc[idx[j] + L] = c[j]
+
+
+cdef int _aba_lanes(ModelCore m, DataC* d, double* const* q, double* const* qd,
+                    double* const* tau, const double* const* g, double* const* qdd,
+                    int* codes) noexcept nogil:
+    """aba_kernel (no external wrenches) of TD_VL states side by side, bitwise each
+    state's: q̈ of lane l into qdd[l], its code (aba_kernel's: 0, i + 1 for a non-unit
+    quaternion of joint i, −(i + 1) for a singular articulated inertia) into codes[l].
+    The revolute angles' sines across the lanes (_lanes_angles), the other joint steps
+    one state at a time (_lane_joint_steps), the poses and passes 1–3 in lanes (td_lanes_spatial_poses, aba_sweeps.h).  Returns the number of lanes
+    with a nonzero code."""
+    cdef int L = TD_VL, nv = m.nv, l, n, bad = 0
+    cdef int acodes[8]
+    _lanes_angles(m, d, q)
+    for l in range(L):
+        codes[l] = _lane_joint_steps(m, d, l, q[l], qd[l], False)
+        acodes[l] = 0
+        for n in range(nv):
+            d.lqd[n * L + l] = qd[l][n]
+            d.ltau[n * L + l] = tau[l][n]
+        for n in range(3):
+            d.la0[n * L + l] = 0.0
+            d.la0[(3 + n) * L + l] = -g[l][n]
+    _lanes_spatial_poses(m, d)
+    td_aba_lanes(m.nb, &m.parent[0], &m.voff[0], &m.nvj[0], &m.fast[0], &m.inert[0, 0],
+                 &m.armature[0], d.lC, d.lJ, d.lSdq, d.lqd, d.ltau, d.la0, d.lV, d.lcb,
+                 d.lIA6, d.lpA, d.lA, d.lU, d.lDinv, d.lu, d.lqdd, acodes)
+    td_lanes_scatter(nv, d.lqdd, qdd)
+    for l in range(L):
+        if codes[l] == 0:
+            codes[l] = acodes[l]
+        if codes[l]:
+            bad += 1
+    return bad

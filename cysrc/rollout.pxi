@@ -55,11 +55,39 @@ cdef inline Py_ssize_t _rollout_row(Py_ssize_t k, Py_ssize_t se, Py_ssize_t nste
     return -1
 
 
+cdef inline void _rollout_torque(ModelCore m, const RolloutShared* sh, Py_ssize_t smp,
+                                 Py_ssize_t k, const double* qi, const double* vi, double* tau,
+                                 double* dx) noexcept nogil:
+    """The applied torque of sample smp over step k (open loop, plus the linear
+    feedback at the step's start state (qi, vi)); dx: 2 nv doubles of scratch."""
+    cdef int nq = sh.nq, nv = sh.nv, n, j
+    cdef const double* xr
+    cdef const double* Ks
+    cdef double acc
+    if sh.tau != NULL:
+        for n in range(nv):
+            tau[n] = sh.tau[smp * sh.tau_ss + k * sh.tau_ks + n]
+    else:
+        for n in range(nv):
+            tau[n] = 0.0
+    if sh.feedback:
+        xr = &sh.xref[smp * sh.xr_ss + k * sh.xr_ks]
+        config_difference(m, qi, xr, dx)
+        for n in range(nv):
+            dx[nv + n] = xr[nq + n] - vi[n]
+        Ks = &sh.K[smp * sh.K_ss]
+        for n in range(nv):
+            acc = 0.0
+            for j in range(2 * nv):
+                acc = acc + Ks[n * 2 * nv + j] * dx[j]
+            tau[n] += acc
+
+
 cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp,
                          Py_ssize_t k0, Py_ssize_t k1, double* ws) noexcept nogil:
     """Steps k0 … k1 − 1 of sample smp (its state after k0 steps in sh.S); ws:
     step_ws_size + 3 nv doubles.  Returns 0 or the code that stopped it."""
-    cdef int nq = sh.nq, nv = sh.nv, w = nq + nv, code = 0, n, j
+    cdef int nq = sh.nq, nv = sh.nv, w = nq + nv, code = 0
     cdef Py_ssize_t k, row, N = sh.N
     cdef double* tau = &ws[step_ws_size(m.nb, nq, nv, sh.step.s)]
     cdef double* dx = &tau[nv]
@@ -67,10 +95,8 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
     cdef double* vi
     cdef double* qo
     cdef double* vo
-    cdef const double* xr
-    cdef const double* Ks
     cdef const double* gp = &m.grav[0] if sh.grav == NULL else &sh.grav[smp * sh.g_ss]
-    cdef double rk = 0.0, acc
+    cdef double rk = 0.0
     cdef ConstTorque ct
     cdef PassiveTorque pt
     cdef StepArgs sa = sh.step      # the method and projection (a copy), with this
@@ -100,23 +126,7 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
         vi = &qi[nq]
         qo = &sh.S[(((k + 1) & 1) * N + smp) * w]
         vo = &qo[nq]
-        if sh.tau != NULL:
-            for n in range(nv):
-                tau[n] = sh.tau[smp * sh.tau_ss + k * sh.tau_ks + n]
-        else:
-            for n in range(nv):
-                tau[n] = 0.0
-        if sh.feedback:
-            xr = &sh.xref[smp * sh.xr_ss + k * sh.xr_ks]
-            config_difference(m, qi, xr, dx)
-            for n in range(nv):
-                dx[nv + n] = xr[nq + n] - vi[n]
-            Ks = &sh.K[smp * sh.K_ss]
-            for n in range(nv):
-                acc = 0.0
-                for j in range(2 * nv):
-                    acc = acc + Ks[n * 2 * nv + j] * dx[j]
-                tau[n] += acc
+        _rollout_torque(m, sh, smp, k, qi, vi, tau, dx)
         code = step_project(m, d, &sa, k * sh.step.h, qi, vi, qo, vo, &rk)
         if code:
             sh.failed[smp] = k
@@ -128,6 +138,108 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
             if sh.step.constrained:
                 sh.R[smp * sh.rows + row] = rk
     return 0
+
+
+cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0,
+                         Py_ssize_t k0, Py_ssize_t k1, double* ws, Py_ssize_t wl) noexcept nogil:
+    """Steps k0 … k1 − 1 of the TD_VL samples s0 … s0 + TD_VL − 1 in lock-step
+    (rk_step_lanes; unconstrained models), each bitwise _rollout_sample's: the same
+    torques, steps and checks per sample.  A sample that stops gets its status and
+    step as there; its lane then steps a copy of another sample's state into scratch
+    (the others are not affected).  ws: TD_VL blocks of wl doubles (step_ws_size +
+    3 nv, then 2 (nq + nv) of scratch)."""
+    cdef int L = TD_VL, nq = sh.nq, nv = sh.nv, w = nq + nv, l, a, code
+    cdef Py_ssize_t k, row, smp, N = sh.N
+    cdef Py_ssize_t sws = step_ws_size(m.nb, nq, nv, sh.step.s)
+    cdef ConstTorque ct[LANES_CAP]
+    cdef PassiveTorque pt[LANES_CAP]
+    cdef StepArgs sa[LANES_CAP]
+    cdef const StepArgs* sap[LANES_CAP]
+    cdef double* wsl[LANES_CAP]
+    cdef const double* qi[LANES_CAP]
+    cdef const double* vi[LANES_CAP]
+    cdef double* qo[LANES_CAP]
+    cdef double* vo[LANES_CAP]
+    cdef bint active[LANES_CAP]
+    cdef int codes[LANES_CAP]
+    for l in range(L):              # as _rollout_sample: each sample's torques, gravity
+        smp = s0 + l                # and scratch
+        active[l] = sh.status[smp] == 0
+        wsl[l] = &ws[l * wl]
+        ct[l].nv = nv
+        ct[l].tau = &wsl[l][sws]
+        sa[l] = sh.step
+        sa[l].torque = constant_torque
+        sa[l].tctx = <void*>&ct[l]
+        sa[l].grav = &m.grav[0] if sh.grav == NULL else &sh.grav[smp * sh.g_ss]
+        sa[l].ws = wsl[l]
+        if sh.passive:
+            pt[l].inner = constant_torque
+            pt[l].ictx = <void*>&ct[l]
+            pt[l].nv = nv
+            pt[l].D = &sh.D[smp * sh.D_ss]
+            pt[l].K = sh.Kp
+            pt[l].qref = sh.qref
+            pt[l].qidx = sh.qidx
+            sa[l].torque = passive_torque
+            sa[l].tctx = <void*>&pt[l]
+    for k in range(k0, k1):
+        a = -1
+        for l in range(L):
+            if not active[l]:
+                continue
+            if a < 0:
+                a = l
+            smp = s0 + l
+            qi[l] = &sh.S[((k & 1) * N + smp) * w]
+            vi[l] = &qi[l][nq]
+            qo[l] = &sh.S[(((k + 1) & 1) * N + smp) * w]
+            vo[l] = &qo[l][nq]
+            sap[l] = &sa[l]
+            _rollout_torque(m, sh, smp, k, qi[l], vi[l], &wsl[l][sws], &wsl[l][sws + nv])
+        if a < 0:
+            return
+        for l in range(L):          # a stopped sample's lane: a copy of lane a
+            if not active[l]:
+                qi[l] = qi[a]
+                vi[l] = vi[a]
+                qo[l] = &wsl[l][sws + 3 * nv]
+                vo[l] = &qo[l][nq]
+                sap[l] = &sa[a]
+        rk_step_lanes(m, d, sap, wsl, k * sh.step.h, qi, vi, qo, vo, codes)
+        row = _rollout_row(k + 1, sh.save_every, sh.nsteps, sh.rows)
+        for l in range(L):
+            if not active[l]:
+                continue
+            smp = s0 + l
+            code = codes[l]
+            if code == 0 and sh.step.check_q and not _finite_bits(qo[l], nq):
+                code = STEP_Q_NONFINITE
+            if code:
+                sh.failed[smp] = k
+                sh.status[smp] = STEP_DIVERGED if code == STEP_Q_NONFINITE else code
+                active[l] = False
+                continue
+            if row >= 0:
+                memcpy(&sh.Q[(smp * sh.rows + row) * nq], qo[l], nq * sizeof(double))
+                memcpy(&sh.V[(smp * sh.rows + row) * nv], vo[l], nv * sizeof(double))
+
+
+cdef inline Py_ssize_t _unit_start(Py_ssize_t u, Py_ssize_t ng, int L) noexcept nogil:
+    """First sample of unit u of a rollout (units < ng: groups of L samples)."""
+    return u * L if u <= ng else ng * L + (u - ng)
+
+
+cdef inline void _rollout_unit(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t u,
+                               Py_ssize_t ng, Py_ssize_t k0, Py_ssize_t k1, double* ws,
+                               Py_ssize_t wl) noexcept nogil:
+    """Steps k0 … k1 − 1 of unit u: a group of TD_VL samples on the lanes (u < ng) or
+    one sample."""
+    cdef Py_ssize_t s = _unit_start(u, ng, TD_VL)
+    if u < ng:
+        _rollout_group(m, d, sh, s, k0, k1, ws, wl)
+    elif sh.status[s] == 0:
+        sh.status[s] = _rollout_sample(m, d, sh, s, k0, k1, ws)
 
 
 cdef int _rollout_start(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp) noexcept nogil:
@@ -305,9 +417,21 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     cdef int nth = threads if threads > 0 else _batch_threads()
     if nth > N:
         nth = <int>N
+    # groups of TD_VL samples in lock-step on the vector lanes (_rollout_group), the
+    # last N mod TD_VL one at a time; units 0 … ng − 1 are the groups, the rest samples
+    cdef int L = TD_VL
+    cdef bint lanes = (_lanes_enabled and L > 1 and L <= LANES_CAP and not constrained
+                       and nv > 0 and N >= L)
+    cdef Py_ssize_t ng = N // L if lanes else 0, nunits = N - ng * (L - 1) if lanes else N
     cdef Py_ssize_t wsz = step_ws_size(self.nb, nq, nv, sh.step.s) + 3 * nv + 8
+    cdef Py_ssize_t wl = wsz + w + 8
+    if lanes:
+        wsz = L * wl
+    if lanes and nth > nunits:
+        nth = <int>nunits
     cdef double[:, ::1] work = np.empty((nth, wsz))
-    cdef _Team team = self._team(nth, False)
+    cdef _Team team = self._team(nth, lanes)
+    global _lane_groups_run
     global _omp_started
     # steps in chunks of kc (1 with a Python controller); samples in blocks of 10–40 ms:
     # each block ends with the threads' barrier, whose wait can cost a time slice when
@@ -330,24 +454,23 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
             if controller is not None:       # (checked by treedyn.rollout's wrapper)
                 tb[...] = controller(ka * h, S[ka & 1, :, :nq], S[ka & 1, :, nq:], status)
             i0 = 0
-            while i0 < N:
-                i1 = min(N, i0 + per)
+            while i0 < nunits:
+                i1 = min(nunits, i0 + per)
                 tick = perf_counter()
                 with nogil:
                     if nth == 1:
                         for s in range(i0, i1):
-                            if st[s] == 0:
-                                st[s] = _rollout_sample(self, &team.c[0], &sh, s, ka, kb,
-                                                        &work[0, 0])
+                            _rollout_unit(self, &team.c[0], &sh, s, ng, ka, kb, &work[0, 0],
+                                          wl)
                     else:
                         for s in prange(i0, i1, schedule="dynamic", chunksize=1,
                                         num_threads=nth):
-                            if st[s] == 0:
-                                st[s] = _rollout_sample(self, &team.c[threadid()], &sh, s,
-                                                        ka, kb, &work[threadid(), 0])
+                            _rollout_unit(self, &team.c[threadid()], &sh, s, ng, ka, kb,
+                                          &work[threadid(), 0], wl)
                 tick = perf_counter() - tick
+                _lane_groups_run += max(0, min(i1, ng) - i0) if lanes else 0
                 if progress is not None:
-                    progress((i1 - i0) * (kb - ka))
+                    progress((_unit_start(i1, ng, L) - _unit_start(i0, ng, L)) * (kb - ka))
                 i0 = i1
                 if tick < 1e-2:
                     per *= 2
