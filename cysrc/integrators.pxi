@@ -33,21 +33,88 @@ cdef inline Py_ssize_t step_ws_size(int nb, int nq, int nv, int s) noexcept nogi
     return 2 * <Py_ssize_t>s * nv + <Py_ssize_t>s * nq + 3 * nq + 4 * nv + 8
 
 
-cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, const double* b,
-                 const double* c, const double* bhat, int local, double t, double h,
-                 const double* q, const double* v, stage_torque_fn torque, void* tctx,
-                 const double* g, const double* fext, int fframe, double* ws,
-                 double* q_out, double* v_out, double* err, bint constrained=False,
-                 double k1=0.0, double k2=0.0, bint joints_ready=False) noexcept nogil:
-    """One step; returns 0, or the first nonzero code of a stage (ABA / torque).
-    ws holds step_ws_size doubles; the stage accelerations use d (ABA, or the
-    index-1 constrained dynamics of loops.pxi with Baumgarte gains k1, k2 if
-    ``constrained``).  ``joints_ready``: d's joint steps are those of q (the step
-    follows project_kernel on q), so the first stage does not redo them."""
-    cdef int nq = m.nq, nv = m.nv, nb = m.nb, j, l, n, code
-    cdef double* Kp = ws                      # s × nv: local-coordinate rates / stage velocities
-    cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
-    cdef double* Kq = &ws[2 * s * nv]         # s × nq: q̇ (vector scheme)
+cdef inline void _stage_state(ModelCore m, int scheme, int s, const double* A, double h,
+                              int local, int j, const double* q, const double* v,
+                              double* ws) noexcept nogil:
+    """Stage j's velocity vs and configuration qs (in ws, laid out as in rk_step)
+    from the rates and accelerations of stages 0 … j − 1."""
+    cdef int nq = m.nq, nv = m.nv, l, n
+    cdef double w
+    cdef double* Kp = ws
+    cdef double* Kv = &ws[s * nv]
+    cdef double* Kq = &ws[2 * s * nv]
+    cdef double* qs = &ws[2 * s * nv + s * nq]
+    cdef double* qt = &qs[nq]
+    cdef double* psi = &qt[2 * nq]
+    cdef double* vs = &psi[nv]
+    for n in range(nv):
+        vs[n] = v[n]
+        psi[n] = 0.0
+    for l in range(j):
+        w = h * A[s * j + l]
+        if w != 0.0:
+            for n in range(nv):
+                vs[n] += w * Kv[nv * l + n]
+    if scheme == SCHEME_RKMK or scheme == SCHEME_SEMI:
+        for l in range(j):
+            w = h * A[s * j + l]
+            if w != 0.0:
+                for n in range(nv):
+                    psi[n] += w * Kp[nv * l + n]
+        if j == 0:                            # q ⊕ 0 = q bit for bit (cached factors)
+            memcpy(qs, q, nq * sizeof(double))
+        else:
+            config_retract(m, q, psi, local, qs)
+    elif scheme == SCHEME_CG:
+        for n in range(nq):
+            qs[n] = q[n]
+        for l in range(j):
+            w = h * A[s * j + l]
+            if w != 0.0:
+                for n in range(nv):
+                    psi[n] = w * Kp[nv * l + n]
+                config_retract(m, qs, psi, local, qt)
+                for n in range(nq):
+                    qs[n] = qt[n]
+    else:
+        for n in range(nq):
+            qs[n] = q[n]
+        for l in range(j):
+            w = h * A[s * j + l]
+            if w != 0.0:
+                for n in range(nq):
+                    qs[n] += w * Kq[nq * l + n]
+        normalize_quaternions(m, qs)
+
+
+cdef inline void _stage_rates(ModelCore m, int scheme, int s, int local, int j,
+                              double* ws) noexcept nogil:
+    """Stage j's configuration rates (Kp or Kq row j, in ws) once its velocity is
+    set: dexp⁻¹ of RKMK, the velocity itself (CG, semi-implicit), or q̇."""
+    cdef int nq = m.nq, nv = m.nv, n
+    cdef double* Kp = ws
+    cdef double* Kq = &ws[2 * s * nv]
+    cdef double* qs = &ws[2 * s * nv + s * nq]
+    cdef double* psi = &qs[3 * nq]
+    cdef double* vs = &psi[nv]
+    if scheme == SCHEME_RKMK:
+        local_rates(m, psi, vs, local, &Kp[nv * j])
+    elif scheme == SCHEME_CG or scheme == SCHEME_SEMI:
+        for n in range(nv):
+            Kp[nv * j + n] = vs[n]
+    else:
+        config_rate(m, qs, vs, &Kq[nq * j])
+
+
+cdef inline int _step_update(ModelCore m, int scheme, int s, const double* b, double h,
+                             int local, const double* q, const double* v, double* ws,
+                             double* q_out, double* v_out) noexcept nogil:
+    """The step's end (q_out, v_out) from the stages' rates and accelerations in ws;
+    0 or STEP_DIVERGED."""
+    cdef int nq = m.nq, nv = m.nv, j, n
+    cdef double* Kp = ws
+    cdef double* Kv = &ws[s * nv]
+    cdef double* Kq = &ws[2 * s * nv]
     cdef double* qs = &ws[2 * s * nv + s * nq]
     cdef double* qt = &qs[nq]
     cdef double* qn = &qt[nq]
@@ -55,73 +122,6 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
     cdef double* vs = &psi[nv]
     cdef double* tau = &vs[nv]
     cdef double* dv = &tau[nv]
-    cdef double w
-    if scheme == SCHEME_RKMK and nq == nv:
-        return _rk_step_vector(m, d, s, A, b, c, bhat, t, h, q, v, torque, tctx, g, fext,
-                               fframe, ws, q_out, v_out, err, constrained, k1, k2,
-                               joints_ready)
-    for j in range(s):
-        # stage velocity
-        for n in range(nv):
-            vs[n] = v[n]
-            psi[n] = 0.0
-        for l in range(j):
-            w = h * A[s * j + l]
-            if w != 0.0:
-                for n in range(nv):
-                    vs[n] += w * Kv[nv * l + n]
-        # stage configuration
-        if scheme == SCHEME_RKMK or scheme == SCHEME_SEMI:
-            for l in range(j):
-                w = h * A[s * j + l]
-                if w != 0.0:
-                    for n in range(nv):
-                        psi[n] += w * Kp[nv * l + n]
-            if j == 0:                        # q ⊕ 0 = q bit for bit (cached factors)
-                memcpy(qs, q, nq * sizeof(double))
-            else:
-                config_retract(m, q, psi, local, qs)
-        elif scheme == SCHEME_CG:
-            for n in range(nq):
-                qs[n] = q[n]
-            for l in range(j):
-                w = h * A[s * j + l]
-                if w != 0.0:
-                    for n in range(nv):
-                        psi[n] = w * Kp[nv * l + n]
-                    config_retract(m, qs, psi, local, qt)
-                    for n in range(nq):
-                        qs[n] = qt[n]
-        else:
-            for n in range(nq):
-                qs[n] = q[n]
-            for l in range(j):
-                w = h * A[s * j + l]
-                if w != 0.0:
-                    for n in range(nq):
-                        qs[n] += w * Kq[nq * l + n]
-            normalize_quaternions(m, qs)
-        code = torque(tctx, t + c[j] * h, qs, vs, tau)
-        if code:
-            return code
-        if constrained:
-            code = constrained_fd_kernel(m, d, qs, vs, tau, g, fext, fframe, k1, k2, 1e-10,
-                                         &Kv[nv * j], NULL, d.cg,
-                                         joints_ready and j == 0 and scheme != SCHEME_VECTOR)
-        else:
-            code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
-        if code == CODE_MASS_NOT_PD and not (_finite_bits(qs, nq) and _finite_bits(vs, nv)):
-            return STEP_DIVERGED              # an earlier stage overflowed: not the model
-        if code:
-            return code
-        if scheme == SCHEME_RKMK:
-            local_rates(m, psi, vs, local, &Kp[nv * j])
-        elif scheme == SCHEME_CG or scheme == SCHEME_SEMI:
-            for n in range(nv):
-                Kp[nv * j + n] = vs[n]
-        else:
-            config_rate(m, qs, vs, &Kq[nq * j])
-    # update
     for n in range(nv):
         dv[n] = 0.0
         psi[n] = 0.0
@@ -160,6 +160,52 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
         normalize_quaternions(m, q_out)
     if not _finite_bits(v_out, nv):
         return STEP_DIVERGED
+    return 0
+
+
+cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, const double* b,
+                 const double* c, const double* bhat, int local, double t, double h,
+                 const double* q, const double* v, stage_torque_fn torque, void* tctx,
+                 const double* g, const double* fext, int fframe, double* ws,
+                 double* q_out, double* v_out, double* err, bint constrained=False,
+                 double k1=0.0, double k2=0.0, bint joints_ready=False) noexcept nogil:
+    """One step; returns 0, or the first nonzero code of a stage (ABA / torque).
+    ws holds step_ws_size doubles; the stage accelerations use d (ABA, or the
+    index-1 constrained dynamics of loops.pxi with Baumgarte gains k1, k2 if
+    ``constrained``).  ``joints_ready``: d's joint steps are those of q (the step
+    follows project_kernel on q), so the first stage does not redo them.  The
+    stages and the update are _stage_state, _stage_rates and _step_update, which
+    rk_step_lanes (integrators_lanes.pxi) runs lane by lane."""
+    cdef int nq = m.nq, nv = m.nv, j, n, code
+    cdef double* Kp = ws                      # s × nv: local-coordinate rates / stage velocities
+    cdef double* Kv = &ws[s * nv]             # s × nv: accelerations
+    cdef double* qs = &ws[2 * s * nv + s * nq]
+    cdef double* vs = &qs[3 * nq + nv]
+    cdef double* tau = &vs[nv]
+    cdef double w
+    if scheme == SCHEME_RKMK and nq == nv:
+        return _rk_step_vector(m, d, s, A, b, c, bhat, t, h, q, v, torque, tctx, g, fext,
+                               fframe, ws, q_out, v_out, err, constrained, k1, k2,
+                               joints_ready)
+    for j in range(s):
+        _stage_state(m, scheme, s, A, h, local, j, q, v, ws)
+        code = torque(tctx, t + c[j] * h, qs, vs, tau)
+        if code:
+            return code
+        if constrained:
+            code = constrained_fd_kernel(m, d, qs, vs, tau, g, fext, fframe, k1, k2, 1e-10,
+                                         &Kv[nv * j], NULL, d.cg,
+                                         joints_ready and j == 0 and scheme != SCHEME_VECTOR)
+        else:
+            code = aba_kernel(m, d, qs, vs, tau, g, fext, fframe, &Kv[nv * j])
+        if code == CODE_MASS_NOT_PD and not (_finite_bits(qs, nq) and _finite_bits(vs, nv)):
+            return STEP_DIVERGED              # an earlier stage overflowed: not the model
+        if code:
+            return code
+        _stage_rates(m, scheme, s, local, j, ws)
+    code = _step_update(m, scheme, s, b, h, local, q, v, ws, q_out, v_out)
+    if code:
+        return code
     if bhat != NULL and err != NULL:
         # embedded error estimate: (Ψ − Ψ̂, v − v̂)
         for n in range(2 * nv):
