@@ -75,8 +75,8 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
- *     Iᴬ_p = (Iᴬ_p + Iᴬ) − (U Uᵀ) D⁻¹,  pᴬ_p += (pᴬ + Iᴬ c) + U (D⁻¹ (u − Uᵀ c))
- * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c), in this order.  Writes U (6),
+ *     Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ,  pᴬ_p += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
+ * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
  * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
  * (nothing added to the parent), else 0. */
 static inline int td_aba_back1(const double* M, const double* pA, const double* J,
@@ -107,40 +107,30 @@ static inline int td_aba_back1(const double* M, const double* pA, const double* 
         + (R4 * c[4] + R5 * c[5]);
     const td_a2 C2 = ((Q0 * c[0] + Q1 * c[1]) + (Q2 * c[2] + Q3 * c[3]))
         + (Q4 * c[4] + Q5 * c[5]);
+    const td_a4 UD4 = U4 * Di;
+    const td_a2 UD2 = U2 * Di;
     const double w = uu - (((U4[0] * c[0] + U4[1] * c[1]) + (U4[2] * c[2] + U4[3] * c[3]))
                             + (U2[0] * c[4] + U2[1] * c[5]));
-    const double wD = w * Di;
-    TD_A4(&pAp[0]) += (TD_A4(&pA[0]) + C4) + U4 * wD;
-    TD_A2(&pAp[4]) += (TD_A2(&pA[4]) + C2) + U2 * wD;
-    /* Iᴬ_p + Iᴬ and U Uᵀ do not wait for D⁻¹: after the division, one product and
-       one difference per row */
-    TD_A4(&Ip[0]) = (TD_A4(&Ip[0]) + R0) - (U4 * U4[0]) * Di;
-    TD_A2(&Ip[4]) = (TD_A2(&Ip[4]) + Q0) - (U2 * U4[0]) * Di;
-    TD_A4(&Ip[6]) = (TD_A4(&Ip[6]) + R1) - (U4 * U4[1]) * Di;
-    TD_A2(&Ip[10]) = (TD_A2(&Ip[10]) + Q1) - (U2 * U4[1]) * Di;
-    TD_A4(&Ip[12]) = (TD_A4(&Ip[12]) + R2) - (U4 * U4[2]) * Di;
-    TD_A2(&Ip[16]) = (TD_A2(&Ip[16]) + Q2) - (U2 * U4[2]) * Di;
-    TD_A4(&Ip[18]) = (TD_A4(&Ip[18]) + R3) - (U4 * U4[3]) * Di;
-    TD_A2(&Ip[22]) = (TD_A2(&Ip[22]) + Q3) - (U2 * U4[3]) * Di;
-    TD_A4(&Ip[24]) = (TD_A4(&Ip[24]) + R4) - (U4 * U2[0]) * Di;
-    TD_A2(&Ip[28]) = (TD_A2(&Ip[28]) + Q4) - (U2 * U2[0]) * Di;
-    TD_A4(&Ip[30]) = (TD_A4(&Ip[30]) + R5) - (U4 * U2[1]) * Di;
-    TD_A2(&Ip[34]) = (TD_A2(&Ip[34]) + Q5) - (U2 * U2[1]) * Di;
+    TD_A4(&pAp[0]) += (TD_A4(&pA[0]) + C4) + UD4 * w;
+    TD_A2(&pAp[4]) += (TD_A2(&pA[4]) + C2) + UD2 * w;
+    TD_A4(&Ip[0]) += R0 - U4[0] * UD4;  TD_A2(&Ip[4]) += Q0 - U4[0] * UD2;
+    TD_A4(&Ip[6]) += R1 - U4[1] * UD4;  TD_A2(&Ip[10]) += Q1 - U4[1] * UD2;
+    TD_A4(&Ip[12]) += R2 - U4[2] * UD4; TD_A2(&Ip[16]) += Q2 - U4[2] * UD2;
+    TD_A4(&Ip[18]) += R3 - U4[3] * UD4; TD_A2(&Ip[22]) += Q3 - U4[3] * UD2;
+    TD_A4(&Ip[24]) += R4 - U2[0] * UD4; TD_A2(&Ip[28]) += Q4 - U2[0] * UD2;
+    TD_A4(&Ip[30]) += R5 - U2[1] * UD4; TD_A2(&Ip[34]) += Q5 - U2[1] * UD2;
     return 0;
 }
 #endif
 
-/* ABA pass 3 for a joint with one freedom: q̈ = D⁻¹ (u − Uᵀ c) − (U D⁻¹)ᵀ A_p and
- * A = (A_p + c) + J q̈ (A_p: the parent's acceleration, −g for a root).  The first
- * term and U D⁻¹ do not wait for A_p, so the chain from body to body is one dot
- * product (summed as a tree), a difference and the update of A. */
+/* ABA pass 3 for a joint with one freedom: q̈ = D⁻¹ ((u − Uᵀ c) − Uᵀ A_p) and
+ * A = (A_p + c) + J q̈ (A_p: the parent's acceleration, −g for a root).  Uᵀ c does
+ * not wait for A_p, so the chain from body to body is one dot product (summed as a
+ * tree), a product and the update of A. */
 static inline double td_aba_fwd1(const double* Ap, const double* c, const double* U,
                                  const double* J, double u, double Dinv, double* A)
 {
-    double UD[6];
-    for (int n = 0; n < 6; n++)
-        UD[n] = U[n] * Dinv;
-    const double x = Dinv * (u - td_dot6_tree(U, c)) - td_dot6_tree(UD, Ap);
+    const double x = Dinv * ((u - td_dot6_tree(U, c)) - td_dot6_tree(U, Ap));
     for (int n = 0; n < 6; n++)
         A[n] = (Ap[n] + c[n]) + J[n] * x;
     return x;

@@ -72,7 +72,7 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
                                        T_ tau, double arm, T_ scale, T_* U, T_* Dinv, T_* u,
                                        T_* Ip, T_* pAp)
 {
-    T_ Ic[6];
+    T_ Ic[6], UD[6];
     int r, k;
     for (r = 0; r < 6; r++)
         U[r] = ((M[r] * J[0] + M[6 + r] * J[1]) + (M[12 + r] * J[2] + M[18 + r] * J[3]))
@@ -89,15 +89,17 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     *Dinv = Di;
     if (Ip == NULL)
         return bad;
-    for (r = 0; r < 6; r++)
+    for (r = 0; r < 6; r++) {
         Ic[r] = ((M[r] * c[0] + M[6 + r] * c[1]) + (M[12 + r] * c[2] + M[18 + r] * c[3]))
             + (M[24 + r] * c[4] + M[30 + r] * c[5]);
-    const T_ wD = (uu - TD_FN(dot6_tree)(U, c)) * Di;
+        UD[r] = U[r] * Di;
+    }
+    const T_ w = uu - TD_FN(dot6_tree)(U, c);
     for (r = 0; r < 6; r++)
-        pAp[r] += (pA[r] + Ic[r]) + U[r] * wD;
+        pAp[r] += (pA[r] + Ic[r]) + UD[r] * w;
     for (r = 0; r < 6; r++)
         for (k = 0; k < 6; k++)
-            Ip[6 * r + k] = (Ip[6 * r + k] + M[6 * r + k]) - (U[k] * U[r]) * Di;
+            Ip[6 * r + k] += M[6 * r + k] - U[r] * UD[k];
     return bad;
 }
 
@@ -250,10 +252,8 @@ static inline void TD_FN(aba_sweeps)(int nb, const int* parent, const int* voff,
         const T_* Ap = par < 0 ? a0 : &A[6 * par];
         const T_* ci = &cb[6 * i];
         if (nvi == 1) {
-            for (n = 0; n < 6; n++)
-                x[n] = U[6 * o + n] * Dl[6 * o];
-            const T_ xx = Dl[6 * o] * (u[o] - TD_FN(dot6_tree)(&U[6 * o], ci))
-                - TD_FN(dot6_tree)(x, Ap);
+            const T_ xx = Dl[6 * o] * ((u[o] - TD_FN(dot6_tree)(&U[6 * o], ci))
+                                       - TD_FN(dot6_tree)(&U[6 * o], Ap));
             for (n = 0; n < 6; n++)
                 A[6 * i + n] = (Ap[n] + ci[n]) + J[6 * o + n] * xx;
             qdd[o] = xx;

@@ -1,10 +1,9 @@
-"""ABA on trees mixing one- and several-freedom joints, with pass 2's update of a
-one-freedom joint's parent written as Iᴬ_p = (Iᴬ_p + Iᴬ) − (U Uᵀ) D⁻¹ and pass 3's
-q̈ = D⁻¹ (u − Uᵀ c) − (U D⁻¹)ᵀ A_p (cysrc/aba_simd.h td_aba_back1, td_aba_fwd1;
-cysrc/aba_sweeps.h): one-freedom parents with one-freedom children, with
-several-freedom children and with both, in either order of the bodies.  Oracles:
-M q̈ = τ − h (CRBA + RNEA, Cholesky) and the equations of motion's residual; on the
-vector lanes, td.simulate and td.Simulator bit for bit."""
+"""ABA on trees mixing one- and several-freedom joints (cysrc/aba_simd.h
+td_aba_back1, td_aba_fwd1 for the one-freedom joints, aba.pxi's general path for the
+others; cysrc/aba_sweeps.h on the vector lanes): one-freedom parents with one-freedom
+children, with several-freedom children and with both, in either order of the
+bodies.  Oracles: M q̈ = τ − h (CRBA + RNEA, Cholesky) and the equations of motion's
+residual; on the vector lanes, td.simulate and td.Simulator bit for bit."""
 import warnings
 
 import numpy as np
