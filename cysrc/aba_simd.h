@@ -7,22 +7,36 @@
 #define TREEDYN_ABA_SIMD_H
 #include "simd.h"
 
+/* The one-state (double) instantiation of aba_sweeps.h's per-body functions, the
+ * lanes' source: td_dot6_tree_scalar, td_neg_coad_scalar, td_aba_rigid6_scalar,
+ * td_aba_back1_scalar. */
+#define T_ double
+#define TD_LANES 1
+#define TD_FN(name) td_##name##_scalar
+#define TD_SPLAT(x) (x)
+#define TD_MASK int
+#define TD_LE(a, b) ((a) <= (b))
+#define TD_ABA_SCALAR_ONLY
+#include "aba_sweeps.h"
+#undef TD_ABA_SCALAR_ONLY
+#undef TD_LE
+#undef TD_MASK
+#undef TD_SPLAT
+#undef TD_FN
+#undef TD_LANES
+#undef T_
+
+/* a · b summed as a tree (the order every form of the ABA uses) */
 static inline double td_dot6_tree(const double* a, const double* b)
 {
-    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
-        + (a[4] * b[4] + a[5] * b[5]);
+    return td_dot6_tree_scalar(a, b);
 }
 
 /* p = −ad_Vᵀ y = (ω × y_t + v × y_f, ω × y_f) for a twist V = (ω, v) and a
  * wrench y = (y_t, y_f): the gyroscopic force of a body with momentum y. */
 static inline void td_neg_coad(const double* V, const double* y, double* p)
 {
-    p[0] = V[1] * y[2] - V[2] * y[1] + (V[4] * y[5] - V[5] * y[4]);
-    p[1] = V[2] * y[0] - V[0] * y[2] + (V[5] * y[3] - V[3] * y[5]);
-    p[2] = V[0] * y[1] - V[1] * y[0] + (V[3] * y[4] - V[4] * y[3]);
-    p[3] = V[1] * y[5] - V[2] * y[4];
-    p[4] = V[2] * y[3] - V[0] * y[5];
-    p[5] = V[0] * y[4] - V[1] * y[3];
+    td_neg_coad_scalar(V, y, p);
 }
 
 #if TD_SIMD
@@ -137,24 +151,8 @@ static inline double td_aba_fwd1(const double* Ap, const double* c, const double
 }
 
 #if !TD_SIMD
-/* Compilers without vector extensions: the same formulas, scalar: the one-state
- * instantiation of aba_sweeps.h's per-body functions (the lanes' source). */
-#define T_ double
-#define TD_LANES 1
-#define TD_FN(name) td_##name##_scalar
-#define TD_SPLAT(x) (x)
-#define TD_MASK int
-#define TD_LE(a, b) ((a) <= (b))
-#define TD_ABA_SCALAR_ONLY
-#include "aba_sweeps.h"
-#undef TD_ABA_SCALAR_ONLY
-#undef TD_LE
-#undef TD_MASK
-#undef TD_SPLAT
-#undef TD_FN
-#undef TD_LANES
-#undef T_
-
+/* Compilers without vector extensions: the same formulas, scalar (the one-state
+ * instantiation of aba_sweeps.h's per-body functions above, the lanes' source). */
 static inline void td_aba_rigid6(const double* C, const double* inr, const double* V,
                                  double* M, double* pA)
 {
