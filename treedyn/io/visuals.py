@@ -56,6 +56,12 @@ def resolve_mesh(uri, base_dir):
     return text
 
 
+def _shape_where(lname, role, name, k):
+    """How an error names the k-th <visual>/<collision> element of a link (``name``
+    its name attribute, or None)."""
+    return f'<link name="{lname}"><{role}' + (f' name="{name}">' if name else f"> #{k}")
+
+
 def _base_dir(file):
     return os.path.dirname(os.path.abspath(file)) if file and not file.startswith("<") else \
         os.getcwd()
@@ -82,8 +88,7 @@ def urdf_shapes(reader, g, root, links):
         for role in ("visual", "collision"):
             for k, vis in enumerate(el.findall(role)):
                 name = vis.get("name")
-                where = f'<link name="{lname}"><{role}' + (f' name="{name}">' if name
-                                                            else f"> #{k}")
+                where = _shape_where(lname, role, name, k)
                 geo = vis.find("geometry")
                 if geo is None or not len(geo):
                     reader.fail("missing <geometry> (box, cylinder, sphere or mesh)", where,
@@ -137,8 +142,7 @@ def sdf_shapes(reader, g):
         for role in ("visual", "collision"):
             for k, vis in enumerate(el.findall(role)):
                 name = vis.get("name")
-                where = f'<link name="{lname}"><{role}' + (f' name="{name}">' if name
-                                                            else f"> #{k}")
+                where = _shape_where(lname, role, name, k)
                 pose_el = vis.find("pose")
                 pose = reader.pose_value(pose_el, where)
                 rel = reader.relative_to(pose_el, where)
