@@ -407,16 +407,27 @@ def group_differences(model, f, q, v, x, eps=1e-6):
     return [d / (2 * eps) for d in D]
 
 
-def massless_leaf_model(armature):
-    """Two revolute joints whose outer body is massless: M is singular unless the
-    wrist has armature (singular-model tests)."""
+def rollout_states(m, N, rng, scale=0.3):
+    """N random initial states (q0 (N, nq), v0 (N, nv), velocities ~ N(0, scale²)) of
+    ``m``, assembled onto its loop and mimic constraints where it has any."""
+    q0 = np.array([m.random_configuration(rng) for _ in range(N)])
+    v0 = rng.normal(size=(N, m.nv)) * scale
+    if m.loop_closures or m.mimic:
+        q0 = np.array([m.assemble(q) for q in q0])
+        v0 = np.array([m.project_velocity(q, v) for q, v in zip(q0, v0)])
+    return q0, v0
+
+
+def massless_leaf_model(armature=0.0, tip="revolute"):
+    """A revolute shoulder and a ``tip`` wrist joint whose outer body is massless: M
+    is singular unless the wrist has armature (singular-model tests)."""
     import treedyn as td
     g = td.JointGraph("leaf")
     g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
     g.add_body("tip")                                           # massless
     g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
-    g.add_joint("wrist", "revolute", "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0],
-                armature=armature)
+    g.add_joint("wrist", tip, "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0],
+                **({"armature": armature} if armature else {}))
     return g.compile()
 
 

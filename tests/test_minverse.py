@@ -225,12 +225,7 @@ def test_batch_lanes_equal_one_state_at_a_time():
 def test_batch_lanes_singular(tip):
     """A singular articulated inertia (massless tip, no armature) inside a group of
     lanes raises as for one state (the one- and multi-freedom paths)."""
-    g = td.JointGraph("leaf")
-    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
-    g.add_body("tip")
-    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
-    g.add_joint("wrist", tip, "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0])
-    m = g.compile()
+    m = massless_leaf_model(tip=tip)
     rng = np.random.default_rng(0)
     Q = np.array([m.random_configuration(rng) for _ in range(6)])
     with pytest.raises(SingularModelError, match="wrist") as single:

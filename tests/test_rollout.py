@@ -13,6 +13,7 @@ import pytest
 import treedyn as td
 from treedyn import _ext
 from treedyn.errors import InputError
+from oracles import rollout_states as states
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,15 +43,6 @@ def model(name):
     if name not in _cache:
         _cache[name] = MODELS[name]()
     return _cache[name]
-
-
-def states(m, N, rng, scale=0.3):
-    q0 = np.array([m.random_configuration(rng) for _ in range(N)])
-    v0 = rng.normal(size=(N, m.nv)) * scale
-    if m.loop_closures or m.mimic:
-        q0 = np.array([m.assemble(q) for q in q0])
-        v0 = np.array([m.project_velocity(q, v) for q, v in zip(q0, v0)])
-    return q0, v0
 
 
 @pytest.mark.parametrize("name, method, save_every, t_final", [

@@ -4,6 +4,7 @@ ABA on the lanes.  Oracles: the same rollout with the lanes off (the one-sample 
 ``_kernels._set_lanes(False)``) and td.simulate of each sample, compared bit for bit;
 and the other kernel build."""
 import copy
+import functools
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import treedyn as td
 from treedyn import _ext
 from treedyn.errors import SingularModelError
 from treedyn.rollout import sample_model
+
+from oracles import massless_leaf_model, rollout_states as states
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 K = _ext.kernels
@@ -57,18 +60,11 @@ MODELS = {
                                                floating_base=True), 0.02),
     "flyer": _small_free_tree,
 }
-_cache = {}
 
 
+@functools.cache
 def model(name):
-    if name not in _cache:
-        _cache[name] = MODELS[name]()
-    return _cache[name]
-
-
-def states(m, N, rng, scale=0.3):
-    q0 = np.array([m.random_configuration(rng) for _ in range(N)])
-    return q0, rng.normal(size=(N, m.nv)) * scale
+    return MODELS[name]()
 
 
 def rollout_both(m, q0, v0, *args, **kw):
@@ -202,12 +198,7 @@ def test_a_diverging_lane_does_not_change_the_others(lane):
 def test_a_singular_articulated_inertia_on_lanes(tip):
     """Massless tips without armature: every lane reports the one-sample code (the
     joint named) at step 0, as simulate raises."""
-    g = td.JointGraph("leaf")
-    g.add_body("arm", mass=1.0, com=[0.5, 0, 0], inertia=np.diag([0.01, 0.1, 0.1]))
-    g.add_body("tip")
-    g.add_joint("shoulder", "revolute", "world", "arm", axis=[0, 0, 1])
-    g.add_joint("wrist", tip, "arm", "tip", axis=[1, 0, 0], point=[1, 0, 0])
-    m = g.compile()
+    m = massless_leaf_model(tip=tip)
     rng = np.random.default_rng(0)
     q0, v0 = states(m, VL + 1, rng)
     on, off = rollout_both(m, q0, v0, 0.01, 1e-3, passive=False)

@@ -138,8 +138,9 @@ def test_prismatic_joint_step_is_the_screw_exponential(tmp_path, seed):
     np.testing.assert_allclose(a, a_ref, rtol=1e-11, atol=1e-11)
 
 
-def _rk4_in_order(m, q, v, tau, h, n):
-    """Classical RK4 on R^nv over forward_dynamics, in _rk_step_vector's order."""
+def _rk4_in_order(m, q, v, tau, h, n, D=None):
+    """Classical RK4 on R^nv over forward_dynamics, in _rk_step_vector's order; with
+    D, the stage torques are tau − D v (viscous damping)."""
     A = {1: (0, 0.5), 2: (1, 0.5), 3: (2, 1.0)}
     b = [1 / 6, 1 / 3, 1 / 3, 1 / 6]
     for _ in range(n):
@@ -152,7 +153,7 @@ def _rk4_in_order(m, q, v, tau, h, n):
                 vj = v + (h * a) * Kv[l]
                 qj = q + (0.0 + (h * a) * Kp[l])
             Kp.append(vj)
-            Kv.append(m.forward_dynamics(qj, vj, tau))
+            Kv.append(m.forward_dynamics(qj, vj, tau if D is None else tau - D * vj))
         x = np.zeros_like(v)
         w = np.zeros_like(v)
         for j in range(4):
@@ -193,25 +194,6 @@ def test_constant_torque_with_damping_is_passive_forces_added(tmp_path):
     undamped = td.Simulator(m, q0, v0, dt=h, method="rkmk4", passive=False)
     undamped.step(tau, n=10)
     assert np.abs(sim.v - undamped.v).max() > 1e-4          # damping changes the motion
-    qr, vr = _rk4_damped(m, q0, v0, tau, 0.7, h, 10)
+    qr, vr = _rk4_in_order(m, q0, v0, tau, h, 10, D=0.7)
     np.testing.assert_allclose(sim.q, qr, rtol=0, atol=1e-14)
     np.testing.assert_allclose(sim.v, vr, rtol=0, atol=1e-13)
-
-
-def _rk4_damped(m, q, v, tau, D, h, n):
-    A = {1: (0, 0.5), 2: (1, 0.5), 3: (2, 1.0)}
-    b = [1 / 6, 1 / 3, 1 / 3, 1 / 6]
-    for _ in range(n):
-        Kp, Kv = [], []
-        for j in range(4):
-            if j == 0:
-                qj, vj = q, v.copy()
-            else:
-                l, a = A[j]
-                vj = v + (h * a) * Kv[l]
-                qj = q + (h * a) * Kp[l]
-            Kp.append(vj)
-            Kv.append(m.forward_dynamics(qj, vj, tau - D * vj))
-        q = q + sum((h * b[j]) * Kp[j] for j in range(4))
-        v = v + sum((h * b[j]) * Kv[j] for j in range(4))
-    return q, v
