@@ -37,13 +37,16 @@ sys.path.insert(0, HERE)
 from common import aligned_cassie  # noqa: E402
 from oracles import erd_path  # noqa: E402
 
-#: The first frame with the robot's meshes: the WebGL canvas (kept readable)
-#: scaled to 80×60, its middle 40×33 (where the camera looks) counted for opaque
-#: grey pixels, neither the white background (max channel ≥ 215) nor coloured
+#: The first frame with the robot's meshes, as the user sees it: the WebGL canvas
+#: (kept readable) scaled to 80×60, composited over the white page with the
+#: canvas's effective CSS opacity (viser's client dims the canvas to 5 % while it
+#: loads an environment map, then fades it in: a frame drawn under that veil is
+#: not seen), its middle 40×33 (where the camera looks) counted for opaque grey
+#: pixels, neither the white background (max channel ≥ 215) nor coloured
 #: (channel spread ≥ 40).  talos's meshes are grey and black; the stick figure
 #: (orange), COM spheres (blue), joint axes (red) and an empty scene do not count,
-#: so neither a loading page nor a scene without its meshes passes
-#: (tests/test_viewer_startup.py checks both).
+#: so neither a loading page, a dimmed canvas nor a scene without its meshes
+#: passes (tests/test_viewer_startup.py checks these).
 PROBE = """
 const gc = HTMLCanvasElement.prototype.getContext;
 HTMLCanvasElement.prototype.getContext = function(type, attrs) {
@@ -52,13 +55,19 @@ HTMLCanvasElement.prototype.getContext = function(type, attrs) {
   return gc.call(this, type, attrs); };
 window.__first = null;
 const probe = document.createElement('canvas'); probe.width = 80; probe.height = 60;
+function opacity(el) {
+  let op = 1;
+  for (; el && el.nodeType === 1; el = el.parentElement) op *= parseFloat(getComputedStyle(el).opacity);
+  return op; }
 function check(now) {
   const c = [...document.querySelectorAll('canvas')].find(x => x !== probe && x.width > 200);
-  if (c) { const g = probe.getContext('2d'); g.drawImage(c, 0, 0, 80, 60);
-    const p = g.getImageData(16, 18, 40, 33).data; let n = 0;
+  if (c) { const g = probe.getContext('2d', {willReadFrequently: true});
+    g.clearRect(0, 0, 80, 60); g.drawImage(c, 0, 0, 80, 60);
+    const p = g.getImageData(16, 18, 40, 33).data, op = opacity(c); let n = 0;
     for (let i = 0; i < p.length; i += 4) {
-      const hi = Math.max(p[i], p[i + 1], p[i + 2]), lo = Math.min(p[i], p[i + 1], p[i + 2]);
-      if (p[i + 3] > 200 && hi < 215 && hi - lo < 40) n++; }
+      const a = op * p[i + 3] / 255, v = [0, 1, 2].map(j => a * p[i + j] + (1 - a) * 255);
+      const hi = Math.max(...v), lo = Math.min(...v);
+      if (hi < 215 && hi - lo < 40) n++; }
     if (n > 40) { window.__first = now; return; } }
   requestAnimationFrame(check); }
 requestAnimationFrame(check);

@@ -22,6 +22,7 @@ import numpy as np
 from . import __version__
 from .errors import TreedynError
 from .graph import WORLD
+from .viewer import ENVIRONMENTS
 
 DEFAULT_ROBOT = "panda.urdf"
 
@@ -376,7 +377,7 @@ def cmd_view(args, out):
     try:
         v = view(m, args.traj, host=args.host, port=args.port, samples=args.samples,
                  side_by_side=args.side_by_side, path_frame=args.path, play=args.play,
-                 on_url=serving)
+                 on_url=serving, environment=args.environment, shadows=args.shadows)
     except ImportError as exc:
         raise TreedynError(str(exc)) from None
     v.serve(args.seconds)
@@ -494,6 +495,10 @@ def build_parser():
                     help="rollout samples side by side (default: overlaid)")
     sp.add_argument("--path", help="draw the path of this frame (a link name)")
     sp.add_argument("--play", action="store_true", help="start playing at once")
+    sp.add_argument("--environment", choices=ENVIRONMENTS, default=None,
+                    help="light the scene with this environment map (default: a hemisphere "
+                         "light; a map takes seconds to appear in software WebGL)")
+    sp.add_argument("--shadows", action="store_true", help="the main light casts shadows")
     sp.add_argument("--seconds", type=_number(float, 0.0, False), default=None,
                     help="stop serving after this many seconds (default: until Ctrl-C)")
 

@@ -41,6 +41,12 @@ AXIS_RGB = (0.85, 0.10, 0.10)
 LOOP_RGB = (0.10, 0.75, 0.25)
 #: density used to size the COM spheres: a sphere of water with the body's mass
 COM_DENSITY = 1000.0
+#: viser's environment-map presets (``view(environment=...)``)
+ENVIRONMENTS = ("apartment", "city", "dawn", "forest", "lobby", "night", "park", "studio",
+                "sunset", "warehouse")
+#: the hemisphere light that stands in for an environment map: white from above,
+#: grey from below (three.js intensity)
+HEMISPHERE = ((255, 255, 255), (120, 120, 120), 1.5)
 
 
 class Item:
@@ -344,11 +350,12 @@ class Viewer:
     """
 
     def __init__(self, model, t, Q, host, port, samples_offset, path_frame, role, fps, title,
-                 on_url=None):
+                 on_url=None, environment=None, shadows=False):
         viser = _need("viser")
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
         self.fps = float(fps)
         self._side = samples_offset
+        self._environment, self._shadows = environment, bool(shadows)
         # Where the items are is known without reading the meshes: enough for the camera,
         # so the server starts (and a browser can load the client) while they are read.
         self.scene = Scene(model, role=role, warn=False, meshes=False)
@@ -376,6 +383,16 @@ class Viewer:
         server = self._server
         server.scene.set_up_direction("+z")
         server.gui.configure_theme(show_share_button=False)     # no public share links
+        # Lighting, sent before the scene: viser's default lights (two directional), and
+        # either an environment map or a hemisphere light in its place.  The client's
+        # own default map is replaced: it dims the canvas to 5 % until the map is
+        # decoded and pre-filtered, which takes seconds in software WebGL.
+        server.scene.configure_default_lights(True, cast_shadow=self._shadows)
+        server.scene.configure_environment_map(self._environment)
+        if self._environment is None:
+            sky, ground, intensity = HEMISPHERE
+            server.scene.add_light_hemisphere("/hemisphere", sky_color=sky, ground_color=ground,
+                                              intensity=intensity)
         S = self.Q.shape[0]
         L = self.scene.length
         self._offsets = np.zeros((S, 3))
@@ -616,7 +633,7 @@ def _capsule_mesh(r, length, n=16, m=6):
 
 def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
          side_by_side=False, path_frame=None, role="visual", fps=30.0, play=False,
-         on_url=None):
+         on_url=None, environment=None, shadows=False):
     """Show ``model`` in the browser (viser; ``pip install treedyn[viewer]``).
 
     Parameters
@@ -642,6 +659,15 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
         while they are (``treedyn view`` prints the URL from here).  The scene
         reaches every client, connected before or after.  If reading the meshes
         or building the scene fails, the server is stopped and the error raised.
+    environment : str, optional
+        An environment map lighting the scene (and reflected by it), one of viser's
+        presets (``ENVIRONMENTS``: "city", "studio", "warehouse", ...).  Default
+        None: a hemisphere light instead, which looks much the same on these
+        matte robots; viser's client shows nothing (a 5 % opaque canvas) until
+        the map is decoded and pre-filtered, seconds in software WebGL.
+    shadows : bool
+        The main light casts shadows (three cascaded shadow maps: every frame draws
+        the scene three more times).  Default off.
 
     Returns
     -------
@@ -661,8 +687,13 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
         raise InputError(f"view: samples: expected a positive integer, got {_given(samples)}")
     if not (isinstance(fps, (int, float)) and 1 <= fps <= 240):
         raise InputError(f"view: fps: expected a number in [1, 240], got {_given(fps)}")
+    if environment is not None and environment not in ENVIRONMENTS:
+        raise InputError(f"view: environment: expected None or one of {', '.join(ENVIRONMENTS)}, "
+                         f"got {_given(environment)}")
+    if not isinstance(shadows, (bool, np.bool_)):
+        raise InputError(f"view: shadows: expected True or False, got {_given(shadows)}")
     v = Viewer(model, t, Q[:samples], host, port, side_by_side, path_frame, role, fps,
-               f"treedyn: {model.name}", on_url)
+               f"treedyn: {model.name}", on_url, environment, shadows)
     if play:
         v.play()
     return v
