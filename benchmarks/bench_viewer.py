@@ -46,13 +46,21 @@ from oracles import erd_path  # noqa: E402
 #: (channel spread ≥ 40).  talos's meshes are grey and black; the stick figure
 #: (orange), COM spheres (blue), joint axes (red) and an empty scene do not count,
 #: so neither a loading page, a dimmed canvas nor a scene without its meshes
-#: passes (tests/test_viewer_startup.py checks these).
+#: passes (tests/test_viewer_startup.py and test_viewer_lighting.py check these).
+#: Reading a WebGL canvas back waits for the (software) GPU, so the probe reads it
+#: only on animation frames after a draw call or an opacity change: a canvas that
+#: was neither redrawn nor restyled looks as it did.
 PROBE = """
 const gc = HTMLCanvasElement.prototype.getContext;
 HTMLCanvasElement.prototype.getContext = function(type, attrs) {
   if (type && type.startsWith('webgl'))
     attrs = Object.assign({}, attrs || {}, {preserveDrawingBuffer: true});
   return gc.call(this, type, attrs); };
+let drawn = 0, seen = -1, lastOp = -1;
+for (const P of [WebGLRenderingContext.prototype, WebGL2RenderingContext.prototype])
+  for (const f of ['drawArrays', 'drawElements', 'drawArraysInstanced', 'drawElementsInstanced',
+                   'drawRangeElements'])
+    if (P[f]) { const o = P[f]; P[f] = function() { drawn++; return o.apply(this, arguments); }; }
 window.__first = null;
 const probe = document.createElement('canvas'); probe.width = 80; probe.height = 60;
 function opacity(el) {
@@ -61,9 +69,11 @@ function opacity(el) {
   return op; }
 function check(now) {
   const c = [...document.querySelectorAll('canvas')].find(x => x !== probe && x.width > 200);
-  if (c) { const g = probe.getContext('2d', {willReadFrequently: true});
+  const op = c ? opacity(c) : 0;
+  if (c && (drawn !== seen || op !== lastOp)) { seen = drawn; lastOp = op;
+    const g = probe.getContext('2d', {willReadFrequently: true});
     g.clearRect(0, 0, 80, 60); g.drawImage(c, 0, 0, 80, 60);
-    const p = g.getImageData(16, 18, 40, 33).data, op = opacity(c); let n = 0;
+    const p = g.getImageData(16, 18, 40, 33).data; let n = 0;
     for (let i = 0; i < p.length; i += 4) {
       const a = op * p[i + 3] / 255, v = [0, 1, 2].map(j => a * p[i + j] + (1 - a) * 255);
       const hi = Math.max(...v), lo = Math.min(...v);
