@@ -6,8 +6,8 @@
   meshes) started as a user would; headless Chromium (Debian's ``chromium`` and
   ``chromium-driver``, driven by selenium) opens the printed URL at once (the
   URL is printed before the meshes are read: the client loads meanwhile), and an
-  in-page probe (PROBE) reads the WebGL canvas on every animation frame until the
-  robot's meshes appear.  Printed: seconds from the command's start to the URL
+  in-page probe (PROBE) reads the WebGL canvas, as shown (its CSS opacity applied),
+  after each redraw until the robot's meshes appear.  Printed: seconds from the command's start to the URL
   and to that first frame (target ≤ 3 s), median of K runs (default 3).
 * playback: a 10 s, 1 kHz trajectory of the four-bar playing at speed 1, frames
   counted by the client with ``requestAnimationFrame`` for 3 s, at 640×480 and
