@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import treedyn as td
@@ -81,6 +82,9 @@ def test_presets_are_viser_s():
                                                                   "studio"]),
                                        ({"environment": ""}, ["environment"]),
                                        ({"environment": True}, ["environment"]),
+                                       ({"environment": ["city"]}, ["environment"]),
+                                       ({"environment": np.array(["city", "dawn"])},
+                                        ["environment"]),
                                        ({"shadows": "yes"}, ["shadows", "yes"]),
                                        ({"shadows": 1}, ["shadows"])])
 def test_bad_lighting_arguments(four_bar, kw, words):

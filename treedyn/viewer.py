@@ -687,7 +687,8 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
         raise InputError(f"view: samples: expected a positive integer, got {_given(samples)}")
     if not (isinstance(fps, (int, float)) and 1 <= fps <= 240):
         raise InputError(f"view: fps: expected a number in [1, 240], got {_given(fps)}")
-    if environment is not None and environment not in ENVIRONMENTS:
+    if environment is not None and not (isinstance(environment, str)
+                                        and environment in ENVIRONMENTS):
         raise InputError(f"view: environment: expected None or one of {', '.join(ENVIRONMENTS)}, "
                          f"got {_given(environment)}")
     if not isinstance(shadows, (bool, np.bool_)):
