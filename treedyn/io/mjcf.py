@@ -986,8 +986,9 @@ class _Reader:
         # second moments of the tetrahedra (apex at the COM): V/20 (2 Σ XXᵀ + Σ_{X≠Y} XYᵀ)
         # = V/20 (DDᵀ + EEᵀ + FFᵀ + SSᵀ), S = D + E + F
         w = vol / 20
-        X = T.transpose(1, 0, 2).reshape(3, 3 * n)       # axis × (vertex, triangle)
-        P = (X * np.tile(w, 3)) @ X.T + (S * w) @ S.T
+        P = (S * w) @ S.T
+        for X in T:                                      # D, E, F about the COM
+            P += (X * w) @ X.T
         I = np.trace(P) * np.eye(3) - P
         volume = vol.sum()
         self._mesh_cache[mname] = out = (volume, com, I / volume)
