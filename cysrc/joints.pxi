@@ -209,9 +209,17 @@ cdef inline void joint_pose_offset(int k, const double* X, const double* r,
     direction through the point r (screw_rev, screw_pt): exp(X q) = (R, (I − R) r)
     with R the rotation about e_k, so T = (B.R R, B.p + B.R (I − R) r) — the
     rotation part as for FAST_REV_*, without the general screw exponential."""
-    cdef double c, s, t
-    cdef double dl[3]
+    cdef double c, s
     sincos(q, &s, &c)
+    joint_pose_offset_sc(k, X, r, B, s, c, T)
+
+
+cdef inline void joint_pose_offset_sc(int k, const double* X, const double* r,
+                                      const double* B, double s, double c,
+                                      double* T) noexcept nogil:
+    """joint_pose_offset given s = sin q, c = cos q."""
+    cdef double t
+    cdef double dl[3]
     joint_pose_rev(FAST_REV_X + k, X, B, s, c, T)
     if X[k] < 0.0:
         s = -s

@@ -93,13 +93,20 @@ cdef inline void rot_axis_angle(const double* e, double t, double* R) noexcept n
 cdef inline void screw_exp(const double* X, double t, double* R, double* p) noexcept nogil:
     """exp(X t) for a unit screw X = (e, v): |e| = 1 (revolute, helical) or e = 0
     (prismatic, |v| = 1).  p = (I - R)(e x v) + e (e.v) t  (Müller 2018, eq. 9)."""
-    cdef double exv[3]
-    cdef double ev
+    cdef double s, c
     if X[0] == 0.0 and X[1] == 0.0 and X[2] == 0.0:
         rot_identity(R)
         p[0] = X[3] * t; p[1] = X[4] * t; p[2] = X[5] * t
         return
-    rot_axis_angle(X, t, R)
+    sincos(t, &s, &c)
+    screw_exp_sc(X, t, s, c, R, p)
+
+cdef inline void screw_exp_sc(const double* X, double t, double s, double c, double* R,
+                              double* p) noexcept nogil:
+    """screw_exp of a screw with |e| = 1, given s = sin t and c = cos t."""
+    cdef double exv[3]
+    cdef double ev
+    rot_axis_sc(X, s, c, R)
     cross(X, &X[3], exv)
     ev = dot3(X, &X[3]) * t
     rot_vec(R, exv, p)

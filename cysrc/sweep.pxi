@@ -21,11 +21,30 @@ cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept 
     runs this before its forward loop: the evaluations are independent, eight at a
     time in two vectors of lanes (td_sincos_joints), and the serial recursion that
     follows has only products left."""
+    _angle_prepass(m, d, q, False)
+
+
+cdef inline void angle_screw_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
+    """angle_prepass, and also the sines of the other one-freedom screws with a
+    rotation (FAST_SCREW with e ≠ 0: offset or oblique hinges, helical joints), for
+    the kernels whose joint steps are spatial_step_sc's."""
+    _angle_prepass(m, d, q, True)
+
+
+cdef inline bint _screw_turns(ModelCore m, int i) noexcept nogil:
+    """Body i's joint is a FAST_SCREW with a rotation part (not prismatic)."""
+    cdef int o = m.voff[i]
+    return m.fast[i] == FAST_SCREW and (m.X[o, 0] != 0.0 or m.X[o, 1] != 0.0
+                                        or m.X[o, 2] != 0.0)
+
+
+cdef inline void _angle_prepass(ModelCore m, DataC* d, const double* q,
+                                bint screws) noexcept nogil:
     cdef int i, fast, k = 0
     cdef int idx[8]
     for i in range(m.nb):
         fast = m.fast[i]
-        if fast != FAST_NONE and fast != FAST_SCREW:
+        if (fast != FAST_NONE and fast != FAST_SCREW) or (screws and _screw_turns(m, i)):
             idx[k] = i
             k += 1
             if k == 8:
@@ -121,11 +140,19 @@ cdef extern from "simd.h" nogil:
 
 cdef inline td_int_always_inline spatial_step(ModelCore m, DataC* d, int i, const double* q,
                                               const double* qd, double* cJ) noexcept nogil:
+    """spatial_step_sc of a kernel whose prepass was angle_prepass."""
+    return spatial_step_sc(m, d, i, q, qd, cJ, False)
+
+
+cdef inline td_int_always_inline spatial_step_sc(ModelCore m, DataC* d, int i,
+                                                 const double* q, const double* qd,
+                                                 double* cJ, bint screws) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
     sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: all
     three in one step, td_rev_step, the same bits; prismatic joints likewise,
     td_prism_step; small, so that it is inlined in the kernels' loops: the other
-    joints in _spatial_step_other)."""
+    joints in _spatial_step_other).  ``screws``: the prepass was angle_screw_prepass,
+    the rotating FAST_SCREW joints read their sines from d.sc_q (the same bits)."""
     cdef int fast = m.fast[i], par = m.parent[i], o = m.voff[i]
     cdef const double* X
     if fast != FAST_NONE and fast != FAST_SCREW:
@@ -140,15 +167,28 @@ cdef inline td_int_always_inline spatial_step(ModelCore m, DataC* d, int i, cons
                           NULL if par < 0 else &d.sMi[12 * par], &d.liMi[12 * i],
                           &d.sMi[12 * i], &d.sJ[6 * o])
             return 0
-    return _spatial_step_other(m, d, i, q, qd, cJ)
+    return _spatial_step_other(m, d, i, q, qd, cJ, screws)
 
 
 cdef td_int_noinline _spatial_step_other(ModelCore m, DataC* d, int i, const double* q,
-                                         const double* qd, double* cJ) noexcept nogil:
+                                         const double* qd, double* cJ,
+                                         bint screws) noexcept nogil:
     """spatial_step of a joint without the revolute axis fast path."""
     cdef int bad = 0
+    cdef int o = m.voff[i]
+    cdef double RJ[9]
+    cdef double pJ[3]
     if m.fast[i] == FAST_SCREW:
-        joint_step_screw(m, d, i, q)
+        if not screws:
+            joint_step_screw(m, d, i, q)
+        elif m.screw_rev[i]:
+            joint_pose_offset_sc(m.screw_rev[i] - 1, &m.X[o, 0], &m.screw_pt[i, 0],
+                                 &m.Bref[i, 0], d.sc_q[2 * i], d.sc_q[2 * i + 1],
+                                 &d.liMi[12 * i])
+        else:           # joint_pose_1dof's screw exponential (not prismatic here)
+            screw_exp_sc(&m.X[o, 0], q[m.qoff[i]], d.sc_q[2 * i], d.sc_q[2 * i + 1], RJ, pJ)
+            pose_mul(&m.Bref[i, 0], &m.Bref[i, 9], RJ, pJ, &d.liMi[12 * i],
+                     &d.liMi[12 * i + 9])
     else:
         bad = joint_step_general(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
@@ -179,7 +219,7 @@ cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
     cdef double cJ[6]
     cdef double* out
     if not poses_ready:
-        angle_prepass(m, d, q)
+        angle_screw_prepass(m, d, q)
     for i in range(m.nb):
         if poses_ready and m.fast[i] != FAST_NONE:
             continue
@@ -187,7 +227,7 @@ cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
             out = &cJ[0]
         else:
             out = &Sdq[6 * i]
-        if spatial_step(m, d, i, q, qd, out) and bad == 0:
+        if spatial_step_sc(m, d, i, q, qd, out, True) and bad == 0:
             bad = i + 1
     return bad
 

@@ -943,45 +943,52 @@ class _Reader:
             self.fail(f"{where}: treedyn computes mesh inertia from STL files only; give the "
                       f"body an <inertial>", el, field="mesh")
         try:
-            tri = _read_stl(read_bytes(path, self.max_bytes)[1])
+            T = _read_stl(read_bytes(path, self.max_bytes)[1], by_axis=True)
         except ValueError as exc:
             self.fail(f"{where}: cannot read {path}: {exc}", el, field="mesh")
+        # the vertices by axis, T[v, k, n]: axis k of vertex v of triangle n (every step
+        # below runs on contiguous rows)
+        n = T.shape[2]
         refpos = self.nums(mel, "refpos", 3, [0, 0, 0], cls, "mesh")
         refquat = self.nums(mel, "refquat", 4, [1, 0, 0, 0], cls, "mesh")
-        tri = tri - refpos
+        # (the identity steps are skipped: x − 0 and x · 1 are x exactly)
+        if np.any(refpos != 0):
+            T -= refpos[:, None]
         if np.any(refquat != [1, 0, 0, 0]):
-            tri = tri @ _qmat(refquat / np.linalg.norm(refquat))
-        tri = tri * scale
+            T = np.einsum("vkn,kj->vjn", T, _qmat(refquat / np.linalg.norm(refquat)))
+        if np.any(scale != 1):
+            T *= scale[:, None]
         if np.prod(scale) < 0:
-            tri = tri[:, [0, 2, 1]]
-        D, E, F = tri[:, 0], tri[:, 1], tri[:, 2]
+            T = T[[0, 2, 1]]
+        D, E, F = T
         a, b = E - D, F - D
-        cr = np.empty_like(a)                            # 2 · area · normal
-        cr[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
-        cr[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
-        cr[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
-        area2 = np.sqrt(np.einsum("ij,ij->i", cr, cr))
+        cr = np.empty((3, n))                            # 2 · area · normal
+        cr[0] = a[1] * b[2] - a[2] * b[1]
+        cr[1] = a[2] * b[0] - a[0] * b[2]
+        cr[2] = a[0] * b[1] - a[1] * b[0]
+        area2 = np.sqrt(np.einsum("in,in->n", cr, cr))
         S = D + E + F                                    # 3 · triangle centre
         if area2.sum() < 2e-15:
             self.fail(f"{where}: mesh surface area is too small", el, field="mesh")
-        facecen = area2 @ S / (3 * area2.sum())
-        vol = np.einsum("ij,ij->i", S / 3 - facecen, cr) / 6
+        facecen = S @ area2 / (3 * area2.sum())
+        vol = np.einsum("in,in->n", S / 3 - facecen[:, None], cr) / 6
         if mode == "legacy":
             vol = np.abs(vol)
         total = vol.sum()
         if total < 1e-15:
             self.fail(f"{where}: mesh volume is too small or negative", el, field="mesh")
-        com = (vol @ (0.25 * S) + 0.25 * total * facecen) / total
-        X = tri - com                                    # vertices about the COM
-        S = S - 3 * com
-        vol = np.einsum("ij,ij->i", S, cr) / 18
+        com = ((0.25 * S) @ vol + 0.25 * total * facecen) / total
+        T -= com[:, None]                                # vertices about the COM
+        S -= 3 * com[:, None]
+        vol = np.einsum("in,in->n", S, cr) / 18
         if mode == "legacy":
             vol = np.abs(vol)
         # second moments of the tetrahedra (apex at the COM): V/20 (2 Σ XXᵀ + Σ_{X≠Y} XYᵀ)
         # = V/20 (DDᵀ + EEᵀ + FFᵀ + SSᵀ), S = D + E + F
         w = vol / 20
-        Xw = (X * w[:, None, None]).reshape(-1, 3)
-        P = Xw.T @ X.reshape(-1, 3) + (S * w[:, None]).T @ S
+        P = (S * w) @ S.T
+        for X in T:                                      # D, E, F about the COM
+            P += (X * w) @ X.T
         I = np.trace(P) * np.eye(3) - P
         volume = vol.sum()
         self._mesh_cache[mname] = out = (volume, com, I / volume)
@@ -1143,22 +1150,30 @@ class _Reader:
                 self.fail(str(exc), el)
 
 
-def _read_stl(data):
+def _read_stl(data, by_axis=False):
     """Triangles (n, 3, 3) of an STL file (binary or ASCII), float32 values as MuJoCo
-    reads them."""
+    reads them; ``by_axis``: the same values as a C-contiguous (3, 3, n) array (vertex,
+    axis, triangle)."""
+    v = None
     if len(data) >= 84:
         n = int.from_bytes(data[80:84], "little")
         if len(data) == 84 + 50 * n:
-            rec = np.dtype([("normal", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
-            return np.frombuffer(data, rec, count=n, offset=84)["v"].astype(np.float64)
-    text = data.decode("ascii", errors="replace")
-    if not text.lstrip().startswith("solid"):
-        raise ValueError("not an STL file")
-    vals = [line.split()[1:4] for line in text.splitlines()
-            if line.strip().startswith("vertex")]
-    if not vals or len(vals) % 3:
-        raise ValueError("no triangles")
-    return np.array(vals, dtype=np.float32).astype(np.float64).reshape(-1, 3, 3)
+            # the 36 vertex bytes of each 50-byte record, gathered as bytes first (one
+            # contiguous float32 block converts faster than the strided records)
+            rec = np.frombuffer(data, np.uint8, count=50 * n, offset=84).reshape(n, 50)
+            v = np.ascontiguousarray(rec[:, 12:48]).view("<f4").reshape(n, 3, 3)
+    if v is None:
+        text = data.decode("ascii", errors="replace")
+        if not text.lstrip().startswith("solid"):
+            raise ValueError("not an STL file")
+        vals = [line.split()[1:4] for line in text.splitlines()
+                if line.strip().startswith("vertex")]
+        if not vals or len(vals) % 3:
+            raise ValueError("no triangles")
+        v = np.array(vals, dtype=np.float32).reshape(-1, 3, 3)
+    if by_axis:
+        return np.ascontiguousarray(v.transpose(1, 2, 0), dtype=np.float64)
+    return v.astype(np.float64)
 
 
 def _volume(gtype, size, typeinertia):
