@@ -100,7 +100,7 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
- *     Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ,  pᴬ_p += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
+ *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U / D)ᵀ,  pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U / D) (u − Uᵀ c)
  * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
  * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
  * (nothing added to the parent), else 0. */
@@ -118,29 +118,30 @@ static inline int td_aba_back1(const double* M, const double* pA, const double* 
         + td_fma2(Q5, td_s2(J[5]), Q4 * J[4]);
     TD_A4(&U[0]) = U4;
     TD_A2(&U[4]) = U2;
-    const double D = ((td_fma(J[1], U4[1], J[0] * U4[0]) + td_fma(J[3], U4[3], J[2] * U4[2]))
-                      + td_fma(J[5], U2[1], J[4] * U2[0])) + arm;
+    const double D = (td_fma(J[1], U4[1], J[0] * U4[0]) + td_fma(J[3], U4[3], J[2] * U4[2]))
+        + td_fma(J[5], U2[1], td_fma(J[4], U2[0], arm));
     const double uu = tau - td_dot6_tree(J, pA);
     *u = uu;
     if (D <= 1e-13 * scale)
         return 1;
-    const double Di = 1.0 / D;
-    *Dinv = Di;
+    *Dinv = 1.0 / D;
     if (Ip == NULL)
         return 0;
     const td_a4 C4 = (td_fma4(R1, td_s4(c[1]), R0 * c[0]) + td_fma4(R3, td_s4(c[3]), R2 * c[2]))
         + td_fma4(R5, td_s4(c[5]), R4 * c[4]);
     const td_a2 C2 = (td_fma2(Q1, td_s2(c[1]), Q0 * c[0]) + td_fma2(Q3, td_s2(c[3]), Q2 * c[2]))
         + td_fma2(Q5, td_s2(c[5]), Q4 * c[4]);
-    const td_a4 UD4 = U4 * Di;
-    const td_a2 UD2 = U2 * Di;
+    /* U / D, not U · D⁻¹: one division after D instead of a division, then a product */
+    const td_a4 UD4 = U4 / D;
+    const td_a2 UD2 = U2 / D;
     const double w = uu - ((td_fma(U4[1], c[1], U4[0] * c[0]) + td_fma(U4[3], c[3], U4[2] * c[2]))
                            + td_fma(U2[1], c[5], U2[0] * c[4]));
-    TD_A4(&pAp[0]) += td_fma4(UD4, td_s4(w), TD_A4(&pA[0]) + C4);
-    TD_A2(&pAp[4]) += td_fma2(UD2, td_s2(w), TD_A2(&pA[4]) + C2);
+    /* the sums that do not wait for D first */
+    TD_A4(&pAp[0]) = td_fma4(UD4, td_s4(w), TD_A4(&pAp[0]) + (TD_A4(&pA[0]) + C4));
+    TD_A2(&pAp[4]) = td_fma2(UD2, td_s2(w), TD_A2(&pAp[4]) + (TD_A2(&pA[4]) + C2));
 #define TD_IP_ROW(r, ur)                                                    \
-    TD_A4(&Ip[6 * r]) += td_fnma4(td_s4(ur), UD4, R##r);                    \
-    TD_A2(&Ip[6 * r + 4]) += td_fnma2(td_s2(ur), UD2, Q##r);
+    TD_A4(&Ip[6 * r]) = td_fnma4(td_s4(ur), UD4, TD_A4(&Ip[6 * r]) + R##r);   \
+    TD_A2(&Ip[6 * r + 4]) = td_fnma2(td_s2(ur), UD2, TD_A2(&Ip[6 * r + 4]) + Q##r);
     TD_IP_ROW(0, U4[0]) TD_IP_ROW(1, U4[1]) TD_IP_ROW(2, U4[2])
     TD_IP_ROW(3, U4[3]) TD_IP_ROW(4, U2[0]) TD_IP_ROW(5, U2[1])
 #undef TD_IP_ROW

@@ -79,7 +79,8 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     for (r = 0; r < 6; r++)
         U[r] = (TD_FMA(M[6 + r], J[1], M[r] * J[0]) + TD_FMA(M[18 + r], J[3], M[12 + r] * J[2]))
             + TD_FMA(M[30 + r], J[5], M[24 + r] * J[4]);
-    const T_ D = TD_FN(dot6_tree)(J, U) + arm;
+    const T_ D = (TD_FMA(J[1], U[1], J[0] * U[0]) + TD_FMA(J[3], U[3], J[2] * U[2]))
+        + TD_FMA(J[5], U[5], TD_FMA(J[4], U[4], TD_SPLAT(arm)));
     const T_ uu = tau - TD_FN(dot6_tree)(J, pA);
     *u = uu;
     const TD_MASK bad = TD_LE(D, 1e-13 * scale);
@@ -87,21 +88,20 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     if (bad)
         return bad;
 #endif
-    const T_ Di = 1.0 / D;
-    *Dinv = Di;
+    *Dinv = 1.0 / D;
     if (Ip == NULL)
         return bad;
     for (r = 0; r < 6; r++) {
         Ic[r] = (TD_FMA(M[6 + r], c[1], M[r] * c[0]) + TD_FMA(M[18 + r], c[3], M[12 + r] * c[2]))
             + TD_FMA(M[30 + r], c[5], M[24 + r] * c[4]);
-        UD[r] = U[r] * Di;
+        UD[r] = U[r] / D;
     }
     const T_ w = uu - TD_FN(dot6_tree)(U, c);
     for (r = 0; r < 6; r++)
-        pAp[r] += TD_FMA(UD[r], w, pA[r] + Ic[r]);
+        pAp[r] = TD_FMA(UD[r], w, pAp[r] + (pA[r] + Ic[r]));
     for (r = 0; r < 6; r++)
         for (k = 0; k < 6; k++)
-            Ip[6 * r + k] += TD_FNMA(U[r], UD[k], M[6 * r + k]);
+            Ip[6 * r + k] = TD_FNMA(U[r], UD[k], Ip[6 * r + k] + M[6 * r + k]);
     return bad;
 }
 
