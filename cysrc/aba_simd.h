@@ -100,8 +100,9 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
- *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U / D)ᵀ,  pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U / D) (u − Uᵀ c)
- * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
+ *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U / D)ᵀ,
+ *     pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U / D) (u − Uᵀ c)
+ * (the last adds pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
  * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
  * (nothing added to the parent), else 0. */
 static inline int td_aba_back1(const double* M, const double* pA, const double* J,

@@ -10,10 +10,10 @@
  * code states, TD_FMA, TD_FMS, TD_FNMA (simd.h td_fma), fused alike in both;
  * comparisons and square roots lane by lane), so the lanes' results are bitwise
  * those of one state at a time.  TD_FN(name) names a function of this
- * instantiation; model constants (inertias, armature) stay plain doubles.  A value test that would end a one-state
- * kernel (a singular articulated inertia) yields a mask of the failing lanes, which
- * the lanes instantiation records and computes past (the other lanes are not
- * affected). */
+ * instantiation; model constants (inertias, armature) stay plain doubles.  A value
+ * test that would end a one-state kernel (a singular articulated inertia) yields a
+ * mask of the failing lanes, which the lanes instantiation records and computes
+ * past (the other lanes are not affected). */
 
 #include "simd.h"
 
