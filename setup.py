@@ -3,10 +3,16 @@
 All kernels compile into one extension module, ``treedyn._kernels``, from
 ``cysrc/_kernels.pyx``, which includes one ``.pxi`` file per algorithm and
 cimports the inline SE(3) primitives of ``cysrc/se3.pxd``.  Flags: ``-O3``
-(never ``-march=native``: wheels must run on any x86-64/aarch64 machine) and
-OpenMP for the batch loops.  On x86-64 (GCC or Clang) the same source is also
-built as ``treedyn._kernels_avx2`` with ``-mavx2``; ``treedyn/_ext.py`` picks it
-at import on CPUs with AVX2.
+(never ``-march=native``: wheels must run on any x86-64/aarch64 machine),
+``-ffp-contract=off`` (the compiler fuses no multiply-add by itself: the one-state
+kernels and their vector-lane twins must round alike) and OpenMP for the batch
+loops.  On x86-64 (GCC or Clang) the same source is also built as
+``treedyn._kernels_avx2`` with ``-mavx2 -mfma``; ``treedyn/_ext.py`` picks it at
+import on CPUs with AVX2 and FMA.  That build rounds the multiply-adds the kernels
+state as fused (``td_fma`` in cysrc/simd.h: the ABA's per-body arithmetic) once,
+so its results differ from the baseline build's in the last bits; each build is
+deterministic, and within each the vector lanes equal the one-state kernels bit
+for bit.
 """
 import os
 import glob
@@ -23,7 +29,7 @@ if sys.platform == "win32":
     compile_args = ["/O2", "/openmp"]
     link_args = []
 else:
-    compile_args = ["-O3", "-fopenmp", "-fno-math-errno"]
+    compile_args = ["-O3", "-fopenmp", "-fno-math-errno", "-ffp-contract=off"]
     link_args = ["-fopenmp"]
 
 
@@ -41,10 +47,11 @@ def kernels_extension(name, extra=()):
 
 
 extensions = [kernels_extension("_kernels")]
-# the same kernels for AVX2 CPUs, picked at import by treedyn/_ext.py; no FMA, so
-# that the results are bitwise the baseline build's
+# the same kernels for AVX2 + FMA CPUs, picked at import by treedyn/_ext.py: the
+# explicit fused multiply-adds (simd.h td_fma) round once there, so the last bits
+# differ from the baseline build's
 if sys.platform != "win32" and platform.machine().lower() in ("x86_64", "amd64"):
-    extensions.append(kernels_extension("_kernels_avx2", ["-mavx2"]))
+    extensions.append(kernels_extension("_kernels_avx2", ["-mavx2", "-mfma"]))
 
 setup(
     ext_modules=cythonize(

@@ -1115,8 +1115,8 @@ def _sincos4(x):
 cdef extern from *:
     """
     /* The instruction set this module was compiled for, and whether the CPU runs
-       AVX2 code (cpuid and the OS's saving of the AVX registers, by the compiler's
-       runtime check). */
+       AVX2 and FMA code (cpuid and the OS's saving of the AVX registers, by the
+       compiler's runtime check). */
     #if defined(__AVX2__)
     #define TD_ISA "avx2"
     #else
@@ -1124,12 +1124,15 @@ cdef extern from *:
     #endif
     #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
     static int td_cpu_has_avx2(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx2"); }
+    static int td_cpu_has_fma(void) { __builtin_cpu_init(); return __builtin_cpu_supports("fma"); }
     #else
     static int td_cpu_has_avx2(void) { return 0; }
+    static int td_cpu_has_fma(void) { return 0; }
     #endif
     """
     const char* TD_ISA
     int td_cpu_has_avx2() noexcept nogil
+    int td_cpu_has_fma() noexcept nogil
 
 #: the instruction set this build of the kernels was compiled for: "baseline"
 #: (the platform's default, SSE2 on x86-64) or "avx2" (treedyn._kernels_avx2)
@@ -1137,5 +1140,10 @@ ISA = TD_ISA.decode()
 
 
 def _cpu_has_avx2():
-    """Whether this CPU (and OS) can run the AVX2 build of the kernels."""
+    """Whether this CPU (and OS) runs AVX2 code."""
     return bool(td_cpu_has_avx2())
+
+
+def _cpu_has_fma():
+    """Whether this CPU runs FMA3 code (which the AVX2 build of the kernels needs too)."""
+    return bool(td_cpu_has_fma())

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-# The kernels of _kernels.pyx compiled for AVX2 (setup.py: -mavx2, no FMA, so that
-# every result is bitwise the baseline build's); treedyn._ext picks this module
-# where the CPU has AVX2.
+# The kernels of _kernels.pyx compiled for AVX2 and FMA (setup.py: -mavx2 -mfma;
+# the multiply-adds the kernels state as fused round once, so the last bits differ
+# from the baseline build's); treedyn._ext picks this module where the CPU has both.
 include "_kernels.pyx"

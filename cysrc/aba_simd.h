@@ -14,6 +14,9 @@
 #define TD_LANES 1
 #define TD_FN(name) td_##name##_scalar
 #define TD_SPLAT(x) (x)
+#define TD_FMA(a, b, c) td_fma(a, b, c)
+#define TD_FMS(a, b, c) td_fms(a, b, c)
+#define TD_FNMA(a, b, c) td_fnma(a, b, c)
 #define TD_MASK int
 #define TD_LE(a, b) ((a) <= (b))
 #define TD_ABA_SCALAR_ONLY
@@ -21,6 +24,9 @@
 #undef TD_ABA_SCALAR_ONLY
 #undef TD_LE
 #undef TD_MASK
+#undef TD_FNMA
+#undef TD_FMS
+#undef TD_FMA
 #undef TD_SPLAT
 #undef TD_FN
 #undef TD_LANES
@@ -52,22 +58,25 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     const double* Th = &inr[4];
     const double m = inr[0];
     double c[3], h[3], y[8];
-    c[0] = R[0] * inr[1] + R[1] * inr[2] + R[2] * inr[3] + C[9];
-    c[1] = R[3] * inr[1] + R[4] * inr[2] + R[5] * inr[3] + C[10];
-    c[2] = R[6] * inr[1] + R[7] * inr[2] + R[8] * inr[3] + C[11];
+    c[0] = td_fma(R[2], inr[3], td_fma(R[1], inr[2], td_fma(R[0], inr[1], C[9])));
+    c[1] = td_fma(R[5], inr[3], td_fma(R[4], inr[2], td_fma(R[3], inr[1], C[10])));
+    c[2] = td_fma(R[8], inr[3], td_fma(R[7], inr[2], td_fma(R[6], inr[1], C[11])));
     h[0] = m * c[0]; h[1] = m * c[1]; h[2] = m * c[2];
-    const double mcc = m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    const double mcc = m * td_fma(c[2], c[2], td_fma(c[1], c[1], c[0] * c[0]));
     /* the columns of R; Y_k = row k of Θ Rᵀ; row r of R Θ Rᵀ = Σ_k R[r][k] Y_k */
     const td_a4 K0 = {R[0], R[3], R[6], 0.0};
     const td_a4 K1 = {R[1], R[4], R[7], 0.0};
     const td_a4 K2 = {R[2], R[5], R[8], 0.0};
-    const td_a4 Y0 = Th[0] * K0 + Th[1] * K1 + Th[2] * K2;
-    const td_a4 Y1 = Th[3] * K0 + Th[4] * K1 + Th[5] * K2;
-    const td_a4 Y2 = Th[6] * K0 + Th[7] * K1 + Th[8] * K2;
+    const td_a4 Y0 = td_fma4(td_s4(Th[2]), K2, td_fma4(td_s4(Th[1]), K1, Th[0] * K0));
+    const td_a4 Y1 = td_fma4(td_s4(Th[5]), K2, td_fma4(td_s4(Th[4]), K1, Th[3] * K0));
+    const td_a4 Y2 = td_fma4(td_s4(Th[8]), K2, td_fma4(td_s4(Th[7]), K1, Th[6] * K0));
     const td_a4 cv = {c[0], c[1], c[2], 0.0};
-    td_a4 W0 = (R[0] * Y0 + R[1] * Y1 + R[2] * Y2) - h[0] * cv;
-    td_a4 W1 = (R[3] * Y0 + R[4] * Y1 + R[5] * Y2) - h[1] * cv;
-    td_a4 W2 = (R[6] * Y0 + R[7] * Y1 + R[8] * Y2) - h[2] * cv;
+    td_a4 W0 = td_fnma4(td_s4(h[0]), cv,
+                        td_fma4(td_s4(R[2]), Y2, td_fma4(td_s4(R[1]), Y1, R[0] * Y0)));
+    td_a4 W1 = td_fnma4(td_s4(h[1]), cv,
+                        td_fma4(td_s4(R[5]), Y2, td_fma4(td_s4(R[4]), Y1, R[3] * Y0)));
+    td_a4 W2 = td_fnma4(td_s4(h[2]), cv,
+                        td_fma4(td_s4(R[8]), Y2, td_fma4(td_s4(R[7]), Y1, R[6] * Y0)));
     W0[0] += mcc; W1[1] += mcc; W2[2] += mcc;
     W0[3] = 0.0; W1[3] = h[2]; W2[3] = -h[1];
     const td_a4 W3 = {0.0, h[2], -h[1], m};
@@ -82,15 +91,18 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
     TD_A4(&M[24]) = W4; TD_A2(&M[28]) = E4;
     TD_A4(&M[30]) = W5; TD_A2(&M[34]) = E5;
     /* y = M V (M symmetric: the sum of its rows weighted by V) */
-    TD_A4(&y[0]) = ((W0 * V[0] + W1 * V[1]) + (W2 * V[2] + W3 * V[3])) + (W4 * V[4] + W5 * V[5]);
-    TD_A2(&y[4]) = ((E0 * V[0] + E1 * V[1]) + (E2 * V[2] + E3 * V[3])) + (E4 * V[4] + E5 * V[5]);
+    TD_A4(&y[0]) = (td_fma4(W1, td_s4(V[1]), W0 * V[0]) + td_fma4(W3, td_s4(V[3]), W2 * V[2]))
+        + td_fma4(W5, td_s4(V[5]), W4 * V[4]);
+    TD_A2(&y[4]) = (td_fma2(E1, td_s2(V[1]), E0 * V[0]) + td_fma2(E3, td_s2(V[3]), E2 * V[2]))
+        + td_fma2(E5, td_s2(V[5]), E4 * V[4]);
     td_neg_coad(V, y, pA);
 }
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
- *     Iᴬ_p += Iᴬ − U D⁻¹ Uᵀ,  pᴬ_p += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
- * (the last is pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
+ *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U / D)ᵀ,
+ *     pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U / D) (u − Uᵀ c)
+ * (the last adds pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
  * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
  * (nothing added to the parent), else 0. */
 static inline int td_aba_back1(const double* M, const double* pA, const double* J,
@@ -101,38 +113,39 @@ static inline int td_aba_back1(const double* M, const double* pA, const double* 
     const td_a4 R3 = TD_A4(&M[18]), R4 = TD_A4(&M[24]), R5 = TD_A4(&M[30]);
     const td_a2 Q0 = TD_A2(&M[4]), Q1 = TD_A2(&M[10]), Q2 = TD_A2(&M[16]);
     const td_a2 Q3 = TD_A2(&M[22]), Q4 = TD_A2(&M[28]), Q5 = TD_A2(&M[34]);
-    const td_a4 U4 = ((R0 * J[0] + R1 * J[1]) + (R2 * J[2] + R3 * J[3]))
-        + (R4 * J[4] + R5 * J[5]);
-    const td_a2 U2 = ((Q0 * J[0] + Q1 * J[1]) + (Q2 * J[2] + Q3 * J[3]))
-        + (Q4 * J[4] + Q5 * J[5]);
+    const td_a4 U4 = (td_fma4(R1, td_s4(J[1]), R0 * J[0]) + td_fma4(R3, td_s4(J[3]), R2 * J[2]))
+        + td_fma4(R5, td_s4(J[5]), R4 * J[4]);
+    const td_a2 U2 = (td_fma2(Q1, td_s2(J[1]), Q0 * J[0]) + td_fma2(Q3, td_s2(J[3]), Q2 * J[2]))
+        + td_fma2(Q5, td_s2(J[5]), Q4 * J[4]);
     TD_A4(&U[0]) = U4;
     TD_A2(&U[4]) = U2;
-    const double D = (((J[0] * U4[0] + J[1] * U4[1]) + (J[2] * U4[2] + J[3] * U4[3]))
-                      + (J[4] * U2[0] + J[5] * U2[1])) + arm;
+    const double D = (td_fma(J[1], U4[1], J[0] * U4[0]) + td_fma(J[3], U4[3], J[2] * U4[2]))
+        + td_fma(J[5], U2[1], td_fma(J[4], U2[0], arm));
     const double uu = tau - td_dot6_tree(J, pA);
     *u = uu;
     if (D <= 1e-13 * scale)
         return 1;
-    const double Di = 1.0 / D;
-    *Dinv = Di;
+    *Dinv = 1.0 / D;
     if (Ip == NULL)
         return 0;
-    const td_a4 C4 = ((R0 * c[0] + R1 * c[1]) + (R2 * c[2] + R3 * c[3]))
-        + (R4 * c[4] + R5 * c[5]);
-    const td_a2 C2 = ((Q0 * c[0] + Q1 * c[1]) + (Q2 * c[2] + Q3 * c[3]))
-        + (Q4 * c[4] + Q5 * c[5]);
-    const td_a4 UD4 = U4 * Di;
-    const td_a2 UD2 = U2 * Di;
-    const double w = uu - (((U4[0] * c[0] + U4[1] * c[1]) + (U4[2] * c[2] + U4[3] * c[3]))
-                            + (U2[0] * c[4] + U2[1] * c[5]));
-    TD_A4(&pAp[0]) += (TD_A4(&pA[0]) + C4) + UD4 * w;
-    TD_A2(&pAp[4]) += (TD_A2(&pA[4]) + C2) + UD2 * w;
-    TD_A4(&Ip[0]) += R0 - U4[0] * UD4;  TD_A2(&Ip[4]) += Q0 - U4[0] * UD2;
-    TD_A4(&Ip[6]) += R1 - U4[1] * UD4;  TD_A2(&Ip[10]) += Q1 - U4[1] * UD2;
-    TD_A4(&Ip[12]) += R2 - U4[2] * UD4; TD_A2(&Ip[16]) += Q2 - U4[2] * UD2;
-    TD_A4(&Ip[18]) += R3 - U4[3] * UD4; TD_A2(&Ip[22]) += Q3 - U4[3] * UD2;
-    TD_A4(&Ip[24]) += R4 - U2[0] * UD4; TD_A2(&Ip[28]) += Q4 - U2[0] * UD2;
-    TD_A4(&Ip[30]) += R5 - U2[1] * UD4; TD_A2(&Ip[34]) += Q5 - U2[1] * UD2;
+    const td_a4 C4 = (td_fma4(R1, td_s4(c[1]), R0 * c[0]) + td_fma4(R3, td_s4(c[3]), R2 * c[2]))
+        + td_fma4(R5, td_s4(c[5]), R4 * c[4]);
+    const td_a2 C2 = (td_fma2(Q1, td_s2(c[1]), Q0 * c[0]) + td_fma2(Q3, td_s2(c[3]), Q2 * c[2]))
+        + td_fma2(Q5, td_s2(c[5]), Q4 * c[4]);
+    /* U / D, not U · D⁻¹: one division after D instead of a division, then a product */
+    const td_a4 UD4 = U4 / D;
+    const td_a2 UD2 = U2 / D;
+    const double w = uu - ((td_fma(U4[1], c[1], U4[0] * c[0]) + td_fma(U4[3], c[3], U4[2] * c[2]))
+                           + td_fma(U2[1], c[5], U2[0] * c[4]));
+    /* the sums that do not wait for D first */
+    TD_A4(&pAp[0]) = td_fma4(UD4, td_s4(w), TD_A4(&pAp[0]) + (TD_A4(&pA[0]) + C4));
+    TD_A2(&pAp[4]) = td_fma2(UD2, td_s2(w), TD_A2(&pAp[4]) + (TD_A2(&pA[4]) + C2));
+#define TD_IP_ROW(r, ur)                                                    \
+    TD_A4(&Ip[6 * r]) = td_fnma4(td_s4(ur), UD4, TD_A4(&Ip[6 * r]) + R##r);   \
+    TD_A2(&Ip[6 * r + 4]) = td_fnma2(td_s2(ur), UD2, TD_A2(&Ip[6 * r + 4]) + Q##r);
+    TD_IP_ROW(0, U4[0]) TD_IP_ROW(1, U4[1]) TD_IP_ROW(2, U4[2])
+    TD_IP_ROW(3, U4[3]) TD_IP_ROW(4, U2[0]) TD_IP_ROW(5, U2[1])
+#undef TD_IP_ROW
     return 0;
 }
 #endif
@@ -146,7 +159,7 @@ static inline double td_aba_fwd1(const double* Ap, const double* c, const double
 {
     const double x = Dinv * ((u - td_dot6_tree(U, c)) - td_dot6_tree(U, Ap));
     for (int n = 0; n < 6; n++)
-        A[n] = (Ap[n] + c[n]) + J[n] * x;
+        A[n] = td_fma(J[n], x, Ap[n] + c[n]);
     return x;
 }
 

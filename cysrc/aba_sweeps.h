@@ -13,19 +13,19 @@
 
 static inline T_ TD_FN(dot6_tree)(const T_* a, const T_* b)
 {
-    return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3]))
-        + (a[4] * b[4] + a[5] * b[5]);
+    return (TD_FMA(a[1], b[1], a[0] * b[0]) + TD_FMA(a[3], b[3], a[2] * b[2]))
+        + TD_FMA(a[5], b[5], a[4] * b[4]);
 }
 
 /* p = −ad_Vᵀ y (aba_simd.h td_neg_coad) */
 static inline void TD_FN(neg_coad)(const T_* V, const T_* y, T_* p)
 {
-    p[0] = V[1] * y[2] - V[2] * y[1] + (V[4] * y[5] - V[5] * y[4]);
-    p[1] = V[2] * y[0] - V[0] * y[2] + (V[5] * y[3] - V[3] * y[5]);
-    p[2] = V[0] * y[1] - V[1] * y[0] + (V[3] * y[4] - V[4] * y[3]);
-    p[3] = V[1] * y[5] - V[2] * y[4];
-    p[4] = V[2] * y[3] - V[0] * y[5];
-    p[5] = V[0] * y[4] - V[1] * y[3];
+    p[0] = TD_FMS(V[1], y[2], V[2] * y[1]) + TD_FMS(V[4], y[5], V[5] * y[4]);
+    p[1] = TD_FMS(V[2], y[0], V[0] * y[2]) + TD_FMS(V[5], y[3], V[3] * y[5]);
+    p[2] = TD_FMS(V[0], y[1], V[1] * y[0]) + TD_FMS(V[3], y[4], V[4] * y[3]);
+    p[3] = TD_FMS(V[1], y[5], V[2] * y[4]);
+    p[4] = TD_FMS(V[2], y[3], V[0] * y[5]);
+    p[5] = TD_FMS(V[0], y[4], V[1] * y[3]);
 }
 
 /* M (36) = the spatial inertia about the origin of frame s of a body at pose C with
@@ -39,18 +39,20 @@ static inline void TD_FN(aba_rigid6)(const T_* C, const double* inr, const T_* V
     T_ c[3], h[3], Y[9], y[6];
     int r, k;
     for (r = 0; r < 3; r++)
-        c[r] = R[3 * r] * inr[1] + R[3 * r + 1] * inr[2] + R[3 * r + 2] * inr[3] + C[9 + r];
+        c[r] = TD_FMA(R[3 * r + 2], TD_SPLAT(inr[3]), TD_FMA(R[3 * r + 1], TD_SPLAT(inr[2]),
+                      TD_FMA(R[3 * r], TD_SPLAT(inr[1]), C[9 + r])));
     for (r = 0; r < 3; r++)
         h[r] = m * c[r];
-    const T_ mcc = m * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+    const T_ mcc = m * TD_FMA(c[2], c[2], TD_FMA(c[1], c[1], c[0] * c[0]));
     for (k = 0; k < 3; k++)
         for (r = 0; r < 3; r++)
-            Y[3 * k + r] = Th[3 * k] * R[3 * r] + Th[3 * k + 1] * R[3 * r + 1]
-                + Th[3 * k + 2] * R[3 * r + 2];
+            Y[3 * k + r] = TD_FMA(TD_SPLAT(Th[3 * k + 2]), R[3 * r + 2],
+                                  TD_FMA(TD_SPLAT(Th[3 * k + 1]), R[3 * r + 1],
+                                         Th[3 * k] * R[3 * r]));
     for (r = 0; r < 3; r++)
         for (k = 0; k < 3; k++)
-            M[6 * r + k] = (R[3 * r] * Y[k] + R[3 * r + 1] * Y[3 + k] + R[3 * r + 2] * Y[6 + k])
-                - h[r] * c[k];
+            M[6 * r + k] = TD_FNMA(h[r], c[k], TD_FMA(R[3 * r + 2], Y[6 + k],
+                                   TD_FMA(R[3 * r + 1], Y[3 + k], R[3 * r] * Y[k])));
     M[0] += mcc; M[7] += mcc; M[14] += mcc;
     M[3] = TD_SPLAT(0.0); M[4] = -h[2]; M[5] = h[1];
     M[9] = h[2];  M[10] = TD_SPLAT(0.0); M[11] = -h[0];
@@ -61,8 +63,8 @@ static inline void TD_FN(aba_rigid6)(const T_* C, const double* inr, const T_* V
             M[6 * (3 + r) + 3 + k] = TD_SPLAT(r == k ? m : 0.0);
         }
     for (r = 0; r < 6; r++)
-        y[r] = ((M[r] * V[0] + M[6 + r] * V[1]) + (M[12 + r] * V[2] + M[18 + r] * V[3]))
-            + (M[24 + r] * V[4] + M[30 + r] * V[5]);
+        y[r] = (TD_FMA(M[6 + r], V[1], M[r] * V[0]) + TD_FMA(M[18 + r], V[3], M[12 + r] * V[2]))
+            + TD_FMA(M[30 + r], V[5], M[24 + r] * V[4]);
     TD_FN(neg_coad)(V, y, pA);
 }
 
@@ -75,9 +77,10 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     T_ Ic[6], UD[6];
     int r, k;
     for (r = 0; r < 6; r++)
-        U[r] = ((M[r] * J[0] + M[6 + r] * J[1]) + (M[12 + r] * J[2] + M[18 + r] * J[3]))
-            + (M[24 + r] * J[4] + M[30 + r] * J[5]);
-    const T_ D = TD_FN(dot6_tree)(J, U) + arm;
+        U[r] = (TD_FMA(M[6 + r], J[1], M[r] * J[0]) + TD_FMA(M[18 + r], J[3], M[12 + r] * J[2]))
+            + TD_FMA(M[30 + r], J[5], M[24 + r] * J[4]);
+    const T_ D = (TD_FMA(J[1], U[1], J[0] * U[0]) + TD_FMA(J[3], U[3], J[2] * U[2]))
+        + TD_FMA(J[5], U[5], TD_FMA(J[4], U[4], TD_SPLAT(arm)));
     const T_ uu = tau - TD_FN(dot6_tree)(J, pA);
     *u = uu;
     const TD_MASK bad = TD_LE(D, 1e-13 * scale);
@@ -85,21 +88,20 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     if (bad)
         return bad;
 #endif
-    const T_ Di = 1.0 / D;
-    *Dinv = Di;
+    *Dinv = 1.0 / D;
     if (Ip == NULL)
         return bad;
     for (r = 0; r < 6; r++) {
-        Ic[r] = ((M[r] * c[0] + M[6 + r] * c[1]) + (M[12 + r] * c[2] + M[18 + r] * c[3]))
-            + (M[24 + r] * c[4] + M[30 + r] * c[5]);
-        UD[r] = U[r] * Di;
+        Ic[r] = (TD_FMA(M[6 + r], c[1], M[r] * c[0]) + TD_FMA(M[18 + r], c[3], M[12 + r] * c[2]))
+            + TD_FMA(M[30 + r], c[5], M[24 + r] * c[4]);
+        UD[r] = U[r] / D;
     }
     const T_ w = uu - TD_FN(dot6_tree)(U, c);
     for (r = 0; r < 6; r++)
-        pAp[r] += (pA[r] + Ic[r]) + UD[r] * w;
+        pAp[r] = TD_FMA(UD[r], w, pAp[r] + (pA[r] + Ic[r]));
     for (r = 0; r < 6; r++)
         for (k = 0; k < 6; k++)
-            Ip[6 * r + k] += M[6 * r + k] - U[r] * UD[k];
+            Ip[6 * r + k] = TD_FNMA(U[r], UD[k], Ip[6 * r + k] + M[6 * r + k]);
     return bad;
 }
 
@@ -255,7 +257,7 @@ static inline void TD_FN(aba_sweeps)(int nb, const int* parent, const int* voff,
             const T_ xx = Dl[6 * o] * ((u[o] - TD_FN(dot6_tree)(&U[6 * o], ci))
                                        - TD_FN(dot6_tree)(&U[6 * o], Ap));
             for (n = 0; n < 6; n++)
-                A[6 * i + n] = (Ap[n] + ci[n]) + J[6 * o + n] * xx;
+                A[6 * i + n] = TD_FMA(J[6 * o + n], xx, Ap[n] + ci[n]);
             qdd[o] = xx;
             continue;
         }

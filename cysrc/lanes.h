@@ -6,18 +6,24 @@
  *       not fill vector registers within one state, and the short column loops of
  *       small models run on TD_VL states for the cost of one.
  * Every lane performs the scalar instantiation's operations in the same order (no
- * contraction into fused multiply-adds, no reassociation; comparisons and square
- * roots lane by lane), so the lanes' results are bitwise those of one state at a
- * time.  TD_FN(name) names a function of this instantiation; model constants
- * (inertias, armature) stay plain doubles.  A value test that would end a one-state
- * kernel (a singular articulated inertia) yields a mask of the failing lanes, which
- * the lanes instantiation records and computes past (the other lanes are not
- * affected). */
+ * contraction by the compiler, no reassociation; the fused multiply-adds that the
+ * code states, TD_FMA, TD_FMS, TD_FNMA (simd.h td_fma), fused alike in both;
+ * comparisons and square roots lane by lane), so the lanes' results are bitwise
+ * those of one state at a time.  TD_FN(name) names a function of this
+ * instantiation; model constants (inertias, armature) stay plain doubles.  A value
+ * test that would end a one-state kernel (a singular articulated inertia) yields a
+ * mask of the failing lanes, which the lanes instantiation records and computes
+ * past (the other lanes are not affected). */
+
+#include "simd.h"
 
 #define T_ TD_T
 
 #if TD_LANES == 1
 #define TD_SPLAT(x) (x)
+#define TD_FMA(a, b, c) td_fma(a, b, c)
+#define TD_FMS(a, b, c) td_fms(a, b, c)
+#define TD_FNMA(a, b, c) td_fnma(a, b, c)
 #define TD_PUT(P, idx, x) ((P)[0][idx] = (x))
 #define TD_ADD1(P, idx, x) ((P)[0][idx] += (x))
 #define TD_MASK int
@@ -30,6 +36,9 @@
 #else
 #define TD_SPLAT(x) ((td_vec){(x), (x)})
 #endif
+#define TD_FMA(a, b, c) td_fmav(a, b, c)
+#define TD_FMS(a, b, c) td_fmsv(a, b, c)
+#define TD_FNMA(a, b, c) td_fnmav(a, b, c)
 #define TD_PUT(P, idx, x) do { const td_vec x_ = (x); \
     for (int l_ = 0; l_ < TD_VL; l_++) (P)[l_][idx] = x_[l_]; } while (0)
 #define TD_ADD1(P, idx, x) do { for (int l_ = 0; l_ < TD_VL; l_++) (P)[l_][idx] += (x); } while (0)
@@ -59,6 +68,9 @@ static inline td_vec td_sqrt_lanes(td_vec x)
 
 #undef T_
 #undef TD_SPLAT
+#undef TD_FMA
+#undef TD_FMS
+#undef TD_FNMA
 #undef TD_PUT
 #undef TD_ADD1
 #undef TD_MASK

@@ -1,10 +1,14 @@
 /* 4- and 2-wide vectors of doubles within one state (GCC/Clang vector extensions;
  * a build without AVX splits the 4-wide operations in two), for the kernels whose
  * per-body rows fill them (aba_simd.h, td_pose_mul12 below).  Each element is one
- * IEEE operation in the order the scalar expressions state (no fused multiply-adds:
- * the builds do not enable them), so every build gives the same bits, and the same
- * bits as the scalar code with that order.  TD_SIMD 0: compilers without vector
- * extensions take the scalar forms. */
+ * IEEE operation in the order the scalar expressions state (the compiler contracts
+ * nothing: -ffp-contract=off), so the vector code gives the bits of the scalar code
+ * with that order.  Fused multiply-adds are explicit (td_fma below, TD_FMA in the
+ * element-generic sweeps): one rounding in the AVX2 twin (-mfma), a product and a
+ * sum elsewhere; the one-state and the lanes code fuse the same operations, so each
+ * build is bitwise consistent, and the two builds differ in the last bits where
+ * td_fma is used.  TD_SIMD 0: compilers without vector extensions take the scalar
+ * forms. */
 #ifndef TREEDYN_SIMD_H
 #define TREEDYN_SIMD_H
 #include "compat.h"
@@ -23,6 +27,55 @@ typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
 #define TD_ALWAYS_INLINE __attribute__((always_inline))
 #else
 #define TD_ALWAYS_INLINE
+#endif
+
+/* td_fma(a, b, c) = a b + c, td_fms = a b − c, td_fnma = c − a b: rounded once where
+ * the build has FMA (__FMA__: the AVX2 twin), else the product rounded, then the sum
+ * (never libm's software fma).  The 4 and 2 suffixes: td_a4, td_a2 (a scalar a
+ * splatted by td_s4, td_s2); v: the lanes' td_vec (compat.h). */
+#if defined(__FMA__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TD_FUSED 1
+#define td_fma(a, b, c) __builtin_fma((a), (b), (c))
+#define td_fms(a, b, c) __builtin_fma((a), (b), -(c))
+#define td_fnma(a, b, c) __builtin_fma(-(a), (b), (c))
+#else
+#define TD_FUSED 0
+#define td_fma(a, b, c) ((a) * (b) + (c))
+#define td_fms(a, b, c) ((a) * (b) - (c))
+#define td_fnma(a, b, c) ((c) - (a) * (b))
+#endif
+#if TD_SIMD
+#define td_s4(x) ((td_a4){(x), (x), (x), (x)})
+#define td_s2(x) ((td_a2){(x), (x)})
+#if TD_FUSED
+#define td_fma4(a, b, c) ((td_a4)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define td_fms4(a, b, c) ((td_a4)_mm256_fmsub_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define td_fnma4(a, b, c) ((td_a4)_mm256_fnmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define td_fma2(a, b, c) ((td_a2)_mm_fmadd_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#define td_fms2(a, b, c) ((td_a2)_mm_fmsub_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#define td_fnma2(a, b, c) ((td_a2)_mm_fnmadd_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#else
+#define td_fma4(a, b, c) ((a) * (b) + (c))
+#define td_fms4(a, b, c) ((a) * (b) - (c))
+#define td_fnma4(a, b, c) ((c) - (a) * (b))
+#define td_fma2(a, b, c) ((a) * (b) + (c))
+#define td_fms2(a, b, c) ((a) * (b) - (c))
+#define td_fnma2(a, b, c) ((c) - (a) * (b))
+#endif
+#endif
+#if TD_VL == 4 && TD_FUSED
+#define td_fmav(a, b, c) ((td_vec)_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define td_fmsv(a, b, c) ((td_vec)_mm256_fmsub_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define td_fnmav(a, b, c) ((td_vec)_mm256_fnmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#elif TD_VL == 2 && TD_FUSED
+#define td_fmav(a, b, c) ((td_vec)_mm_fmadd_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#define td_fmsv(a, b, c) ((td_vec)_mm_fmsub_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#define td_fnmav(a, b, c) ((td_vec)_mm_fnmadd_pd((__m128d)(a), (__m128d)(b), (__m128d)(c)))
+#else
+#define td_fmav(a, b, c) ((a) * (b) + (c))
+#define td_fmsv(a, b, c) ((a) * (b) - (c))
+#define td_fnmav(a, b, c) ((c) - (a) * (b))
 #endif
 
 #if TD_SIMD

@@ -237,8 +237,8 @@ np.savez(sys.argv[1], **out)
 """
 
 
-@pytest.mark.skipif(not _ext._baseline._cpu_has_avx2(), reason="this CPU has no AVX2")
-def test_both_kernel_builds_give_bitwise_the_same_rollouts(tmp_path):
+@pytest.mark.skipif(not _ext._cpu_runs_avx2_build(), reason="this CPU has no AVX2 and FMA")
+def test_both_kernel_builds_give_the_same_rollouts_to_the_last_bits(tmp_path):
     pytest.importorskip("treedyn._kernels_avx2")
     res = {}
     for isa in ("baseline", "avx2"):
@@ -250,7 +250,9 @@ def test_both_kernel_builds_give_bitwise_the_same_rollouts(tmp_path):
     assert str(res["baseline"].pop("isa")) == "baseline"
     assert str(res["avx2"].pop("isa")) == "avx2"
     for k in res["baseline"]:
-        assert np.array_equal(res["baseline"][k], res["avx2"][k]), k
+        # the AVX2 build fuses the ABA's multiply-adds (setup.py): the last bits differ
+        b, w = res["baseline"][k], res["avx2"][k]
+        assert np.abs(b - w).max() <= 1e-12 * np.abs(b).max(), k
         assert np.all(np.isfinite(res["baseline"][k]))
 
 

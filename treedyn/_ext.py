@@ -1,9 +1,12 @@
 """The compiled kernels in use: ``treedyn._kernels`` (the platform's baseline
-instruction set) or, where the CPU has AVX2 and it was built (x86-64 with GCC or
-Clang), ``treedyn._kernels_avx2``: the same source compiled with ``-mavx2``, whose
-wider vectors speed up the derivative products and the per-pair loops.  FMA
-contraction is not enabled, so both give bitwise the same results
-(tests/test_kernel_builds.py).
+instruction set) or, where the CPU has AVX2 and FMA and it was built (x86-64 with
+GCC or Clang), ``treedyn._kernels_avx2``: the same source compiled with ``-mavx2
+-mfma``, whose wider vectors speed up the derivative products and the per-pair
+loops, and whose fused multiply-adds the ABA's per-body arithmetic.  The fused
+operations are explicit (cysrc/simd.h ``td_fma``; the compiler contracts nothing),
+so each build is deterministic and its vector lanes equal its one-state kernels
+bit for bit, but the two builds differ in the last bits where a fused operation
+is used (tests/test_kernel_builds.py).
 
 The environment variable ``TREEDYN_KERNELS`` ("auto", "baseline" or "avx2"), read
 at import, overrides the choice.
@@ -13,6 +16,12 @@ import os
 from . import _kernels as _baseline
 
 
+def _cpu_runs_avx2_build():
+    """Whether this CPU (and OS) runs the AVX2 build: AVX2 and FMA3 (a few CPUs,
+    e.g. some VIA and early Intel models, have one without the other)."""
+    return _baseline._cpu_has_avx2() and _baseline._cpu_has_fma()
+
+
 def _select():
     choice = os.environ.get("TREEDYN_KERNELS", "auto").strip().lower() or "auto"
     if choice not in ("auto", "baseline", "avx2"):
@@ -20,10 +29,10 @@ def _select():
                           f"'avx2'")
     if choice == "baseline":
         return _baseline
-    if not _baseline._cpu_has_avx2():
+    if not _cpu_runs_avx2_build():
         if choice == "avx2":
             raise ImportError("TREEDYN_KERNELS='avx2': this CPU (or OS) does not run AVX2 "
-                              "code")
+                              "and FMA code")
         return _baseline
     try:
         from . import _kernels_avx2
