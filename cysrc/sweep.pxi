@@ -17,7 +17,8 @@ cdef extern from "simd.h" nogil:
 
 
 cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
-    """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
+    """sin and cos of every revolute joint's angle into d.sc_q: the fast-path ones and
+    those about an offset body axis (screw_rev, joint_pose_offset).  Every kernel
     runs this before its forward loop: the evaluations are independent, eight at a
     time in two vectors of lanes (td_sincos_joints), and the serial recursion that
     follows has only products left."""
@@ -25,7 +26,8 @@ cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept 
     cdef int idx[8]
     for i in range(m.nb):
         fast = m.fast[i]
-        if fast != FAST_NONE and fast != FAST_SCREW:
+        if (fast != FAST_NONE and fast != FAST_SCREW) or (fast == FAST_SCREW
+                                                          and m.screw_rev[i]):
             idx[k] = i
             k += 1
             if k == 8:
@@ -40,7 +42,8 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
     """liMi[i] and, for a joint without fast path, S (if need_S) and cJ = Ṡ q̇ (body
     frame; zero when qd is NULL).  One-freedom joints: S is the constant model.X
     row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written); revolute ones use
-    the sines of angle_prepass, which must have run for this q.
+    the sines of angle_prepass, which must have run for this q (as do the revolute
+    joints about an offset axis, joint_step_screw).
     Returns 1 if the joint's quaternion is not unit, else 0."""
     cdef int fast = m.fast[i]
     if fast == FAST_SCREW:
@@ -56,11 +59,13 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
 cdef void joint_step_screw(ModelCore m, DataC* d, int i, const double* q) noexcept nogil:
     """liMi[i] of a one-freedom screw joint without the axis fast path: closed form
     for a revolute joint about an offset body-axis direction (screw_rev), the screw
-    exponential otherwise.  Out of line, so that joint_step stays small enough to
-    be inlined in every kernel's loop."""
+    exponential otherwise (the former with the sines of angle_prepass, which must have
+    run for this q).  Out of line, so that joint_step stays small enough to be
+    inlined in every kernel's loop."""
     if m.screw_rev[i]:
         joint_pose_offset(m.screw_rev[i] - 1, &m.X[m.voff[i], 0], &m.screw_pt[i, 0],
-                          &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+                          &m.Bref[i, 0], d.sc_q[2 * i], d.sc_q[2 * i + 1],
+                          &d.liMi[12 * i])
     else:
         joint_pose_1dof(FAST_SCREW, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]],
                         &d.liMi[12 * i])
@@ -227,7 +232,8 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
         d.path[n] = i
         n += 1
         fast = m.fast[i]
-        if fast != FAST_NONE and fast != FAST_SCREW:
+        if (fast != FAST_NONE and fast != FAST_SCREW) or (fast == FAST_SCREW
+                                                          and m.screw_rev[i]):
             sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
         i = m.parent[i]
     for k in range(n - 1, -1, -1):
