@@ -611,9 +611,8 @@ cdef bint _cholesky(double* A, int n, double rcond, const double* ref,
             s -= Aj[k] * Aj[k]
         if not s > (rcond * ref[j] if ref != NULL else 0.0):
             return False
-        inv = 1.0 / s                   # 1/√s = √s / s: root and division side by side
         s = sqrt(s)
-        inv *= s
+        inv = 1.0 / s
         Aj[j] = s
         if dinv != NULL:
             dinv[j] = inv

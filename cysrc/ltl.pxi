@@ -5,9 +5,7 @@
 # Σ depth (used by the constrained dynamics, loops.pxi).  The factor keeps the
 # reciprocals 1/L_kk on its diagonal, so that the solves multiply where they
 # would divide (a division in a triangular solve's dependency chain costs a
-# dozen cycles or more); 1/L_kk = √x · (1/x), the root and the division
-# independent, not one after the other (the factorization is a dependency
-# chain through its pivots).
+# dozen cycles or more).
 
 cdef enum:
     LTL_PATH = 256      # ancestor chains up to this long are walked once per freedom
@@ -30,7 +28,7 @@ cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
         Lk = &M[k * n]
         if not Lk[k] > 0.0:
             return False
-        a = sqrt(Lk[k]) * (1.0 / Lk[k])      # 1/√x: the root and the quotient at once
+        a = 1.0 / sqrt(Lk[k])
         Lk[k] = a
         depth = 0
         i = lam[k]
