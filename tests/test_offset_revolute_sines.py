@@ -112,3 +112,57 @@ def test_closed_loop_batch_equals_one_state_calls(name):
     for k in range(N):
         assert np.array_equal(batch[k], m.forward_dynamics(q0[k], v0[k], tau[k]))
         assert np.array_equal(cfd[k], m.constrained_forward_dynamics(q0[k], v0[k], tau[k])[0])
+
+
+def _planar_four_bar(R):
+    """The shipped four-bar's geometry (joint points A, B, C, D, axes along z) turned
+    by the rotation R, gravity turned with it."""
+    g = td.JointGraph("four_bar_turned")
+    pts = {k: R @ np.array(p) for k, p in
+           dict(A=[0, 0, 0], B=[0, 0.1, 0], C=[0.4, 0.3, 0], D=[0.4, 0, 0]).items()}
+    axis = R @ np.array([0.0, 0.0, 1.0])
+    for name, (p, q), mass in (("crank", "AB", 0.2), ("coupler", "BC", 0.7),
+                               ("rocker", "DC", 0.5)):
+        F = np.eye(4)
+        F[:3, :3] = R
+        F[:3, 3] = 0.5 * (pts[p] + pts[q])
+        g.add_body(name, mass=mass, com=[0.01, 0.0, 0.0],
+                   inertia=np.diag([1e-4, 2e-3, 2.1e-3]), frame=F)
+    g.add_joint("A", "revolute", "world", "crank", axis=axis, point=pts["A"])
+    g.add_joint("B", "revolute", "crank", "coupler", axis=axis, point=pts["B"])
+    g.add_joint("D", "revolute", "world", "rocker", axis=axis, point=pts["D"])
+    g.add_joint("C", "revolute", "coupler", "rocker", axis=axis, point=pts["C"], loop=True)
+    g.gravity = R @ np.array([0.3, -9.81, 0.0])
+    return g.compile()
+
+
+def test_turned_planar_loop_rows_and_dynamics():
+    """A planar loop in a tilted plane: its axis-alignment rows are zero (no wrench
+    products), the point rows are the flat loop's turned, and the constrained
+    dynamics (the three point rows now mix, rank 2: the pivoted factorization) are
+    the flat loop's."""
+    from scipy.spatial.transform import Rotation
+    R = Rotation.from_rotvec([0.4, -0.7, 0.2]).as_matrix()
+    flat, tilt = _planar_four_bar(np.eye(3)), _planar_four_bar(R)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        q = flat.assemble(flat.random_configuration(rng))
+        v = flat.project_velocity(q, rng.normal(size=flat.nv))
+        tau = rng.normal(size=flat.nv)
+        gf, gt = flat.constraint_residual(q), tilt.constraint_residual(q)
+        np.testing.assert_allclose(gt[:3], R @ gf[:3], rtol=0, atol=1e-15)
+        Gf, Gt = flat.constraint_jacobian(q), tilt.constraint_jacobian(q)
+        assert np.all(Gt[3:] == 0.0) and np.all(Gf[2:] == 0.0)
+        np.testing.assert_allclose(Gt[:3], R @ Gf[:3], rtol=0, atol=1e-14)
+        af, lf = flat.constrained_forward_dynamics(q, v, tau)
+        at, lt = tilt.constrained_forward_dynamics(q, v, tau)
+        np.testing.assert_allclose(at, af, rtol=0, atol=1e-11 * max(1.0, np.abs(af).max()))
+        np.testing.assert_allclose(lt[:3], R @ lf[:3], rtol=0,
+                                   atol=1e-11 * max(1.0, np.abs(lf).max()))
+    q0 = np.repeat(flat.assemble(flat.neutral())[None], 3, axis=0)
+    v0 = np.array([flat.project_velocity(q0[0], rng.normal(size=flat.nv)) for _ in range(3)])
+    rf = td.rollout(flat, q0, v0, 0.02, 1e-3)
+    rt = td.rollout(tilt, q0, v0, 0.02, 1e-3)
+    np.testing.assert_allclose(rt.q, rf.q, rtol=0, atol=1e-11)
+    tr = td.simulate(tilt, q0[1], v0[1], 0.02, 1e-3)
+    assert np.array_equal(tr.q, rt.q[1]) and np.array_equal(tr.v, rt.v[1])
