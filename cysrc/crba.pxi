@@ -53,13 +53,13 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
     cdef double* Ci
     cdef double cJ[6]
     if not joints_ready:
-        angle_screw_prepass(m, d, q)
+        angle_prepass(m, d, q)
     for i in range(nb):
         if world_ready:
             _crba_from_world(m, d, i)
         elif joints_ready:
             spatial_pose_and_screws(m, d, i)
-        elif spatial_step_sc(m, d, i, q, NULL, cJ, True) and bad == 0:
+        elif spatial_step(m, d, i, q, NULL, cJ) and bad == 0:
             bad = i + 1
         Ci = &d.sMi[12 * i]
         if td_massless(&m.inert[i, 0]):

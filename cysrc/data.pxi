@@ -51,7 +51,7 @@ cdef struct DataC:
                       #          (backward pass), then their accelerations (forward pass)
     int* sub_end      # (nb,)    one past the last freedom of body i's subtree
     # scratch
-    double* sc_q      # (nb, 2)  sin, cos of the revolute fast-path joints' angles
+    double* sc_q      # (nb, 2)  sin, cos of the turning one-freedom joints (angle_prepass)
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
     # loop closures (loops.pxi; NULL for models without closures or mimic couplings)
     double* oJ        # (nv, 6)  world screws about the world origin

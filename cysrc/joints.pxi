@@ -204,20 +204,13 @@ cdef inline void joint_pose_1dof(int fast, const double* X, const double* B, dou
 
 
 cdef inline void joint_pose_offset(int k, const double* X, const double* r,
-                                   const double* B, double q, double* T) noexcept nogil:
+                                   const double* B, double s, double c,
+                                   double* T) noexcept nogil:
     """T = B exp(X q) for a revolute screw X = (±e_k, r × X_ω) about the body's k axis
-    direction through the point r (screw_rev, screw_pt): exp(X q) = (R, (I − R) r)
-    with R the rotation about e_k, so T = (B.R R, B.p + B.R (I − R) r) — the
-    rotation part as for FAST_REV_*, without the general screw exponential."""
-    cdef double c, s
-    sincos(q, &s, &c)
-    joint_pose_offset_sc(k, X, r, B, s, c, T)
-
-
-cdef inline void joint_pose_offset_sc(int k, const double* X, const double* r,
-                                      const double* B, double s, double c,
-                                      double* T) noexcept nogil:
-    """joint_pose_offset given s = sin q, c = cos q."""
+    direction through the point r (screw_rev, screw_pt), given s = sin q, c = cos q
+    (angle_prepass): exp(X q) = (R, (I − R) r) with R the rotation about e_k, so
+    T = (B.R R, B.p + B.R (I − R) r) — the rotation part as for FAST_REV_*, without
+    the general screw exponential."""
     cdef double t
     cdef double dl[3]
     joint_pose_rev(FAST_REV_X + k, X, B, s, c, T)

@@ -276,6 +276,8 @@ cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q,
                 d.lsc[2 * i * L + l] = d.sc_q[2 * i]
                 d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
             continue
+        if not angles and _screw_turns(m, i):
+            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])   # joint_step_screw's
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
         for k in range(12):

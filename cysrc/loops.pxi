@@ -127,25 +127,30 @@ cdef inline void _cross_add(const double* a, const double* b, double s, double* 
     c[2] += s * (a[0] * b[1] - a[1] * b[0])
 
 
-cdef void _side(ModelCore m, DataC* d, int body, Side* s) noexcept nogil:
+cdef void _side(ModelCore m, DataC* d, int body, Side* s, bint at_rest=False) noexcept nogil:
     """World pose and motion of the body (world: identity, at rest), from d.oMi, d.v,
-    d.a (body motion at v̇ = 0)."""
+    d.a (body motion at v̇ = 0); ``at_rest``: d.v and d.a are zero (the motion is not
+    read)."""
     cdef int k
     cdef double t[3]
     cdef const double* V
     cdef const double* A
     s.body = body
+    if body < 0 or at_rest:
+        for k in range(3):
+            s.w[k] = 0.0; s.rd[k] = 0.0; s.al[k] = 0.0; s.rdd[k] = 0.0
     if body < 0:
         for k in range(9):
             s.R[k] = 1.0 if k % 4 == 0 else 0.0
         for k in range(3):
             s.r[k] = 0.0
-            s.w[k] = 0.0; s.rd[k] = 0.0; s.al[k] = 0.0; s.rdd[k] = 0.0
         return
     for k in range(9):
         s.R[k] = d.oMi[12 * body + k]
     for k in range(3):
         s.r[k] = d.oMi[12 * body + 9 + k]
+    if at_rest:
+        return
     V = &d.v[6 * body]
     A = &d.a[6 * body]
     rot_vec(s.R, V, s.w)
@@ -294,12 +299,14 @@ cdef void _emit_axis_alignment(Rows* rows, const MovVec* u, const MovVec* eP,
 
 cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
                             const double* W, int k0, int nrows, const double* xP,
-                            const double* xC, double* G) noexcept nogil:
+                            const double* xC, double* G, int zero_rows=0) noexcept nogil:
     """Rows k0 .. k0 + nrows of G (m, nv) from the closure's row wrenches W and the
     world screws d.oJ of the freedoms on the two paths.  xP, xC not NULL: the first
     three rows are the point difference x_C − x_P (_emit_point_difference), whose
     entries are the points' velocities per unit rate, ±(v0_j + ω_j × x), one cross
-    product for the three rows instead of three wrench products."""
+    product for the three rows instead of three wrench products.  zero_rows: bit r
+    set for a row k0 + r that is zero for every q (a planar loop's axis alignment,
+    zero wrenches): left at zero, no products."""
     cdef int nv = m.nv, r, i, j, side, r0 = 0 if xP == NULL else 3
     cdef const double* oJ = d.oJ
     cdef const double* w
@@ -320,6 +327,8 @@ cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
                     for r in range(3):
                         G[(k0 + r) * nv + j] += sg * (oJ[6 * j + 3 + r] + u[r])
                 for r in range(r0, nrows):
+                    if zero_rows & (1 << r):
+                        continue
                     w = &W[12 * r + 6 * side]
                     G[(k0 + r) * nv + j] += dot6(w, &oJ[6 * j])
             i = m.parent[i]
@@ -408,14 +417,15 @@ cdef void _orientation_rows(Rows* rows, const Side* P, const Side* C, const doub
 
 
 cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
-                   double* D=NULL) noexcept nogil:
+                   double* D=NULL, bint at_rest=False) noexcept nogil:
     """Rows g (m), G (m, nv), Ġv (m) of every closure and mimic coupling from
     d.oMi, d.v, d.a (body_motion_kernel at v̇ = 0) and d.oJ (world screws).  G NULL:
     g and Ġv only (no world screws needed).  D (m, 6), if given: the wrench maps,
     per row (w_C,ang − c × w_C,lin, w_C,lin) with c the child-side body's origin, so
     that the row's rate from a twist (ω, ṙ_c) of that body alone is D·(ω, ṙ_c) and
-    the closure's wrench on it is Dᵀλ (zero rows for mimic couplings)."""
-    cdef int nv = m.nv, c, t, k, j
+    the closure's wrench on it is Dᵀλ (zero rows for mimic couplings).  ``at_rest``:
+    d.v and d.a are zero (loop_rows_kernel without v), their rotations are skipped."""
+    cdef int nv = m.nv, c, t, k, j, zero_rows
     cdef Rows rows
     cdef Side P, C
     cdef MovVec mv[8]
@@ -438,8 +448,8 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         rows.k0 = rows.k
         if t == LOOP_FREE:
             continue
-        _side(m, d, m.cl_int[c, 1], &P)
-        _side(m, d, m.cl_int[c, 2], &C)
+        _side(m, d, m.cl_int[c, 1], &P, at_rest)
+        _side(m, d, m.cl_int[c, 2], &C, at_rest)
         if t == LOOP_PRISMATIC or t == LOOP_FIXED or t == LOOP_HELICAL:
             rot_mul(P.R, &geo[G_OFFP], RP)             # the frames' world rotations
             rot_mul(C.R, &geo[G_OFFC], RC)
@@ -449,8 +459,10 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         _mv_difference(&mv[0], &mv[1], &mv[2])
         if t == LOOP_SPHERICAL or t == LOOP_REVOLUTE or t == LOOP_UNIVERSAL:
             _emit_point_difference(&rows, &mv[0], &mv[1], &mv[2])
+        zero_rows = 0
         if ((t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
                 or t == LOOP_PLANAR) and m.cl_parallel[c]):
+            zero_rows = 3 << (rows.k - rows.k0)
             _row(&rows, 0.0, 0.0)               # planar loop: e_P ∥ e_C for every q
             _row(&rows, 0.0, 0.0)
         elif (t == LOOP_REVOLUTE or t == LOOP_HELICAL or t == LOOP_CYLINDRICAL
@@ -503,9 +515,10 @@ cdef int loop_rows(ModelCore m, DataC* d, double* g, double* G, double* gam,
         if G != NULL and (t == LOOP_SPHERICAL or t == LOOP_REVOLUTE
                           or t == LOOP_UNIVERSAL):   # rows 0-2: the point difference
             _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, mv[0].x,
-                              mv[1].x, G)
+                              mv[1].x, G, zero_rows)
         elif G != NULL:
-            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, NULL, NULL, G)
+            _closure_jacobian(m, d, &P, &C, W, rows.k0, rows.k - rows.k0, NULL, NULL, G,
+                              zero_rows)
         if D != NULL:
             _wrench_maps(d, &C, W, rows.k0, rows.k - rows.k0, D)
     # mimic couplings: q_f − m q_l − offset, rate row e_f − m e_l
@@ -558,7 +571,7 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
         bad = body_motion_kernel(m, d, q, qd, d.zero_v)
     world_screws(m, d, d.oJ)
     d.q_loop = q
-    loop_rows(m, d, g, G, gam)
+    loop_rows(m, d, g, G, gam, NULL, qd == NULL)
     return bad
 
 

@@ -16,21 +16,6 @@ cdef extern from "simd.h" nogil:
                           double* sc)     # td_sincos of q[qoff[idx[k]]], four at a time
 
 
-cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
-    """sin and cos of every revolute fast-path joint's angle into d.sc_q.  Every kernel
-    runs this before its forward loop: the evaluations are independent, eight at a
-    time in two vectors of lanes (td_sincos_joints), and the serial recursion that
-    follows has only products left."""
-    _angle_prepass(m, d, q, False)
-
-
-cdef inline void angle_screw_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
-    """angle_prepass, and also the sines of the other one-freedom screws with a
-    rotation (FAST_SCREW with e ≠ 0: offset or oblique hinges, helical joints), for
-    the kernels whose joint steps are spatial_step_sc's."""
-    _angle_prepass(m, d, q, True)
-
-
 cdef inline bint _screw_turns(ModelCore m, int i) noexcept nogil:
     """Body i's joint is a FAST_SCREW with a rotation part (not prismatic)."""
     cdef int o = m.voff[i]
@@ -38,13 +23,19 @@ cdef inline bint _screw_turns(ModelCore m, int i) noexcept nogil:
                                         or m.X[o, 2] != 0.0)
 
 
-cdef inline void _angle_prepass(ModelCore m, DataC* d, const double* q,
-                                bint screws) noexcept nogil:
+cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
+    """sin and cos of the angle of every one-freedom joint that turns into d.sc_q: the
+    revolute fast-path ones and the other screws with a rotation part (FAST_SCREW with
+    e ≠ 0: hinges about an offset body axis (screw_rev) or an oblique axis, helical
+    joints), read by their joint steps (joint_step, joint_step_screw, spatial_step).
+    Every kernel runs this before its forward loop: the evaluations are independent,
+    eight at a time in two vectors of lanes (td_sincos_joints, td_sincos's bits), and
+    the serial recursion that follows has only products left."""
     cdef int i, fast, k = 0
     cdef int idx[8]
     for i in range(m.nb):
         fast = m.fast[i]
-        if (fast != FAST_NONE and fast != FAST_SCREW) or (screws and _screw_turns(m, i)):
+        if (fast != FAST_NONE and fast != FAST_SCREW) or _screw_turns(m, i):
             idx[k] = i
             k += 1
             if k == 8:
@@ -59,7 +50,8 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
     """liMi[i] and, for a joint without fast path, S (if need_S) and cJ = Ṡ q̇ (body
     frame; zero when qd is NULL).  One-freedom joints: S is the constant model.X
     row (set in Data at creation) and Ṡ q̇ = 0 (cJ not written); revolute ones use
-    the sines of angle_prepass, which must have run for this q.
+    the sines of angle_prepass, which must have run for this q (as do the other
+    turning one-freedom screws, joint_step_screw).
     Returns 1 if the joint's quaternion is not unit, else 0."""
     cdef int fast = m.fast[i]
     if fast == FAST_SCREW:
@@ -75,13 +67,22 @@ cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
 cdef void joint_step_screw(ModelCore m, DataC* d, int i, const double* q) noexcept nogil:
     """liMi[i] of a one-freedom screw joint without the axis fast path: closed form
     for a revolute joint about an offset body-axis direction (screw_rev), the screw
-    exponential otherwise.  Out of line, so that joint_step stays small enough to
+    exponential otherwise; a joint that turns takes its sines from angle_prepass, which
+    must have run for this q.  Out of line, so that joint_step stays small enough to
     be inlined in every kernel's loop."""
+    cdef int o = m.voff[i]
+    cdef double RJ[9]
+    cdef double pJ[3]
     if m.screw_rev[i]:
-        joint_pose_offset(m.screw_rev[i] - 1, &m.X[m.voff[i], 0], &m.screw_pt[i, 0],
-                          &m.Bref[i, 0], q[m.qoff[i]], &d.liMi[12 * i])
+        joint_pose_offset(m.screw_rev[i] - 1, &m.X[o, 0], &m.screw_pt[i, 0],
+                          &m.Bref[i, 0], d.sc_q[2 * i], d.sc_q[2 * i + 1],
+                          &d.liMi[12 * i])
+    elif _screw_turns(m, i):
+        screw_exp_sc(&m.X[o, 0], q[m.qoff[i]], d.sc_q[2 * i], d.sc_q[2 * i + 1], RJ, pJ)
+        pose_mul(&m.Bref[i, 0], &m.Bref[i, 9], RJ, pJ, &d.liMi[12 * i],
+                 &d.liMi[12 * i + 9])
     else:
-        joint_pose_1dof(FAST_SCREW, &m.X[m.voff[i], 0], &m.Bref[i, 0], q[m.qoff[i]],
+        joint_pose_1dof(FAST_SCREW, &m.X[o, 0], &m.Bref[i, 0], q[m.qoff[i]],
                         &d.liMi[12 * i])
 
 
@@ -140,19 +141,11 @@ cdef extern from "simd.h" nogil:
 
 cdef inline td_int_always_inline spatial_step(ModelCore m, DataC* d, int i, const double* q,
                                               const double* qd, double* cJ) noexcept nogil:
-    """spatial_step_sc of a kernel whose prepass was angle_prepass."""
-    return spatial_step_sc(m, d, i, q, qd, cJ, False)
-
-
-cdef inline td_int_always_inline spatial_step_sc(ModelCore m, DataC* d, int i,
-                                                 const double* q, const double* qd,
-                                                 double* cJ, bint screws) noexcept nogil:
     """joint_step, then sMi[i] = sMi[parent] liMi[i] (frame s) and the spatial screws
     sJ = Ad_{sMi} S of body i's freedoms (revolute joints about a body axis: all
     three in one step, td_rev_step, the same bits; prismatic joints likewise,
     td_prism_step; small, so that it is inlined in the kernels' loops: the other
-    joints in _spatial_step_other).  ``screws``: the prepass was angle_screw_prepass,
-    the rotating FAST_SCREW joints read their sines from d.sc_q (the same bits)."""
+    joints in _spatial_step_other)."""
     cdef int fast = m.fast[i], par = m.parent[i], o = m.voff[i]
     cdef const double* X
     if fast != FAST_NONE and fast != FAST_SCREW:
@@ -167,28 +160,15 @@ cdef inline td_int_always_inline spatial_step_sc(ModelCore m, DataC* d, int i,
                           NULL if par < 0 else &d.sMi[12 * par], &d.liMi[12 * i],
                           &d.sMi[12 * i], &d.sJ[6 * o])
             return 0
-    return _spatial_step_other(m, d, i, q, qd, cJ, screws)
+    return _spatial_step_other(m, d, i, q, qd, cJ)
 
 
 cdef td_int_noinline _spatial_step_other(ModelCore m, DataC* d, int i, const double* q,
-                                         const double* qd, double* cJ,
-                                         bint screws) noexcept nogil:
+                                         const double* qd, double* cJ) noexcept nogil:
     """spatial_step of a joint without the revolute axis fast path."""
     cdef int bad = 0
-    cdef int o = m.voff[i]
-    cdef double RJ[9]
-    cdef double pJ[3]
     if m.fast[i] == FAST_SCREW:
-        if not screws:
-            joint_step_screw(m, d, i, q)
-        elif m.screw_rev[i]:
-            joint_pose_offset_sc(m.screw_rev[i] - 1, &m.X[o, 0], &m.screw_pt[i, 0],
-                                 &m.Bref[i, 0], d.sc_q[2 * i], d.sc_q[2 * i + 1],
-                                 &d.liMi[12 * i])
-        else:           # joint_pose_1dof's screw exponential (not prismatic here)
-            screw_exp_sc(&m.X[o, 0], q[m.qoff[i]], d.sc_q[2 * i], d.sc_q[2 * i + 1], RJ, pJ)
-            pose_mul(&m.Bref[i, 0], &m.Bref[i, 9], RJ, pJ, &d.liMi[12 * i],
-                     &d.liMi[12 * i + 9])
+        joint_step_screw(m, d, i, q)
     else:
         bad = joint_step_general(m, d, i, q, qd, cJ, True)
     spatial_pose_and_screws(m, d, i)
@@ -219,7 +199,7 @@ cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
     cdef double cJ[6]
     cdef double* out
     if not poses_ready:
-        angle_screw_prepass(m, d, q)
+        angle_prepass(m, d, q)
     for i in range(m.nb):
         if poses_ready and m.fast[i] != FAST_NONE:
             continue
@@ -227,7 +207,7 @@ cdef int spatial_poses(ModelCore m, DataC* d, const double* q, const double* qd,
             out = &cJ[0]
         else:
             out = &Sdq[6 * i]
-        if spatial_step_sc(m, d, i, q, qd, out, True) and bad == 0:
+        if spatial_step(m, d, i, q, qd, out) and bad == 0:
             bad = i + 1
     return bad
 
@@ -267,7 +247,7 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
         d.path[n] = i
         n += 1
         fast = m.fast[i]
-        if fast != FAST_NONE and fast != FAST_SCREW:
+        if (fast != FAST_NONE and fast != FAST_SCREW) or _screw_turns(m, i):
             sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
         i = m.parent[i]
     for k in range(n - 1, -1, -1):

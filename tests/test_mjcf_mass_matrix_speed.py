@@ -3,11 +3,11 @@ it replaces.
 
 * Spatial joint steps of rotating one-freedom screws that are not about a body axis
   through the origin (offset hinges, oblique hinges, helical joints: dm_control's
-  dog has 43): their sines now come from the angle prepass (angle_screw_prepass,
-  spatial_step_sc) in the CRBA and the spatial RNEA.  Oracle: the same poses,
-  bit for bit, from the ABA, whose joint steps still evaluate each sine on the spot
-  (joint_step_screw); M against inverse-dynamics columns and τ against the body
-  form at tight tolerances, on random trees of every joint kind.
+  dog has 43): their sines come from the angle prepass (angle_prepass, four at a time)
+  in every kernel.  Oracle: the same poses, bit for bit, from the Jacobian's path
+  sweep, which evaluates each joint's sine on the spot (td_sincos one at a time); the
+  kernels' poses against each other; M against inverse-dynamics columns and τ against
+  the body form at tight tolerances, on random trees of every joint kind.
 * Mesh inertia from STL files by axis (treedyn.io.mjcf): against the previous
   triangle-major computation, kept here as the oracle, for binary and ASCII files,
   refpos / refquat / scale / mirroring scales, legacy and exact inertia.
@@ -83,15 +83,26 @@ def test_screw_tree_has_every_joint_step(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_crba_and_spatial_rnea_poses_are_the_aba_joint_steps_bit_for_bit(seed):
-    """Oracle: the ABA's poses sMi (joint_step_screw's own sines) — the prepass sines
-    must give the same bits, also when one Data goes from one state to another."""
+def test_prepass_poses_are_the_one_at_a_time_sines_bit_for_bit(seed):
+    """Oracle: the world poses oMi of the Jacobian's path sweep (each sine evaluated on
+    the spot) — forward kinematics' prepass sines must give the same bits; the CRBA,
+    the spatial RNEA and the ABA give the same poses sMi, liMi and screws sJ as each
+    other, also when one Data goes from one state to another (stale sines)."""
     rng = np.random.default_rng(seed)
     model = screw_tree(rng)
-    d_crba, d_rnea, d_aba = (model.create_data() for _ in range(3))
-    for _ in range(3):                                   # stale sines would show here
+    d_crba, d_rnea, d_aba, d_fk, d_jac = (model.create_data() for _ in range(5))
+    parents = np.asarray(model._tables["parent"])
+    leaves = [i for i in range(model.nb) if i not in set(parents.tolist())]
+    for _ in range(3):
         q = model.random_configuration(rng)
         v, a = rng.standard_normal((2, model.nv))
+        model.forward_kinematics(q, data=d_fk)
+        for leaf in leaves:
+            model.jacobian(q, model.body_names[leaf], data=d_jac)
+            i = leaf
+            while i >= 0:                                # the leaf's path to its root
+                assert np.array_equal(d_jac.oMi[i], d_fk.oMi[i])
+                i = parents[i]
         model.mass_matrix(q, data=d_crba)
         model.inverse_dynamics(q, v, a, representation="spatial", data=d_rnea)
         model.forward_dynamics(q, v, a, data=d_aba)
