@@ -29,6 +29,16 @@
 # entry; the spatial and hybrid kernels: rnea_rates_spatial.pxi, rnea_rates_hybrid.pxi.
 
 
+cdef extern from "rnea_rates_body.h" nogil:
+    void td_rates_ad_inv(const double* T, const double* x, double* y)
+    void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
+                          const double* x2, double* y0, double* y1, double* y2)
+    void td_rates_wrench(const double* inr, const double* V, const double* A,
+                         const double* J, const double* gam, const double* gam1,
+                         double* W, double* W1)
+    void td_rates_to_parent(const double* T, const double* W, double* out)
+
+
 cdef inline void inertia_times(const double* inr, const double* x, double* out) noexcept nogil:
     """out = M x for the body inertia inr = (m, c (3), Θ_c (9)) about the body
     origin and a twist x = (ω, v): p = m (v + ω × c), out = (Θ_c ω + c × p, p)."""
@@ -199,7 +209,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     world/hybrid wrenches, d.oMi.  Returns 0 or i + 1 for a non-unit quaternion of
     joint i."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, par, o, nvi, kax, bad = 0
-    cdef bint second = tau2 != NULL
+    cdef bint second = tau2 != NULL, massless
     cdef const double* qdd = acc
     cdef const double* q3 = &acc[nv]
     cdef const double* q4 = &acc[2 * nv] if second else NULL
@@ -277,10 +287,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
             rotT_vec(T, g, gam)
         else:
-            twist_Ad_inv(T, &T[9], &d.v[6 * par], V)
+            td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
             twist_add(V, u)
-            twist_Ad_inv(T, &T[9], &d.a[6 * par], Ap)
-            twist_Ad_inv(T, &T[9], &d.rjerk[6 * par], Jp)
             # V̇ = V̇_p' + [V, u] + u̇
             _bracket_u(kax, cu[0], V, u, A)
             for n in range(6):
@@ -294,7 +302,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 J2[n] += t6[n] + Jp[n] + u2[n]
             if second:
                 # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
-                twist_Ad_inv(T, &T[9], &d.rjounce[6 * par], J3)
+                td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
                 for n in range(6):
                     x[n] = 2.0 * Jp[n] + J2[n]
                 _bracket_u(kax, cu[0], x, u, t6)
@@ -322,24 +330,20 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         F = &d.f[6 * i]
         F1 = &d.rfd[6 * i]
         F2 = &d.rfdd[6 * i]
-        # W = M Ā − ad_Vᵀ M V = M V̇ − M (0, γ) − ad_Vᵀ M V with
-        # M (0, γ) = (c × m γ, m γ);  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇
-        inertia_times(inr, V, hV)
-        inertia_times(inr, A, hA)
-        for n in range(3):
-            t[n] = inr[0] * gam[n]
-        cross(&inr[1], t, F)
-        for n in range(3):
-            F[n] = hA[n] - F[n]
-            F[3 + n] = hA[3 + n] - t[n]
-        add_gyroscopic(V, hV, F)
-        for n in range(6):
-            x[n] = J2[n]
-        x[3] -= gam1[0]; x[4] -= gam1[1]; x[5] -= gam1[2]
-        inertia_times(inr, x, F1)
-        add_gyroscopic(A, hV, F1)
-        add_gyroscopic(V, hA, F1)
-        if second:
+        # W = M Ā − ad_Vᵀ M V,  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇ (about the COM:
+        # rnea_rates_body.h); a massless body has none
+        massless = td_massless(inr)
+        if massless:
+            for n in range(6):
+                F[n] = 0.0
+                F1[n] = 0.0
+                if second:
+                    F2[n] = 0.0
+        else:
+            td_rates_wrench(inr, V, A, J2, gam, gam1, F, F1)
+        if second and not massless:
+            inertia_times(inr, V, hV)
+            inertia_times(inr, A, hA)
             # Ẅ = M Ā̈ − ad_V̈ᵀ M V − 2 ad_V̇ᵀ M V̇ − ad_Vᵀ M V̈,  γ̈ = −ω̇ × γ − ω × γ̇
             cross(A, gam, gam2)
             cross(V, gam1, t)
@@ -409,9 +413,21 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         F = &d.f[6 * i]
         F1 = &d.rfd[6 * i]
         F2 = &d.rfdd[6 * i]
-        subspace_T_times(nvi, S, F1, &tau1[o])
-        if second:
-            subspace_T_times(nvi, S, F2, &tau2[o])
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            # S = ±e_k
+            kax = m.fast[i] - FAST_REV_X
+            if m.X[o, kax] > 0.0:
+                tau1[o] = F1[kax]
+                if second:
+                    tau2[o] = F2[kax]
+            else:
+                tau1[o] = -F1[kax]
+                if second:
+                    tau2[o] = -F2[kax]
+        else:
+            subspace_T_times(nvi, S, F1, &tau1[o])
+            if second:
+                subspace_T_times(nvi, S, F2, &tau2[o])
         if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
                                        or (m.kind[i] == KIND_SCREWS and nvi > 1)):
             _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
@@ -432,12 +448,12 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             kax = m.fast[i] - FAST_REV_X
             sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]
-        wrench_to_parent(T, &T[9], F, &d.f[6 * par])
+        td_rates_to_parent(T, F, &d.f[6 * par])
         # Ẇ − ad_uᵀ W
         for n in range(6):
             x[n] = F1[n]
         _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, x)
-        wrench_to_parent(T, &T[9], x, &d.rfd[6 * par])
+        td_rates_to_parent(T, x, &d.rfd[6 * par])
         if second:
             # Ẅ − 2 ad_uᵀ Ẇ − ad_u̇ᵀ W + ad_uᵀ ad_uᵀ W
             for n in range(6):
@@ -447,7 +463,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             _coad_u_add(kax, cu[1], &d.ru[12 * i + 6], F, 1.0, x)
             _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, t6)
             _coad_u_add(kax, cu[0], &d.ru[12 * i], t6, 1.0, x)
-            wrench_to_parent(T, &T[9], x, &d.rfdd[6 * par])
+            td_rates_to_parent(T, x, &d.rfdd[6 * par])
     return bad
 
 
