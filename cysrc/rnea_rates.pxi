@@ -260,63 +260,102 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         T = &d.liMi[12 * i]
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
-        kax = -1
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
-            # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), set here
-            # (no call of _relative_twist_rates for the common joint)
-            kax = m.fast[i] - FAST_REV_X
-            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
-            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
-            for n in range(6):
-                u[n] = 0.0; u1[n] = 0.0; u2[n] = 0.0; u3[n] = 0.0
-            u[kax] = cu[0]; u1[kax] = cu[1]; u2[kax] = cu[2]
-            if second:
-                u3[kax] = sg * q4[o]
-        else:
-            _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
-            for n in range(6):          # (the backward pass needs u, u̇ of the others)
-                d.ru[12 * i + n] = u[n]
-                d.ru[12 * i + 6 + n] = u1[n]
         V = &d.v[6 * i]
         A = &d.a[6 * i]
         Ag = &d.a_gf[6 * i]
         J2 = &d.rjerk[6 * i]
         J3 = &d.rjounce[6 * i]
-        if par < 0:
-            for n in range(6):
-                V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
-            rotT_vec(T, g, gam)
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), added to the
+            # twists' elements directly ([X, u] = (ω × cu e_kax, v × cu e_kax))
+            kax = m.fast[i] - FAST_REV_X
+            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
+            if par < 0:
+                for n in range(6):
+                    V[n] = 0.0; A[n] = 0.0; J2[n] = 0.0
+                V[kax] = cu[0]; A[kax] = cu[1]; J2[kax] = cu[2]
+                if second:
+                    for n in range(6):
+                        J3[n] = 0.0
+                    J3[kax] = sg * q4[o]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                V[kax] += cu[0]
+                # V̇ = V̇_p' + [V, u] + u̇
+                for n in range(6):
+                    A[n] = Ap[n]
+                cross_add_axis(kax, cu[0], V, A)
+                cross_add_axis(kax, cu[0], &V[3], &A[3])
+                A[kax] += cu[1]
+                # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
+                for n in range(6):
+                    x[n] = Ap[n] + A[n]
+                    J2[n] = Jp[n]
+                cross_add_axis(kax, cu[0], x, J2)
+                cross_add_axis(kax, cu[0], &x[3], &J2[3])
+                cross_add_axis(kax, cu[1], V, J2)
+                cross_add_axis(kax, cu[1], &V[3], &J2[3])
+                J2[kax] += cu[2]
+                if second:
+                    # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
+                    td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
+                    for n in range(6):
+                        x[n] = 2.0 * Jp[n] + J2[n]
+                    _bracket_u(kax, cu[0], x, V, t6)
+                    twist_add(J3, t6)
+                    _bracket_u(kax, cu[0], Ap, V, x)
+                    _bracket_u(kax, cu[0], x, V, t6)
+                    twist_add(J3, t6)
+                    for n in range(6):
+                        x[n] = Ap[n] + 2.0 * A[n]
+                    _bracket_u(kax, cu[1], x, V, t6)
+                    twist_add(J3, t6)
+                    _bracket_u(kax, cu[2], V, V, t6)
+                    twist_add(J3, t6)
+                    J3[kax] += sg * q4[o]
         else:
-            td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
-            twist_add(V, u)
-            # V̇ = V̇_p' + [V, u] + u̇
-            _bracket_u(kax, cu[0], V, u, A)
-            for n in range(6):
-                A[n] += Ap[n] + u1[n]
-            # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
-            for n in range(6):
-                x[n] = Ap[n] + A[n]
-            _bracket_u(kax, cu[0], x, u, J2)
-            _bracket_u(kax, cu[1], V, u1, t6)
-            for n in range(6):
-                J2[n] += t6[n] + Jp[n] + u2[n]
-            if second:
-                # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
-                td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
+            kax = -1
+            _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
+            for n in range(6):          # (the backward pass needs u, u̇ of the others)
+                d.ru[12 * i + n] = u[n]
+                d.ru[12 * i + 6 + n] = u1[n]
+            if par < 0:
                 for n in range(6):
-                    x[n] = 2.0 * Jp[n] + J2[n]
-                _bracket_u(kax, cu[0], x, u, t6)
-                twist_add(J3, t6)
-                _bracket_u(kax, cu[0], Ap, u, x)
-                _bracket_u(kax, cu[0], x, u, t6)
-                twist_add(J3, t6)
+                    V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                twist_add(V, u)
+                # V̇ = V̇_p' + [V, u] + u̇
+                twist_bracket(V, u, A)
                 for n in range(6):
-                    x[n] = Ap[n] + 2.0 * A[n]
-                _bracket_u(kax, cu[1], x, u1, t6)
-                twist_add(J3, t6)
-                _bracket_u(kax, cu[2], V, u2, t6)
-                twist_add(J3, t6)
-                twist_add(J3, u3)
+                    A[n] += Ap[n] + u1[n]
+                # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
+                for n in range(6):
+                    x[n] = Ap[n] + A[n]
+                twist_bracket(x, u, J2)
+                twist_bracket(V, u1, t6)
+                for n in range(6):
+                    J2[n] += t6[n] + Jp[n] + u2[n]
+                if second:
+                    td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
+                    for n in range(6):
+                        x[n] = 2.0 * Jp[n] + J2[n]
+                    twist_bracket(x, u, t6)
+                    twist_add(J3, t6)
+                    twist_bracket(Ap, u, x)
+                    twist_bracket(x, u, t6)
+                    twist_add(J3, t6)
+                    for n in range(6):
+                        x[n] = Ap[n] + 2.0 * A[n]
+                    twist_bracket(x, u1, t6)
+                    twist_add(J3, t6)
+                    twist_bracket(V, u2, t6)
+                    twist_add(J3, t6)
+                    twist_add(J3, u3)
+        if par >= 0:
             # γ_i = R_relᵀ γ_p, γ_p = (V̇ − Ā)_p linear
             for n in range(3):
                 t[n] = d.a[6 * par + 3 + n] - d.a_gf[6 * par + 3 + n]
