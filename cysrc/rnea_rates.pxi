@@ -37,6 +37,8 @@ cdef extern from "rnea_rates_body.h" nogil:
                          const double* J, const double* gam, const double* gam1,
                          double* W, double* W1)
     void td_rates_to_parent(const double* T, const double* W, double* out)
+    void td_rates_to_parent2(const double* T, const double* W, const double* X,
+                             double* outW, double* outX)
 
 
 cdef inline void inertia_times(const double* inr, const double* x, double* out) noexcept nogil:
@@ -198,6 +200,32 @@ cdef inline void _coad_u_add(int k, double c, const double* u, const double* W,
         out[n] += s * t6[n]
 
 
+cdef inline void _jounce(const double* T, const double* J3p, const double* Jp,
+                         const double* J2, const double* Ap, const double* A, const double* V,
+                         const double* u, const double* u1, const double* u2,
+                         const double* u3, double* J3) noexcept nogil:
+    """V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
+    for a general relative twist u (J3p: the parent's V⃛, Jp, Ap: V̈_p', V̇_p')."""
+    cdef double x[6]
+    cdef double t6[6]
+    cdef int n
+    td_rates_ad_inv(T, J3p, J3)
+    for n in range(6):
+        x[n] = 2.0 * Jp[n] + J2[n]
+    twist_bracket(x, u, t6)
+    twist_add(J3, t6)
+    twist_bracket(Ap, u, x)
+    twist_bracket(x, u, t6)
+    twist_add(J3, t6)
+    for n in range(6):
+        x[n] = Ap[n] + 2.0 * A[n]
+    twist_bracket(x, u1, t6)
+    twist_add(J3, t6)
+    twist_bracket(V, u2, t6)
+    twist_add(J3, t6)
+    twist_add(J3, u3)
+
+
 cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                 const double* acc, const double* g, const double* fext,
                                 int fext_frame, double* tau1, double* tau2) noexcept nogil:
@@ -226,6 +254,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     cdef double Jp[6]
     cdef double x[6]
     cdef double t6[6]
+    cdef double y6[6]
+    cdef const double* Sx
     cdef double hV[6]
     cdef double hA[6]
     cdef double hJ[6]
@@ -315,6 +345,38 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                     _bracket_u(kax, cu[2], V, V, t6)
                     twist_add(J3, t6)
                     J3[kax] += sg * q4[o]
+        elif m.fast[i] == FAST_SCREW:
+            # one-freedom screw S (constant): u = S q̇, u̇ = S q̈, ü = S q⃛; with
+            # b = [V, S]: V̇ = V̇_p' + q̇ b + q̈ S, V̈ = V̈_p' + q̇ [V̇_p' + V̇, S] + q̈ b + q⃛ S
+            kax = -1
+            Sx = &m.X[o, 0]
+            cu[0] = qd[o]; cu[1] = qdd[o]; cu[2] = q3[o]
+            for n in range(6):
+                d.ru[12 * i + n] = Sx[n] * cu[0]
+                d.ru[12 * i + 6 + n] = Sx[n] * cu[1]
+            if second:
+                for n in range(6):
+                    u[n] = Sx[n] * cu[0]; u1[n] = Sx[n] * cu[1]; u2[n] = Sx[n] * cu[2]
+                    u3[n] = Sx[n] * q4[o]
+            if par < 0:
+                for n in range(6):
+                    V[n] = Sx[n] * cu[0]; A[n] = Sx[n] * cu[1]; J2[n] = Sx[n] * cu[2]
+                    if second:
+                        J3[n] = u3[n]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                for n in range(6):
+                    V[n] += Sx[n] * cu[0]
+                twist_bracket(V, Sx, t6)
+                for n in range(6):
+                    A[n] = Ap[n] + cu[0] * t6[n] + cu[1] * Sx[n]
+                    x[n] = Ap[n] + A[n]
+                twist_bracket(x, Sx, y6)
+                for n in range(6):
+                    J2[n] = Jp[n] + cu[0] * y6[n] + cu[1] * t6[n] + cu[2] * Sx[n]
+                if second:
+                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
         else:
             kax = -1
             _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
@@ -340,21 +402,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 for n in range(6):
                     J2[n] += t6[n] + Jp[n] + u2[n]
                 if second:
-                    td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
-                    for n in range(6):
-                        x[n] = 2.0 * Jp[n] + J2[n]
-                    twist_bracket(x, u, t6)
-                    twist_add(J3, t6)
-                    twist_bracket(Ap, u, x)
-                    twist_bracket(x, u, t6)
-                    twist_add(J3, t6)
-                    for n in range(6):
-                        x[n] = Ap[n] + 2.0 * A[n]
-                    twist_bracket(x, u1, t6)
-                    twist_add(J3, t6)
-                    twist_bracket(V, u2, t6)
-                    twist_add(J3, t6)
-                    twist_add(J3, u3)
+                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
         if par >= 0:
             # γ_i = R_relᵀ γ_p, γ_p = (V̇ − Ā)_p linear
             for n in range(3):
@@ -487,12 +535,11 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             kax = m.fast[i] - FAST_REV_X
             sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]
-        td_rates_to_parent(T, F, &d.f[6 * par])
-        # Ẇ − ad_uᵀ W
+        # W and Ẇ − ad_uᵀ W
         for n in range(6):
             x[n] = F1[n]
         _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, x)
-        td_rates_to_parent(T, x, &d.rfd[6 * par])
+        td_rates_to_parent2(T, F, x, &d.f[6 * par], &d.rfd[6 * par])
         if second:
             # Ẅ − 2 ad_uᵀ Ẇ − ad_u̇ᵀ W + ad_uᵀ ad_uᵀ W
             for n in range(6):

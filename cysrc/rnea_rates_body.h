@@ -11,7 +11,45 @@
     (c)[1] = (a)[2] * (b)[0] - (a)[0] * (b)[2]; \
     (c)[2] = (a)[0] * (b)[1] - (a)[1] * (b)[0]; } while (0)
 
-/* y = Ad_{(R,p)}⁻¹ x = (Rᵀω, Rᵀ(v − p × ω)) (twist_Ad_inv, se3.pxd), T = (R, p) */
+/* y = Ad_{(R,p)}⁻¹ x = (Rᵀω, Rᵀ(v − p × ω)) (twist_Ad_inv, se3.pxd), T = (R, p).
+ * With vectors: Rᵀx = Σ_k x_k (row k of R), the rows as vectors with a zero fourth
+ * lane; per element the products and sums of rotT_vec in its order, so its bits. */
+#if TD_SIMD
+TD_ALWAYS_INLINE
+static inline void td_rates_ad_inv_rows(const td_a4 r0, const td_a4 r1, const td_a4 r2,
+                                        const double* p, const double* x, double* y)
+{
+    double t[3];
+    TD_CROSS(p, x, t);
+    t[0] = x[3] - t[0]; t[1] = x[4] - t[1]; t[2] = x[5] - t[2];
+    const td_a4 w = x[0] * r0 + x[1] * r1 + x[2] * r2;
+    const td_a4 v = t[0] * r0 + t[1] * r1 + t[2] * r2;
+    y[0] = w[0]; y[1] = w[1]; y[2] = w[2];
+    y[3] = v[0]; y[4] = v[1]; y[5] = v[2];
+}
+
+TD_ALWAYS_INLINE
+static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
+{
+    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
+    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
+    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x, y);
+}
+
+/* y_k = Ad_T⁻¹ x_k for the parent's V, V̇, V̈ */
+TD_ALWAYS_INLINE
+static inline void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
+                                    const double* x2, double* y0, double* y1, double* y2)
+{
+    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
+    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
+    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
+}
+#else
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
 {
@@ -28,7 +66,6 @@ static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
     y[5] = R[2] * t[0] + R[5] * t[1] + R[8] * t[2];
 }
 
-/* y_k = Ad_T⁻¹ x_k for the parent's V, V̇, V̈ */
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
                                     const double* x2, double* y0, double* y1, double* y2)
@@ -37,6 +74,7 @@ static inline void td_rates_ad_inv3(const double* T, const double* x0, const dou
     td_rates_ad_inv(T, x1, y1);
     td_rates_ad_inv(T, x2, y2);
 }
+#endif
 
 /* W = M Ā − ad_Vᵀ M V and Ẇ (body frame, M about the body origin) in Newton–Euler
  * form about the COM d: with u = v + ω × d, c̈ = ā + ω̇ × d + ω × u,
@@ -105,6 +143,36 @@ static inline void td_rates_to_parent(const double* T, const double* W, double* 
     out[1] += (R[3] * W[0] + R[4] * W[1] + R[5] * W[2]) + pf[1];
     out[2] += (R[6] * W[0] + R[7] * W[1] + R[8] * W[2]) + pf[2];
     out[3] += f[0]; out[4] += f[1]; out[5] += f[2];
+}
+
+/* td_rates_to_parent of two wrenches, W into outW and X into outX.  With vectors:
+ * R x = Σ_k x_k (column k of R), the columns built once for the four products. */
+TD_ALWAYS_INLINE
+static inline void td_rates_to_parent2(const double* T, const double* W, const double* X,
+                                       double* outW, double* outX)
+{
+#if TD_SIMD
+    const double* p = &T[9];
+    const td_a4 c0 = {T[0], T[3], T[6], 0.0};
+    const td_a4 c1 = {T[1], T[4], T[7], 0.0};
+    const td_a4 c2 = {T[2], T[5], T[8], 0.0};
+    const td_a4 fw = W[3] * c0 + W[4] * c1 + W[5] * c2;
+    const td_a4 tw = W[0] * c0 + W[1] * c1 + W[2] * c2;
+    const td_a4 fx = X[3] * c0 + X[4] * c1 + X[5] * c2;
+    const td_a4 tx = X[0] * c0 + X[1] * c1 + X[2] * c2;
+    double f[3], pf[3];
+    f[0] = fw[0]; f[1] = fw[1]; f[2] = fw[2];
+    TD_CROSS(p, f, pf);
+    outW[0] += tw[0] + pf[0]; outW[1] += tw[1] + pf[1]; outW[2] += tw[2] + pf[2];
+    outW[3] += f[0]; outW[4] += f[1]; outW[5] += f[2];
+    f[0] = fx[0]; f[1] = fx[1]; f[2] = fx[2];
+    TD_CROSS(p, f, pf);
+    outX[0] += tx[0] + pf[0]; outX[1] += tx[1] + pf[1]; outX[2] += tx[2] + pf[2];
+    outX[3] += f[0]; outX[4] += f[1]; outX[5] += f[2];
+#else
+    td_rates_to_parent(T, W, outW);
+    td_rates_to_parent(T, X, outX);
+#endif
 }
 
 #undef TD_CROSS
