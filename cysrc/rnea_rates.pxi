@@ -504,28 +504,28 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             # S = ±e_k
             kax = m.fast[i] - FAST_REV_X
             if m.X[o, kax] > 0.0:
-                tau1[o] = F1[kax]
+                tau1[o] = F1[kax] + m.armature[o] * q3[o]
                 if second:
-                    tau2[o] = F2[kax]
+                    tau2[o] = F2[kax] + m.armature[o] * q4[o]
             else:
-                tau1[o] = -F1[kax]
+                tau1[o] = -F1[kax] + m.armature[o] * q3[o]
                 if second:
-                    tau2[o] = -F2[kax]
+                    tau2[o] = -F2[kax] + m.armature[o] * q4[o]
         else:
             subspace_T_times(nvi, S, F1, &tau1[o])
             if second:
                 subspace_T_times(nvi, S, F2, &tau2[o])
-        if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
-                                       or (m.kind[i] == KIND_SCREWS and nvi > 1)):
-            _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+            if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
+                                           or (m.kind[i] == KIND_SCREWS and nvi > 1)):
+                _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+                for k in range(nvi):
+                    tau1[o + k] += dot6(&Sd[6 * k], F)
+                    if second:
+                        tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
             for k in range(nvi):
-                tau1[o + k] += dot6(&Sd[6 * k], F)
+                tau1[o + k] += m.armature[o + k] * q3[o + k]
                 if second:
-                    tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
-        for k in range(nvi):
-            tau1[o + k] += m.armature[o + k] * q3[o + k]
-            if second:
-                tau2[o + k] += m.armature[o + k] * q4[o + k]
+                    tau2[o + k] += m.armature[o + k] * q4[o + k]
         par = m.parent[i]
         if par < 0:
             continue
