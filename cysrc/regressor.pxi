@@ -66,8 +66,13 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
     (i itself included) Y[j's rows, i's columns] = (Ad_X⁻¹ S_j)ᵀ K_i with X the pose
     of body i in body j's frame, accumulated up the path: one twist transform per
     column of S_j instead of moving K's ten wrenches.  Returns 0 or i + 1 for a
-    non-unit quaternion of joint i."""
+    non-unit quaternion of joint i, or CODE_OVERFLOW if an entry is not finite (the
+    call's check is CHECK_KERNEL: a large Y, most of it zeros, is checked row by row
+    as it is written, since a second pass over it would cost as much as writing it;
+    a small one, in cache, in one pass at the end)."""
     cdef int nb = m.nb, ncol = 10 * m.nb, i, j, k, c, o, par, n
+    cdef unsigned long long bits = 0
+    cdef bint by_rows = <Py_ssize_t>m.nv * ncol > 8192
     cdef double K[60]
     cdef double X[12]
     cdef double X2[12]
@@ -90,6 +95,8 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 row = &Y[(o + k) * ncol + 10 * i]
                 for c in range(10):
                     row[c] = dot6(s6, &K[6 * c])
+                if by_rows:
+                    bits = td_bits_above(row, 10, TD_BITS_DBL_MAX, bits)
             par = m.parent[j]
             if par < 0:
                 break
@@ -100,6 +107,10 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 pose_mul(T, &T[9], X, &X[9], X2, &X2[9])
                 memcpy(X, X2, 12 * sizeof(double))
             j = par
+    if not by_rows:
+        bits = td_bits_above(Y, <Py_ssize_t>m.nv * ncol, TD_BITS_DBL_MAX, 0)
+    if bad == 0 and (bits >> 63) != 0:
+        return CODE_OVERFLOW
     return bad
 
 
@@ -159,6 +170,7 @@ def inverse_dynamics_regressor(ModelCore self, q, v, a, gravity=None, data=None,
     c.sa = self.nv
     c.out = <double*>cnp.PyArray_DATA(res)
     c.so = 10 * self.nv * self.nb
+    c.check = CHECK_KERNEL
     self._dispatch(_k_regressor, &c, self._batch(qa), data, -1,
                    "inverse_dynamics_regressor: Y")
     return res
