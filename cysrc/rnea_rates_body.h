@@ -107,6 +107,20 @@ static inline void td_rates_wrench(const double* inr, const double* V, const dou
     c3[2] = (J[5] - gam1[2]) + t[2] + s[2];
     TD_CROSS(V, ud, s);
     c3[0] = m * (c3[0] + s[0]); c3[1] = m * (c3[1] + s[1]); c3[2] = m * (c3[2] + s[2]);
+#if TD_SIMD
+    {
+        /* Θ x = Σ_k x_k (column k of Θ) for ω, ω̇, ω̈ */
+        const td_a4 k0 = {Th[0], Th[3], Th[6], 0.0};
+        const td_a4 k1 = {Th[1], Th[4], Th[7], 0.0};
+        const td_a4 k2 = {Th[2], Th[5], Th[8], 0.0};
+        const td_a4 hv = V[0] * k0 + V[1] * k1 + V[2] * k2;
+        const td_a4 hav = A[0] * k0 + A[1] * k1 + A[2] * k2;
+        const td_a4 hjv = J[0] * k0 + J[1] * k1 + J[2] * k2;
+        h[0] = hv[0]; h[1] = hv[1]; h[2] = hv[2];
+        ha[0] = hav[0]; ha[1] = hav[1]; ha[2] = hav[2];
+        hj[0] = hjv[0]; hj[1] = hjv[1]; hj[2] = hjv[2];
+    }
+#else
     h[0] = Th[0] * V[0] + Th[1] * V[1] + Th[2] * V[2];
     h[1] = Th[3] * V[0] + Th[4] * V[1] + Th[5] * V[2];
     h[2] = Th[6] * V[0] + Th[7] * V[1] + Th[8] * V[2];
@@ -116,6 +130,7 @@ static inline void td_rates_wrench(const double* inr, const double* V, const dou
     hj[0] = Th[0] * J[0] + Th[1] * J[1] + Th[2] * J[2];
     hj[1] = Th[3] * J[0] + Th[4] * J[1] + Th[5] * J[2];
     hj[2] = Th[6] * J[0] + Th[7] * J[1] + Th[8] * J[2];
+#endif
     TD_CROSS(V, h, s);
     TD_CROSS(d, c2, t);
     W[0] = ha[0] + s[0] + t[0]; W[1] = ha[1] + s[1] + t[1]; W[2] = ha[2] + s[2] + t[2];
