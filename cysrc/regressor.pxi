@@ -59,6 +59,10 @@ cdef inline void body_regressor(const double* V, const double* A, double* K) noe
             K[6 * (4 + c) + 3 + n] = 0.0
 
 
+cdef enum:
+    _REG_ROW_CHECK = 8192       # doubles: a larger Y is checked by the kernel as written
+
+
 cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                           const double* qdd, const double* g, double* Y) noexcept nogil:
     """Y (nv, 10 nb), row-major.  The body RNEA fills d.liMi, d.S, d.v, d.a_gf (its
@@ -66,8 +70,14 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
     (i itself included) Y[j's rows, i's columns] = (Ad_X⁻¹ S_j)ᵀ K_i with X the pose
     of body i in body j's frame, accumulated up the path: one twist transform per
     column of S_j instead of moving K's ten wrenches.  Returns 0 or i + 1 for a
-    non-unit quaternion of joint i."""
+    non-unit quaternion of joint i, or, for a large Y (_REG_ROW_CHECK), CODE_OVERFLOW
+    if an entry is not finite: such a Y, most of it zeros, is checked row by row as it
+    is written (its call's check is CHECK_KERNEL), since the dispatcher's second pass
+    over all of it would cost as much as writing it; a small one, in cache, is left
+    to that pass."""
     cdef int nb = m.nb, ncol = 10 * m.nb, i, j, k, c, o, par, n
+    cdef unsigned long long bits = 0
+    cdef bint by_rows = <Py_ssize_t>m.nv * ncol > _REG_ROW_CHECK
     cdef double K[60]
     cdef double X[12]
     cdef double X2[12]
@@ -90,6 +100,8 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 row = &Y[(o + k) * ncol + 10 * i]
                 for c in range(10):
                     row[c] = dot6(s6, &K[6 * c])
+                if by_rows:
+                    bits = td_bits_above(row, 10, TD_BITS_DBL_MAX, bits)
             par = m.parent[j]
             if par < 0:
                 break
@@ -100,6 +112,8 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 pose_mul(T, &T[9], X, &X[9], X2, &X2[9])
                 memcpy(X, X2, 12 * sizeof(double))
             j = par
+    if bad == 0 and (bits >> 63) != 0:
+        return CODE_OVERFLOW
     return bad
 
 
@@ -159,6 +173,8 @@ def inverse_dynamics_regressor(ModelCore self, q, v, a, gravity=None, data=None,
     c.sa = self.nv
     c.out = <double*>cnp.PyArray_DATA(res)
     c.so = 10 * self.nv * self.nb
+    c.check = (CHECK_KERNEL if <Py_ssize_t>self.nv * 10 * self.nb > _REG_ROW_CHECK
+               else CHECK_ALL)
     self._dispatch(_k_regressor, &c, self._batch(qa), data, -1,
                    "inverse_dynamics_regressor: Y")
     return res

@@ -29,6 +29,18 @@
 # entry; the spatial and hybrid kernels: rnea_rates_spatial.pxi, rnea_rates_hybrid.pxi.
 
 
+cdef extern from "rnea_rates_body.h" nogil:
+    void td_rates_ad_inv(const double* T, const double* x, double* y)
+    void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
+                          const double* x2, double* y0, double* y1, double* y2)
+    void td_rates_wrench(const double* inr, const double* V, const double* A,
+                         const double* J, const double* gam, const double* gam1,
+                         double* W, double* W1)
+    void td_rates_to_parent(const double* T, const double* W, double* out)
+    void td_rates_to_parent2(const double* T, const double* W, const double* X,
+                             double* outW, double* outX)
+
+
 cdef inline void inertia_times(const double* inr, const double* x, double* out) noexcept nogil:
     """out = M x for the body inertia inr = (m, c (3), Θ_c (9)) about the body
     origin and a twist x = (ω, v): p = m (v + ω × c), out = (Θ_c ω + c × p, p)."""
@@ -188,6 +200,32 @@ cdef inline void _coad_u_add(int k, double c, const double* u, const double* W,
         out[n] += s * t6[n]
 
 
+cdef inline void _jounce(const double* T, const double* J3p, const double* Jp,
+                         const double* J2, const double* Ap, const double* A, const double* V,
+                         const double* u, const double* u1, const double* u2,
+                         const double* u3, double* J3) noexcept nogil:
+    """V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
+    for a general relative twist u (J3p: the parent's V⃛, Jp, Ap: V̈_p', V̇_p')."""
+    cdef double x[6]
+    cdef double t6[6]
+    cdef int n
+    td_rates_ad_inv(T, J3p, J3)
+    for n in range(6):
+        x[n] = 2.0 * Jp[n] + J2[n]
+    twist_bracket(x, u, t6)
+    twist_add(J3, t6)
+    twist_bracket(Ap, u, x)
+    twist_bracket(x, u, t6)
+    twist_add(J3, t6)
+    for n in range(6):
+        x[n] = Ap[n] + 2.0 * A[n]
+    twist_bracket(x, u1, t6)
+    twist_add(J3, t6)
+    twist_bracket(V, u2, t6)
+    twist_add(J3, t6)
+    twist_add(J3, u3)
+
+
 cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                 const double* acc, const double* g, const double* fext,
                                 int fext_frame, double* tau1, double* tau2) noexcept nogil:
@@ -199,7 +237,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     world/hybrid wrenches, d.oMi.  Returns 0 or i + 1 for a non-unit quaternion of
     joint i."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, par, o, nvi, kax, bad = 0
-    cdef bint second = tau2 != NULL
+    cdef bint second = tau2 != NULL, massless
     cdef const double* qdd = acc
     cdef const double* q3 = &acc[nv]
     cdef const double* q4 = &acc[2 * nv] if second else NULL
@@ -216,6 +254,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     cdef double Jp[6]
     cdef double x[6]
     cdef double t6[6]
+    cdef double y6[6]
+    cdef const double* Sx
     cdef double hV[6]
     cdef double hA[6]
     cdef double hJ[6]
@@ -250,65 +290,120 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         T = &d.liMi[12 * i]
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
-        kax = -1
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
-            # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), set here
-            # (no call of _relative_twist_rates for the common joint)
-            kax = m.fast[i] - FAST_REV_X
-            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
-            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
-            for n in range(6):
-                u[n] = 0.0; u1[n] = 0.0; u2[n] = 0.0; u3[n] = 0.0
-            u[kax] = cu[0]; u1[kax] = cu[1]; u2[kax] = cu[2]
-            if second:
-                u3[kax] = sg * q4[o]
-        else:
-            _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
-            for n in range(6):          # (the backward pass needs u, u̇ of the others)
-                d.ru[12 * i + n] = u[n]
-                d.ru[12 * i + 6 + n] = u1[n]
         V = &d.v[6 * i]
         A = &d.a[6 * i]
         Ag = &d.a_gf[6 * i]
         J2 = &d.rjerk[6 * i]
         J3 = &d.rjounce[6 * i]
-        if par < 0:
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), added to the
+            # twists' elements directly ([X, u] = (ω × cu e_kax, v × cu e_kax))
+            kax = m.fast[i] - FAST_REV_X
+            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+            cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
+            if par < 0:
+                for n in range(6):
+                    V[n] = 0.0; A[n] = 0.0; J2[n] = 0.0
+                V[kax] = cu[0]; A[kax] = cu[1]; J2[kax] = cu[2]
+                if second:
+                    for n in range(6):
+                        J3[n] = 0.0
+                    J3[kax] = sg * q4[o]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                V[kax] += cu[0]
+                # V̇ = V̇_p' + [V, u] + u̇
+                for n in range(6):
+                    A[n] = Ap[n]
+                cross_add_axis(kax, cu[0], V, A)
+                cross_add_axis(kax, cu[0], &V[3], &A[3])
+                A[kax] += cu[1]
+                # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
+                for n in range(6):
+                    x[n] = Ap[n] + A[n]
+                    J2[n] = Jp[n]
+                cross_add_axis(kax, cu[0], x, J2)
+                cross_add_axis(kax, cu[0], &x[3], &J2[3])
+                cross_add_axis(kax, cu[1], V, J2)
+                cross_add_axis(kax, cu[1], &V[3], &J2[3])
+                J2[kax] += cu[2]
+                if second:
+                    # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
+                    td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
+                    for n in range(6):
+                        x[n] = 2.0 * Jp[n] + J2[n]
+                    _bracket_u(kax, cu[0], x, V, t6)
+                    twist_add(J3, t6)
+                    _bracket_u(kax, cu[0], Ap, V, x)
+                    _bracket_u(kax, cu[0], x, V, t6)
+                    twist_add(J3, t6)
+                    for n in range(6):
+                        x[n] = Ap[n] + 2.0 * A[n]
+                    _bracket_u(kax, cu[1], x, V, t6)
+                    twist_add(J3, t6)
+                    _bracket_u(kax, cu[2], V, V, t6)
+                    twist_add(J3, t6)
+                    J3[kax] += sg * q4[o]
+        elif m.fast[i] == FAST_SCREW:
+            # one-freedom screw S (constant): u = S q̇, u̇ = S q̈, ü = S q⃛; with
+            # b = [V, S]: V̇ = V̇_p' + q̇ b + q̈ S, V̈ = V̈_p' + q̇ [V̇_p' + V̇, S] + q̈ b + q⃛ S
+            kax = -1
+            Sx = &m.X[o, 0]
+            cu[0] = qd[o]; cu[1] = qdd[o]; cu[2] = q3[o]
             for n in range(6):
-                V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
-            rotT_vec(T, g, gam)
-        else:
-            twist_Ad_inv(T, &T[9], &d.v[6 * par], V)
-            twist_add(V, u)
-            twist_Ad_inv(T, &T[9], &d.a[6 * par], Ap)
-            twist_Ad_inv(T, &T[9], &d.rjerk[6 * par], Jp)
-            # V̇ = V̇_p' + [V, u] + u̇
-            _bracket_u(kax, cu[0], V, u, A)
-            for n in range(6):
-                A[n] += Ap[n] + u1[n]
-            # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
-            for n in range(6):
-                x[n] = Ap[n] + A[n]
-            _bracket_u(kax, cu[0], x, u, J2)
-            _bracket_u(kax, cu[1], V, u1, t6)
-            for n in range(6):
-                J2[n] += t6[n] + Jp[n] + u2[n]
+                d.ru[12 * i + n] = Sx[n] * cu[0]
+                d.ru[12 * i + 6 + n] = Sx[n] * cu[1]
             if second:
-                # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
-                twist_Ad_inv(T, &T[9], &d.rjounce[6 * par], J3)
                 for n in range(6):
-                    x[n] = 2.0 * Jp[n] + J2[n]
-                _bracket_u(kax, cu[0], x, u, t6)
-                twist_add(J3, t6)
-                _bracket_u(kax, cu[0], Ap, u, x)
-                _bracket_u(kax, cu[0], x, u, t6)
-                twist_add(J3, t6)
+                    u[n] = Sx[n] * cu[0]; u1[n] = Sx[n] * cu[1]; u2[n] = Sx[n] * cu[2]
+                    u3[n] = Sx[n] * q4[o]
+            if par < 0:
                 for n in range(6):
-                    x[n] = Ap[n] + 2.0 * A[n]
-                _bracket_u(kax, cu[1], x, u1, t6)
-                twist_add(J3, t6)
-                _bracket_u(kax, cu[2], V, u2, t6)
-                twist_add(J3, t6)
-                twist_add(J3, u3)
+                    V[n] = Sx[n] * cu[0]; A[n] = Sx[n] * cu[1]; J2[n] = Sx[n] * cu[2]
+                    if second:
+                        J3[n] = u3[n]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                for n in range(6):
+                    V[n] += Sx[n] * cu[0]
+                twist_bracket(V, Sx, t6)
+                for n in range(6):
+                    A[n] = Ap[n] + cu[0] * t6[n] + cu[1] * Sx[n]
+                    x[n] = Ap[n] + A[n]
+                twist_bracket(x, Sx, y6)
+                for n in range(6):
+                    J2[n] = Jp[n] + cu[0] * y6[n] + cu[1] * t6[n] + cu[2] * Sx[n]
+                if second:
+                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
+        else:
+            kax = -1
+            _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
+            for n in range(6):          # (the backward pass needs u, u̇ of the others)
+                d.ru[12 * i + n] = u[n]
+                d.ru[12 * i + 6 + n] = u1[n]
+            if par < 0:
+                for n in range(6):
+                    V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
+                rotT_vec(T, g, gam)
+            else:
+                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                twist_add(V, u)
+                # V̇ = V̇_p' + [V, u] + u̇
+                twist_bracket(V, u, A)
+                for n in range(6):
+                    A[n] += Ap[n] + u1[n]
+                # V̈ = V̈_p' + [V̇_p' + V̇, u] + [V, u̇] + ü
+                for n in range(6):
+                    x[n] = Ap[n] + A[n]
+                twist_bracket(x, u, J2)
+                twist_bracket(V, u1, t6)
+                for n in range(6):
+                    J2[n] += t6[n] + Jp[n] + u2[n]
+                if second:
+                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
+        if par >= 0:
             # γ_i = R_relᵀ γ_p, γ_p = (V̇ − Ā)_p linear
             for n in range(3):
                 t[n] = d.a[6 * par + 3 + n] - d.a_gf[6 * par + 3 + n]
@@ -322,24 +417,20 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         F = &d.f[6 * i]
         F1 = &d.rfd[6 * i]
         F2 = &d.rfdd[6 * i]
-        # W = M Ā − ad_Vᵀ M V = M V̇ − M (0, γ) − ad_Vᵀ M V with
-        # M (0, γ) = (c × m γ, m γ);  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇
-        inertia_times(inr, V, hV)
-        inertia_times(inr, A, hA)
-        for n in range(3):
-            t[n] = inr[0] * gam[n]
-        cross(&inr[1], t, F)
-        for n in range(3):
-            F[n] = hA[n] - F[n]
-            F[3 + n] = hA[3 + n] - t[n]
-        add_gyroscopic(V, hV, F)
-        for n in range(6):
-            x[n] = J2[n]
-        x[3] -= gam1[0]; x[4] -= gam1[1]; x[5] -= gam1[2]
-        inertia_times(inr, x, F1)
-        add_gyroscopic(A, hV, F1)
-        add_gyroscopic(V, hA, F1)
-        if second:
+        # W = M Ā − ad_Vᵀ M V,  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇ (about the COM:
+        # rnea_rates_body.h); a massless body has none
+        massless = td_massless(inr)
+        if massless:
+            for n in range(6):
+                F[n] = 0.0
+                F1[n] = 0.0
+                if second:
+                    F2[n] = 0.0
+        else:
+            td_rates_wrench(inr, V, A, J2, gam, gam1, F, F1)
+        if second and not massless:
+            inertia_times(inr, V, hV)
+            inertia_times(inr, A, hA)
             # Ẅ = M Ā̈ − ad_V̈ᵀ M V − 2 ad_V̇ᵀ M V̇ − ad_Vᵀ M V̈,  γ̈ = −ω̇ × γ − ω × γ̇
             cross(A, gam, gam2)
             cross(V, gam1, t)
@@ -409,20 +500,32 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         F = &d.f[6 * i]
         F1 = &d.rfd[6 * i]
         F2 = &d.rfdd[6 * i]
-        subspace_T_times(nvi, S, F1, &tau1[o])
-        if second:
-            subspace_T_times(nvi, S, F2, &tau2[o])
-        if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
-                                       or (m.kind[i] == KIND_SCREWS and nvi > 1)):
-            _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
-            for k in range(nvi):
-                tau1[o + k] += dot6(&Sd[6 * k], F)
+        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+            # S = ±e_k
+            kax = m.fast[i] - FAST_REV_X
+            if m.X[o, kax] > 0.0:
+                tau1[o] = F1[kax] + m.armature[o] * q3[o]
                 if second:
-                    tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
-        for k in range(nvi):
-            tau1[o + k] += m.armature[o + k] * q3[o + k]
+                    tau2[o] = F2[kax] + m.armature[o] * q4[o]
+            else:
+                tau1[o] = -F1[kax] + m.armature[o] * q3[o]
+                if second:
+                    tau2[o] = -F2[kax] + m.armature[o] * q4[o]
+        else:
+            subspace_T_times(nvi, S, F1, &tau1[o])
             if second:
-                tau2[o + k] += m.armature[o + k] * q4[o + k]
+                subspace_T_times(nvi, S, F2, &tau2[o])
+            if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
+                                           or (m.kind[i] == KIND_SCREWS and nvi > 1)):
+                _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+                for k in range(nvi):
+                    tau1[o + k] += dot6(&Sd[6 * k], F)
+                    if second:
+                        tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
+            for k in range(nvi):
+                tau1[o + k] += m.armature[o + k] * q3[o + k]
+                if second:
+                    tau2[o + k] += m.armature[o + k] * q4[o + k]
         par = m.parent[i]
         if par < 0:
             continue
@@ -432,12 +535,11 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             kax = m.fast[i] - FAST_REV_X
             sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]
-        wrench_to_parent(T, &T[9], F, &d.f[6 * par])
-        # Ẇ − ad_uᵀ W
+        # W and Ẇ − ad_uᵀ W
         for n in range(6):
             x[n] = F1[n]
         _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, x)
-        wrench_to_parent(T, &T[9], x, &d.rfd[6 * par])
+        td_rates_to_parent2(T, F, x, &d.f[6 * par], &d.rfd[6 * par])
         if second:
             # Ẅ − 2 ad_uᵀ Ẇ − ad_u̇ᵀ W + ad_uᵀ ad_uᵀ W
             for n in range(6):
@@ -447,7 +549,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             _coad_u_add(kax, cu[1], &d.ru[12 * i + 6], F, 1.0, x)
             _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, t6)
             _coad_u_add(kax, cu[0], &d.ru[12 * i], t6, 1.0, x)
-            wrench_to_parent(T, &T[9], x, &d.rfdd[6 * par])
+            td_rates_to_parent(T, x, &d.rfdd[6 * par])
     return bad
 
 
