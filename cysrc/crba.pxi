@@ -10,14 +10,77 @@
 
 cdef extern from *:
     """
+    #include "simd.h"
     /* a[n] += b[n], n < 10: a composite inertia onto its parent's (distinct bodies) */
     static inline void td_add10(double* __restrict__ a, const double* __restrict__ b)
     {
         for (int n = 0; n < 10; n++)
             a[n] += b[n];
     }
+
+    /* se3.pxd's dot6, rigid_apply_packed and rigid_world_inertia with their
+     * multiply-adds fused (simd.h td_fma: one rounding in the AVX2 build); the terms
+     * are summed in se3.pxd's order, so the baseline build's results are unchanged. */
+    static inline double td_crba_dot6(const double* a, const double* b)
+    {
+        double s = a[0] * b[0];
+        s = td_fma(a[1], b[1], s);
+        s = td_fma(a[2], b[2], s);
+        s = td_fma(a[3], b[3], s);
+        s = td_fma(a[4], b[4], s);
+        return td_fma(a[5], b[5], s);
+    }
+
+    static inline void td_crba_apply(const double* Ic, const double* V, double* out)
+    {
+        const double m = Ic[0], *h = &Ic[1], *Io = &Ic[4];   /* (not "I": complex.h) */
+        out[0] = td_fnma(h[2], V[4], td_fma(h[1], V[5], td_fma(Io[2], V[2],
+                         td_fma(Io[1], V[1], Io[0] * V[0]))));
+        out[1] = td_fnma(h[0], V[5], td_fma(h[2], V[3], td_fma(Io[4], V[2],
+                         td_fma(Io[3], V[1], Io[1] * V[0]))));
+        out[2] = td_fnma(h[1], V[3], td_fma(h[0], V[4], td_fma(Io[5], V[2],
+                         td_fma(Io[4], V[1], Io[2] * V[0]))));
+        out[3] = td_fms(m, V[3], td_fms(h[1], V[2], h[2] * V[1]));
+        out[4] = td_fms(m, V[4], td_fms(h[2], V[0], h[0] * V[2]));
+        out[5] = td_fms(m, V[5], td_fms(h[0], V[1], h[1] * V[0]));
+    }
+
+    /* R x (+ p) row by row */
+    static inline double td_crba_row3(const double* Rr, const double* x)
+    {
+        return td_fma(Rr[2], x[2], td_fma(Rr[1], x[1], Rr[0] * x[0]));
+    }
+
+    static inline void td_crba_world_inertia(const double* R, const double* r,
+                                             const double* inr, double* Ic)
+    {
+        const double m = inr[0];
+        double c[3], P[9], Tt[9], cc;
+        for (int a = 0; a < 3; a++)
+            c[a] = td_crba_row3(&R[3 * a], &inr[1]) + r[a];
+        for (int a = 0; a < 3; a++)          /* columns of Θ_c as rows */
+            for (int b = 0; b < 3; b++)
+                Tt[3 * b + a] = inr[4 + 3 * a + b];
+        for (int a = 0; a < 3; a++)          /* P = R Θ_c; Io = P Rᵀ (upper triangle) */
+            for (int b = 0; b < 3; b++)
+                P[3 * a + b] = td_crba_row3(&R[3 * a], &Tt[3 * b]);
+        cc = td_fma(c[2], c[2], td_fma(c[1], c[1], c[0] * c[0]));
+        Ic[0] = m;
+        Ic[1] = m * c[0]; Ic[2] = m * c[1]; Ic[3] = m * c[2];
+        Ic[4] = td_fma(m, td_fnma(c[0], c[0], cc), td_crba_row3(&P[0], &R[0]));
+        Ic[5] = td_fnma(m * c[0], c[1], td_crba_row3(&P[0], &R[3]));
+        Ic[6] = td_fnma(m * c[0], c[2], td_crba_row3(&P[0], &R[6]));
+        Ic[7] = td_fma(m, td_fnma(c[1], c[1], cc), td_crba_row3(&P[3], &R[3]));
+        Ic[8] = td_fnma(m * c[1], c[2], td_crba_row3(&P[3], &R[6]));
+        Ic[9] = td_fma(m, td_fnma(c[2], c[2], cc), td_crba_row3(&P[6], &R[6]));
+    }
     """
     void td_add10(double* a, const double* b) noexcept nogil
+    double td_crba_dot6(const double* a, const double* b) noexcept nogil
+    void td_crba_apply(const double* Ic, const double* V, double* out) noexcept nogil
+    double td_crba_row3(const double* Rr, const double* x) noexcept nogil
+    void td_crba_world_inertia(const double* R, const double* r, const double* inr,
+                               double* Ic) noexcept nogil
 
 
 cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
@@ -33,8 +96,9 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
     else:
         Cp = &d.sMi[12 * par]
-        rot_vec(Cp, &T[9], &C[9])
-        C[9] += Cp[9]; C[10] += Cp[10]; C[11] += Cp[11]
+        C[9] = td_crba_row3(&Cp[0], &T[9]) + Cp[9]
+        C[10] = td_crba_row3(&Cp[3], &T[9]) + Cp[10]
+        C[11] = td_crba_row3(&Cp[6], &T[9]) + Cp[11]
     if m.fast[i] != FAST_NONE:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
@@ -65,7 +129,7 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         if td_massless(&m.inert[i, 0]):
             memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
         else:
-            rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+            td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
@@ -89,9 +153,9 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         for k in range(m.nvj[i]):
-            rigid_apply_packed(&Ic[10 * i], &J[6 * (o + k)], F)
+            td_crba_apply(&Ic[10 * i], &J[6 * (o + k)], F)
             for l in range(k, m.nvj[i]):
-                Mlk = dot6(&J[6 * (o + l)], F)
+                Mlk = td_crba_dot6(&J[6 * (o + l)], F)
                 M[(o + l) * nv + o + k] = Mlk
                 if not lower:
                     M[(o + k) * nv + o + l] = Mlk
@@ -99,7 +163,7 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
             ok = o + k
             for r in range(anc_ptr[i], anc_ptr[i + 1]):
                 for l in range(anc_run[2 * r], anc_run[2 * r + 1]):
-                    Mlk = dot6(&J[6 * l], F)
+                    Mlk = td_crba_dot6(&J[6 * l], F)
                     if not lower:
                         M[l * nv + ok] = Mlk
                     M[ok * nv + l] = Mlk
