@@ -82,7 +82,8 @@ typedef double td_a2 __attribute__((vector_size(16), aligned(8)));
 /* C = A B for poses of 12 doubles (R row-major, p): the rows of [R | p] as 4-wide
  * vectors, row r of C = Σ_k A[r][k] [B.R | B.p]_k + (0, 0, 0, A.p_r): per element
  * the products and sums of pose_mul (se3.pxd) in its order, so the same bits.
- * C must not alias A or B. */
+ * C must not alias A or B.  Not fused (td_fma4), nor td_rev_step's c B ± s B: the
+ * pose recursion is latency-bound and was slower fused (docs/algorithms.md). */
 __attribute__((always_inline))
 static inline void td_pose_mul12_rows(const double* A, const td_a4 B0, const td_a4 B1,
                                       const td_a4 B2, double* C)
