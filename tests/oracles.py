@@ -487,3 +487,13 @@ def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
         Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
         Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
     return q1, v1, Fx, Fu
+
+
+def rates_state(model, seed):
+    """A random state for the inverse-dynamics rates tests: q, v, v̇, v̈, v⃛ and external
+    wrenches (3, n_bodies, 6) with their first two rates."""
+    rng = np.random.default_rng(seed)
+    q = model.random_configuration(rng)
+    v, a, j, s = rng.normal(size=(4, model.nv))
+    f = rng.normal(size=(3, model.n_bodies, 6))
+    return q, v, a, j, s, f

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import load_pair, pin_v_permutation, random_tree, to_pinocchio_q
+from oracles import load_pair, pin_v_permutation, random_tree, rates_state, to_pinocchio_q
 from treedyn.errors import InputError
 
 C1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0.0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
@@ -43,19 +43,11 @@ def model(request):
     return MODELS[request.param]()
 
 
-def _state(model, seed):
-    rng = np.random.default_rng(seed)
-    q = model.random_configuration(rng)
-    v, a, j, s = rng.normal(size=(4, model.nv))
-    f = rng.normal(size=(3, model.n_bodies, 6))
-    return q, v, a, j, s, f
-
-
 @pytest.mark.parametrize("frame", ["world", "body", "hybrid"])
 def test_rates_are_the_derivatives_along_group_curves(model, frame):
     """Every joint type and floating bases, external wrenches and their rates."""
     for seed in range(3):
-        q, v, a, j, s, f = _state(model, seed)
+        q, v, a, j, s, f = rates_state(model, seed)
         kw = dict(f_ext_frame=frame)
         rep = ("body", "spatial", "hybrid")[seed % 3]
         t1, t2 = model.inverse_dynamics_rates(q, v, a, j, s, f_ext=f[0], f_ext_dot=f[1],
@@ -107,7 +99,7 @@ def test_rates_along_a_polynomial_trajectory():
 def test_the_representations_agree(model, frame):
     """The body-fixed, spatial and hybrid recursions: the same τ̇ and τ̈ to 1e-12."""
     for seed in range(2):
-        q, v, a, j, s, f = _state(model, 10 + seed)
+        q, v, a, j, s, f = rates_state(model, 10 + seed)
         kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
                                            f_ext_frame=frame)
         ref = model.inverse_dynamics_rates(q, v, a, j, s, **kw)
@@ -120,7 +112,7 @@ def test_the_representations_agree(model, frame):
 
 def test_rates_by_the_chain_rule(model):
     """τ̇ = ∂τ/∂q v + ∂τ/∂v v̇ + M v̈ (tangent-space derivatives)."""
-    q, v, a, j, _, f = _state(model, 3)
+    q, v, a, j, _, f = rates_state(model, 3)
     dq, dv, M = model.inverse_dynamics_derivatives(q, v, a, f_ext=f[0], f_ext_frame="body")
     t1 = model.inverse_dynamics_rates(q, v, a, j, f_ext=f[0], f_ext_frame="body")
     assert rel(t1, dq @ v + dv @ a + M @ j) < 1e-12

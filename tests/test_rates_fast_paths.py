@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import random_tree
+from oracles import random_tree, rates_state
 from treedyn import lie
 from treedyn.errors import InputError
 
@@ -74,18 +74,10 @@ def model(request):
     return MODELS[request.param]()
 
 
-def _state(model, seed):
-    rng = np.random.default_rng(seed)
-    q = model.random_configuration(rng)
-    v, a, j, s = rng.normal(size=(4, model.nv))
-    f = rng.normal(size=(3, model.n_bodies, 6))
-    return q, v, a, j, s, f
-
-
 @pytest.mark.parametrize("frame", [None, "world", "body", "hybrid"])
 def test_body_form_agrees_with_spatial_and_hybrid(model, frame):
     for seed in range(3):
-        q, v, a, j, s, f = _state(model, seed)
+        q, v, a, j, s, f = rates_state(model, seed)
         kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
                                             f_ext_frame=frame)
         b1, b2 = model.inverse_dynamics_rates(q, v, a, j, s, representation="body", **kw)
@@ -97,7 +89,7 @@ def test_body_form_agrees_with_spatial_and_hybrid(model, frame):
 
 def test_body_form_is_the_derivative_along_group_curves(model):
     for seed in range(2):
-        q, v, a, j, s, f = _state(model, seed)
+        q, v, a, j, s, f = rates_state(model, seed)
 
         def tau(e):
             return model.inverse_dynamics(model.integrate(q, e * v), v + e * a, a + e * j,
@@ -115,7 +107,7 @@ def test_body_form_is_the_derivative_along_group_curves(model):
 
 def test_tau_dot_alone_is_bitwise_that_of_the_pair(model):
     """τ̇ takes the same path with or without τ̈ (no second rounding of it)."""
-    q, v, a, j, s, _ = _state(model, 3)
+    q, v, a, j, s, _ = rates_state(model, 3)
     t1, _ = model.inverse_dynamics_rates(q, v, a, j, s)
     np.testing.assert_array_equal(model.inverse_dynamics_rates(q, v, a, j), t1)
 

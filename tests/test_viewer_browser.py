@@ -9,7 +9,6 @@ the system temp dir)/treedyn_view_*.png, kept out of git.
 """
 import base64
 import os
-import shutil
 import tempfile
 import time
 
@@ -17,9 +16,8 @@ import numpy as np
 import pytest
 
 import treedyn as td
+from browser_support import CHROMIUM, DRIVER, needs_browser, wait_until
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
 SHOTS = os.environ.get("TREEDYN_SCREENSHOTS", tempfile.gettempdir())
 SIZE = (1000, 700)
 #: the four-bar's link colours (robots/four_bar.toml), 0-255
@@ -28,22 +26,7 @@ LINK_RGB = np.array([[217, 84, 26], [51, 115, 204], [77, 166, 64]])
 MIN_FPS = 5.0   # generous: software WebGL on 2 shared cores (a stalled page gives < 1)
 
 
-def _missing():
-    try:
-        import selenium  # noqa: F401
-        import viser  # noqa: F401
-    except ImportError as exc:
-        return f"{exc.name} is not installed (pip install treedyn[viewer] selenium)"
-    if not CHROMIUM or not DRIVER:
-        return "no chromium/chromedriver on PATH (apt-get install chromium chromium-driver)"
-    return None
-
-
-REASON = _missing()
-if REASON and os.environ.get("TREEDYN_BROWSER_TEST") == "required":
-    # .ci/run installed the browser: then a missing piece is a failure, not a skip
-    raise RuntimeError(f"the browser test cannot run: {REASON}")
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"browser test skipped: {REASON}")
+pytestmark = needs_browser()
 
 HOOKS = """
 window.__errors = [];
@@ -135,16 +118,6 @@ def _robot_pixels(img):
     return int(np.count_nonzero(close & (sat > 40)))
 
 
-def _wait(cond, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        val = cond()
-        if val:
-            return val
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def four_bar_run():
     m = td.load(td.robots.path("four_bar.toml"))
@@ -161,9 +134,9 @@ def test_robot_drawn_moves_with_time_and_no_errors(browser, four_bar_run):
     try:
         tick = time.monotonic()
         _open(browser, v.url, logs)
-        _wait(lambda: any("Connected!" in e["message"] for e in _logs(browser, logs)), 60,
+        wait_until(lambda: any("Connected!" in e["message"] for e in _logs(browser, logs)), 60,
               "the WebSocket connection")
-        _wait(lambda: _robot_pixels(_centre(_shot(browser, "four_bar_t0")[1])) > 200, 60,
+        wait_until(lambda: _robot_pixels(_centre(_shot(browser, "four_bar_t0")[1])) > 200, 60,
               "the robot's colours in the middle of the picture")
         first = time.monotonic() - tick
         path0, img0 = _shot(browser, "four_bar_t0")
@@ -178,7 +151,7 @@ def test_robot_drawn_moves_with_time_and_no_errors(browser, four_bar_run):
             _, img = _shot(browser, "four_bar_t025")
             diff = np.abs(_centre(img) - _centre(img0)).max(axis=2)
             return np.count_nonzero(diff > 30) > 200
-        _wait(changed, 60, "the picture to change after moving the time")
+        wait_until(changed, 60, "the picture to change after moving the time")
         _assert_healthy(browser, logs)
         print(f"first frame in the browser after {first:.2f} s; screenshots in {SHOTS}")
     finally:
@@ -195,7 +168,7 @@ def test_playback_frame_rate_counted_by_the_client(small_browser, four_bar_run):
         _open(browser, v.url, logs)
         # drawing starts once the client has built the scene: wait for the robot (left of
         # the GUI panel, which covers the right 340 px)
-        _wait(lambda: _robot_pixels(_shot(browser, "four_bar_small")[1][160:, :-340]) > 100, 60,
+        wait_until(lambda: _robot_pixels(_shot(browser, "four_bar_small")[1][160:, :-340]) > 100, 60,
               "the first frame")
         v.play(speed=1.0)
         k0 = v._k

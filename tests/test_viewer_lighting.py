@@ -24,6 +24,7 @@ import treedyn as td
 import treedyn.viewer as tv
 from treedyn.cli import main
 from treedyn.errors import InputError
+from browser_support import needs_browser, wait_until
 
 viser = pytest.importorskip("viser")
 
@@ -118,20 +119,7 @@ def test_view_command_lighting_options(monkeypatch):
 
 
 # ------------------------------------------------------------------ in Chromium
-def _browser_missing():
-    import shutil
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed"
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")) or \
-            not shutil.which("chromedriver"):
-        return "no chromium/chromedriver on PATH"
-    return None
-
-
-@pytest.mark.skipif(_browser_missing() is not None,
-                    reason=f"browser test skipped: {_browser_missing()}")
+@needs_browser()
 def test_probe_does_not_count_a_dimmed_canvas(tmp_path):
     """The meshes are drawn on a canvas kept at 5 % opacity (as viser's client
     does while it loads an environment map): drawn, not seen, so the probe stays
@@ -169,24 +157,16 @@ def test_probe_does_not_count_a_dimmed_canvas(tmp_path):
     d = browser((800, 600))
     d.set_page_load_timeout(60)
 
-    def wait(cond, seconds, what):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            if cond():
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-
     v = td.view(m)
     try:
         d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": veil + PROBE})
         d.get(v.url)
-        wait(lambda: d.execute_script(grey_drawn) > 40, 60, "the meshes to be drawn")
+        wait_until(lambda: d.execute_script(grey_drawn) > 40, 60, "the meshes to be drawn")
         time.sleep(0.5)
         assert d.execute_script(opacity) == [pytest.approx(0.05)]
         assert d.execute_script("return window.__first") is None
         d.execute_script("window.__unveil = true; document.getElementById('veil').remove()")
-        wait(lambda: d.execute_script("return window.__first") is not None, 30,
+        wait_until(lambda: d.execute_script("return window.__first") is not None, 30,
              "the probe to see the meshes")
     finally:
         v.close()

@@ -9,7 +9,6 @@ while announced, refused after a failure), and in headless Chromium the
 benchmark's first-frame probe (benchmarks/bench_viewer.py PROBE)."""
 import io
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -24,6 +23,7 @@ import pytest
 import treedyn as td
 import treedyn.viewer as tv
 from treedyn.cli import main
+from browser_support import needs_browser, wait_until
 
 pytest.importorskip("viser")
 
@@ -234,20 +234,7 @@ def test_a_truncated_binary_stl_is_unreadable_and_its_body_a_stick_figure(tmp_pa
 
 
 # ------------------------------------------------------------------ a browser
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-
-def _browser_missing():
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed"
-    return None if CHROMIUM and DRIVER else "no chromium/chromedriver on PATH"
-
-
-@pytest.mark.skipif(_browser_missing() is not None, reason=f"browser test skipped: "
-                    f"{_browser_missing()}")
+@needs_browser()
 def test_a_client_connected_before_the_meshes_gets_them(tmp_path):
     """The browser opens the URL and its client connects while the server has not
     read the meshes yet; the meshes sent afterwards reach it.  The benchmark's
@@ -274,14 +261,6 @@ def test_a_client_connected_before_the_meshes_gets_them(tmp_path):
     d = browser((800, 600))
     d.set_page_load_timeout(60)
 
-    def wait(cond, seconds, what):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            if cond():
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-
     v = None
     try:
         d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE})
@@ -290,7 +269,7 @@ def test_a_client_connected_before_the_meshes_gets_them(tmp_path):
         def on_url(url):
             d.get(url)
             server = state["viewer"]._server
-            wait(lambda: len(server.get_clients()) > 0, 60, "the client to connect")
+            wait_until(lambda: len(server.get_clients()) > 0, 60, "the client to connect")
             time.sleep(1.0)                                # it draws the empty scene
             state["empty"] = d.execute_script("return window.__first")
 
@@ -310,11 +289,11 @@ def test_a_client_connected_before_the_meshes_gets_them(tmp_path):
         finally:
             tv.Viewer._camera, tv.Viewer._build = camera, build
         assert state["empty"] is None
-        wait(lambda: d.execute_script(coloured) > 100, 60, "the stick figure, COMs and axes")
+        wait_until(lambda: d.execute_script(coloured) > 100, 60, "the stick figure, COMs and axes")
         time.sleep(0.5)
         assert d.execute_script("return window.__first") is None
         v._show_group("shape", True)
-        wait(lambda: d.execute_script("return window.__first") is not None, 60,
+        wait_until(lambda: d.execute_script("return window.__first") is not None, 60,
              "the meshes (grey pixels) to appear")
     finally:
         if v is not None:
