@@ -22,44 +22,23 @@ def _model(name):
 
 
 # ------------------------------------------------------------------------- Ctrl-C
-def _interrupt_latency(run, delay=0.25, every=0.05):
-    """Seconds from the first SIGINT sent by a timer thread to the KeyboardInterrupt of
-    run().  Like a user who presses Ctrl-C again, the thread repeats the signal every
-    ``every`` seconds until run() stops: in the whole suite (never alone) a first
-    signal has been seen to go unanswered, once in a few runs; the latency still
-    counts from the first signal, so a kernel loop that checks signals too rarely
-    (or never) fails.  The handler raises KeyboardInterrupt once, as Python's does,
-    and ignores the repeats that arrive while it propagates."""
-    sent, caught = [], []
-    stop = threading.Event()
-
-    def on_sigint(signum, frame):
-        if not caught:
-            caught.append(True)
-            raise KeyboardInterrupt
+def _interrupt_latency(run, delay=0.25):
+    """Seconds from a SIGINT sent by a timer thread to the KeyboardInterrupt of run()."""
+    sent = []
 
     def fire():
-        if stop.wait(delay):
-            return
-        while True:
-            sent.append(time.perf_counter())
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            if stop.wait(every):
-                return
+        sent.append(time.perf_counter())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    thread = threading.Thread(target=fire, daemon=True)
-    thread.start()
+    timer = threading.Timer(delay, fire)
+    timer.start()
     try:
         with pytest.raises(KeyboardInterrupt) as exc:
             run()                       # each run below takes minutes uninterrupted
         return (time.perf_counter() - sent[0],
                 " ".join(str(tb.name) for tb in exc.traceback))
     finally:
-        stop.set()
-        thread.join()
-        time.sleep(0.01)                # repeats already sent reach on_sigint here
-        signal.signal(signal.SIGINT, previous)
+        timer.cancel()
 
 
 def _long_run(model, **kw):
