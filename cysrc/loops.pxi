@@ -63,22 +63,28 @@ cdef enum:
 
 cdef extern from *:
     """
-    /* K (m, m) = Yᵀ Y for Y (n, m) row-major: n rank-one updates K += y yᵀ of
-       Y's rows on the lower triangle, then mirrored to the upper one.  The row
-       length m is a compile-time constant for m ≤ 12 (one case each), so that the
-       triangle's short loops unroll into straight-line code. */
+    /* K (m, m) = Yᵀ Y for Y (n, m) row-major, both triangles: row i of K summed
+       over Y's rows in order, K_ik = Σ_j y_ji y_jk (so K_ik and K_ki are the same
+       products in the same order, bitwise equal).  The row length m is a
+       compile-time constant for m ≤ 12 (one case each): a row's m sums stay in
+       vector registers across the n rows of Y, no store and reload of K per row. */
     #define TD_GRAM_ROWS(M) \
-        for (long j = 0; j < n; j++) { \
-            const double* y = Y + j * (M); \
-            for (long i = 0; i < (M); i++) \
-                for (long k = 0; k <= i; k++) \
-                    K[i * (M) + k] += y[i] * y[k]; \
+        for (long i = 0; i < (M); i++) { \
+            double acc[(M)]; \
+            for (long k = 0; k < (M); k++) \
+                acc[k] = 0.0; \
+            for (long j = 0; j < n; j++) { \
+                const double* y = Y + j * (M); \
+                const double yi = y[i]; \
+                for (long k = 0; k < (M); k++) \
+                    acc[k] += yi * y[k]; \
+            } \
+            for (long k = 0; k < (M); k++) \
+                K[i * (M) + k] = acc[k]; \
         }
     static inline void td_gram(long n, long m, const double* __restrict__ Y,
                                double* __restrict__ K)
     {
-        for (long i = 0; i < m * m; i++)
-            K[i] = 0.0;
         switch (m) {
             case 1: TD_GRAM_ROWS(1) break;    case 2: TD_GRAM_ROWS(2) break;
             case 3: TD_GRAM_ROWS(3) break;    case 4: TD_GRAM_ROWS(4) break;
@@ -86,11 +92,15 @@ cdef extern from *:
             case 7: TD_GRAM_ROWS(7) break;    case 8: TD_GRAM_ROWS(8) break;
             case 9: TD_GRAM_ROWS(9) break;    case 10: TD_GRAM_ROWS(10) break;
             case 11: TD_GRAM_ROWS(11) break;  case 12: TD_GRAM_ROWS(12) break;
-            default: TD_GRAM_ROWS(m)
+            default:
+                for (long i = 0; i < m; i++)
+                    for (long k = 0; k < m; k++) {
+                        double s = 0.0;
+                        for (long j = 0; j < n; j++)
+                            s += Y[j * m + i] * Y[j * m + k];
+                        K[i * m + k] = s;
+                    }
         }
-        for (long i = 0; i < m; i++)
-            for (long k = 0; k < i; k++)
-                K[k * m + i] = K[i * m + k];
     }
     """
     void td_gram(long n, long m, const double* Y, double* K) noexcept nogil
