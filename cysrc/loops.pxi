@@ -106,6 +106,124 @@ cdef extern from *:
     void td_gram(long n, long m, const double* Y, double* K) noexcept nogil
 
 
+cdef extern from *:
+    """
+    /* The metric's small dense algebra with the row count m a compile-time
+       constant for m ≤ 12 (one case each, as td_gram): the short loops unroll into
+       straight-line code with no loop exits to predict.  Each is the arithmetic of
+       the Cython routine it replaces, in the same order (bitwise equal results). */
+    #define TD_SMALL_CASES(CALL) \
+        case 1: CALL(1); break;  case 2: CALL(2); break;  case 3: CALL(3); break; \
+        case 4: CALL(4); break;  case 5: CALL(5); break;  case 6: CALL(6); break; \
+        case 7: CALL(7); break;  case 8: CALL(8); break;  case 9: CALL(9); break; \
+        case 10: CALL(10); break; case 11: CALL(11); break; case 12: CALL(12); break;
+
+    /* _cholesky with ref and dinv given: A (n, n) = F Fᵀ in place (lower triangle),
+       1/F_jj into dinv; 0 at the first pivot not above rcond · ref[j]. */
+    static inline __attribute__((always_inline)) int td_chol_n(
+            double* A, const long n, double rcond, const double* ref, double* dinv)
+    {
+        for (long j = 0; j < n; j++) {
+            double* Aj = A + j * n;
+            double s = Aj[j];
+            for (long k = 0; k < j; k++)
+                s -= Aj[k] * Aj[k];
+            if (!(s > rcond * ref[j]))
+                return 0;
+            s = sqrt(s);
+            const double inv = 1.0 / s;
+            Aj[j] = s;
+            dinv[j] = inv;
+            for (long i = j + 1; i < n; i++) {
+                double* Ai = A + i * n;
+                double t = Ai[j];
+                for (long k = 0; k < j; k++)
+                    t -= Ai[k] * Aj[k];
+                Ai[j] = t * inv;
+            }
+        }
+        return 1;
+    }
+    static int td_chol(double* A, long n, double rcond, const double* ref, double* dinv)
+    {
+        #define TD_CHOL(M) return td_chol_n(A, (M), rcond, ref, dinv)
+        switch (n) { TD_SMALL_CASES(TD_CHOL) default: return td_chol_n(A, n, rcond, ref, dinv); }
+        #undef TD_CHOL
+    }
+
+    /* x = F⁻¹ x then x = F⁻ᵀ x (_solve_L, _solve_Lt with dinv, row stride n). */
+    static inline __attribute__((always_inline)) void td_chol_solve_n(
+            const double* L, const long n, const double* dinv, double* x)
+    {
+        for (long i = 0; i < n; i++) {
+            double s = x[i];
+            for (long k = 0; k < i; k++)
+                s -= L[i * n + k] * x[k];
+            x[i] = s * dinv[i];
+        }
+        for (long i = n - 1; i >= 0; i--) {
+            double s = x[i];
+            for (long k = i + 1; k < n; k++)
+                s -= L[k * n + i] * x[k];
+            x[i] = s * dinv[i];
+        }
+    }
+    static void td_chol_solve(const double* L, long n, const double* dinv, double* x)
+    {
+        #define TD_CS(M) td_chol_solve_n(L, (M), dinv, x)
+        switch (n) { TD_SMALL_CASES(TD_CS) default: td_chol_solve_n(L, n, dinv, x); }
+        #undef TD_CS
+    }
+
+    /* out (nv) = Y w for Y (nv, m) row-major (each entry summed over k in order). */
+    static inline __attribute__((always_inline)) void td_y_times_n(
+            long nv, const long m, const double* Y, const double* w, double* out)
+    {
+        for (long j = 0; j < nv; j++) {
+            const double* Yj = Y + j * m;
+            double s = 0.0;
+            for (long k = 0; k < m; k++)
+                s += Yj[k] * w[k];
+            out[j] = s;
+        }
+    }
+    static void td_y_times(long nv, long m, const double* Y, const double* w, double* out)
+    {
+        #define TD_YT(M) td_y_times_n(nv, (M), Y, w, out)
+        switch (m) { TD_SMALL_CASES(TD_YT) default: td_y_times_n(nv, m, Y, w, out); }
+        #undef TD_YT
+    }
+
+    /* acc (m) = Yᵀ z for Y (nv, m) row-major (each entry summed over j in order,
+       the m sums in registers). */
+    static inline __attribute__((always_inline)) void td_yt_times_n(
+            long nv, const long m, const double* Y, const double* z, double* acc)
+    {
+        double a[m > 0 ? m : 1];
+        for (long t = 0; t < m; t++)
+            a[t] = 0.0;
+        for (long j = 0; j < nv; j++) {
+            const double* Yj = Y + j * m;
+            const double zj = z[j];
+            for (long t = 0; t < m; t++)
+                a[t] += Yj[t] * zj;
+        }
+        for (long t = 0; t < m; t++)
+            acc[t] = a[t];
+    }
+    static void td_yt_times(long nv, long m, const double* Y, const double* z, double* acc)
+    {
+        #define TD_YTT(M) td_yt_times_n(nv, (M), Y, z, acc)
+        switch (m) { TD_SMALL_CASES(TD_YTT) default: td_yt_times_n(nv, m, Y, z, acc); }
+        #undef TD_YTT
+    }
+    """
+    bint td_chol(double* A, long n, double rcond, const double* ref, double* dinv) noexcept nogil
+    void td_chol_solve(const double* L, long n, const double* dinv, double* x) noexcept nogil
+    void td_y_times(long nv, long m, const double* Y, const double* w, double* out) noexcept nogil
+    void td_yt_times(long nv, long m, const double* Y, const double* z, double* acc) noexcept nogil
+
+
 cdef struct MovVec:
     double x[3]
     double xd[3]
@@ -773,17 +891,9 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
 
 cdef inline void _metric_times_Yt(DataC* d, int nv, const double* z, double* c) noexcept nogil:
     """c[nz_t] −= (Yᵀ z)_t for the rows t of Y = L⁻ᵀ Gᵀ (d.cY, nv × mz)."""
-    cdef int mz = d.cmz, j, t
+    cdef int mz = d.cmz, t
     cdef double* acc = d.cw
-    cdef const double* Yj
-    cdef double zj
-    for t in range(mz):
-        acc[t] = 0.0
-    for j in range(nv):
-        zj = z[j]
-        Yj = &d.cY[j * mz]
-        for t in range(mz):
-            acc[t] += Yj[t] * zj
+    td_yt_times(nv, mz, d.cY, z, acc)
     for t in range(mz):
         c[d.cnz[t]] -= acc[t]
 
@@ -841,7 +951,7 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     # redundancy).  Otherwise the pivoted factorization decides the rank.
     for i in range(mz):
         d.cw[i] = K[i * mz + i]
-    if _cholesky(K, mz, rcond, d.cw, d.cKd):
+    if td_chol(K, mz, rcond, d.cw, d.cKd):               # _cholesky, unrolled
         for i in range(mz):
             d.cperm[i] = i
         d.crank = mz
@@ -865,22 +975,23 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
     space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
     pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
     condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L)."""
-    cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, j, k
+    cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, k
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
     cdef const int* perm = d.cperm
     cdef double* w = d.cw
     cdef double* Y = d.cY
-    cdef double* Yj
-    cdef double s
     cdef bint lsq = minimal and r < mz
     for i in range(mz):
         w[i] = c[nz[perm[i]]]
     if lsq:
         _metric_null_space(d, mz, r)
         _remove_null_part(d.cS, mz, mz - r, w)
-    _solve_L(F, r, mz, d.cKd, w)                       # F₁ z = w₁, F₁ᵀ y = z
-    _solve_Lt(F, r, mz, d.cKd, w)
+    if r == mz:                                         # F z = w, Fᵀ y = z
+        td_chol_solve(F, mz, d.cKd, w)
+    else:                                               # F₁ z = w₁, F₁ᵀ y = z
+        _solve_L(F, r, mz, d.cKd, w)
+        _solve_Lt(F, r, mz, d.cKd, w)
     for i in range(r, mz):
         w[i] = 0.0
     if lsq:
@@ -891,12 +1002,7 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
         c[nz[perm[i]]] = w[i]
     for k in range(mz):
         w[k] = c[nz[k]]
-    for j in range(nv):                                 # M⁻¹ Gᵀ λ = L⁻¹ Y λ
-        Yj = &Y[j * mz]
-        s = 0.0
-        for k in range(mz):
-            s += Yj[k] * w[k]
-        d.cw2[j] = s
+    td_y_times(nv, mz, Y, w, d.cw2)                     # M⁻¹ Gᵀ λ = L⁻¹ Y λ
     if solve_L:
         _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
 
