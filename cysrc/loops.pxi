@@ -121,7 +121,8 @@ cdef extern from *:
     /* _cholesky with ref and dinv given: A (n, n) = F Fᵀ in place (lower triangle),
        1/F_jj into dinv; 0 at the first pivot not above rcond · ref[j]. */
     static inline __attribute__((always_inline)) int td_chol_n(
-            double* A, const long n, double rcond, const double* ref, double* dinv)
+            double* A, const long n, double rcond, const double* ref, double* dinv,
+            double* z)
     {
         for (long j = 0; j < n; j++) {
             double* Aj = A + j * n;
@@ -134,6 +135,13 @@ cdef extern from *:
             const double inv = 1.0 / s;
             Aj[j] = s;
             dinv[j] = inv;
+            if (z != NULL) {
+                /* z = F⁻¹ z alongside: row j of F is complete once F_jj is */
+                double t = z[j];
+                for (long k = 0; k < j; k++)
+                    t -= Aj[k] * z[k];
+                z[j] = t * inv;
+            }
             for (long i = j + 1; i < n; i++) {
                 double* Ai = A + i * n;
                 double t = Ai[j];
@@ -146,16 +154,29 @@ cdef extern from *:
     }
     static int td_chol(double* A, long n, double rcond, const double* ref, double* dinv)
     {
-        #define TD_CHOL(M) return td_chol_n(A, (M), rcond, ref, dinv)
-        switch (n) { TD_SMALL_CASES(TD_CHOL) default: return td_chol_n(A, n, rcond, ref, dinv); }
+        #define TD_CHOL(M) return td_chol_n(A, (M), rcond, ref, dinv, NULL)
+        switch (n) {
+            TD_SMALL_CASES(TD_CHOL) default: return td_chol_n(A, n, rcond, ref, dinv, NULL);
+        }
         #undef TD_CHOL
+    }
+    /* td_chol and, on success, z = F⁻¹ z (the forward solve of td_chol_solve, the
+       same operations in the same order), overlapping the factorization. */
+    static int td_chol_fwd(double* A, long n, double rcond, const double* ref, double* dinv,
+                           double* z)
+    {
+        #define TD_CHOLF(M) return td_chol_n(A, (M), rcond, ref, dinv, z)
+        switch (n) {
+            TD_SMALL_CASES(TD_CHOLF) default: return td_chol_n(A, n, rcond, ref, dinv, z);
+        }
+        #undef TD_CHOLF
     }
 
     /* x = F⁻¹ x then x = F⁻ᵀ x (_solve_L, _solve_Lt with dinv, row stride n). */
     static inline __attribute__((always_inline)) void td_chol_solve_n(
-            const double* L, const long n, const double* dinv, double* x)
+            const double* L, const long n, const double* dinv, double* x, const int fwd)
     {
-        for (long i = 0; i < n; i++) {
+        for (long i = 0; fwd && i < n; i++) {
             double s = x[i];
             for (long k = 0; k < i; k++)
                 s -= L[i * n + k] * x[k];
@@ -170,9 +191,43 @@ cdef extern from *:
     }
     static void td_chol_solve(const double* L, long n, const double* dinv, double* x)
     {
-        #define TD_CS(M) td_chol_solve_n(L, (M), dinv, x)
-        switch (n) { TD_SMALL_CASES(TD_CS) default: td_chol_solve_n(L, n, dinv, x); }
+        #define TD_CS(M) td_chol_solve_n(L, (M), dinv, x, 1)
+        switch (n) { TD_SMALL_CASES(TD_CS) default: td_chol_solve_n(L, n, dinv, x, 1); }
         #undef TD_CS
+    }
+    /* the back substitution alone (x = F⁻ᵀ x; the forward one came with td_chol_fwd) */
+    static void td_chol_back(const double* L, long n, const double* dinv, double* x)
+    {
+        #define TD_CB(M) td_chol_solve_n(L, (M), dinv, x, 0)
+        switch (n) { TD_SMALL_CASES(TD_CB) default: td_chol_solve_n(L, n, dinv, x, 0); }
+        #undef TD_CB
+    }
+
+    /* X = L⁻ᵀ X for X (n, p) row-major (_solve_Lt_tree_cols of ltl.pxi, the same
+       operations in the same order) with p a compile-time constant up to 12. */
+    static inline __attribute__((always_inline)) void td_tree_cols_n(
+            const double* L, long n, const int* lam, double* X, const long p)
+    {
+        for (long k = n - 1; k >= 0; k--) {
+            double* Xk = X + k * p;
+            const double a = L[k * n + k];
+            for (long c = 0; c < p; c++)
+                Xk[c] *= a;
+            for (long i = lam[k]; i >= 0; i = lam[i]) {
+                const double l = L[k * n + i];
+                if (l != 0.0) {
+                    double* Xi = X + i * p;
+                    for (long c = 0; c < p; c++)
+                        Xi[c] -= l * Xk[c];
+                }
+            }
+        }
+    }
+    static void td_tree_cols(const double* L, long n, const int* lam, double* X, long p)
+    {
+        #define TD_TC(M) td_tree_cols_n(L, n, lam, X, (M))
+        switch (p) { TD_SMALL_CASES(TD_TC) default: td_tree_cols_n(L, n, lam, X, p); }
+        #undef TD_TC
     }
 
     /* out (nv) = Y w for Y (nv, m) row-major (each entry summed over k in order). */
@@ -219,7 +274,11 @@ cdef extern from *:
     }
     """
     bint td_chol(double* A, long n, double rcond, const double* ref, double* dinv) noexcept nogil
+    bint td_chol_fwd(double* A, long n, double rcond, const double* ref, double* dinv,
+                     double* z) noexcept nogil
     void td_chol_solve(const double* L, long n, const double* dinv, double* x) noexcept nogil
+    void td_chol_back(const double* L, long n, const double* dinv, double* x) noexcept nogil
+    void td_tree_cols(const double* L, long n, const int* lam, double* X, long p) noexcept nogil
     void td_y_times(long nv, long m, const double* Y, const double* w, double* out) noexcept nogil
     void td_yt_times(long nv, long m, const double* Y, const double* z, double* acc) noexcept nogil
 
@@ -843,7 +902,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     cdef double* M = d.cM
     cdef double* c = d.cb
     cdef double s
-    cdef bint cached = _factors_cached(m, d, q, rcond)
+    cdef bint cached = _factors_cached(m, d, q, rcond), fused = False
     bad = rnea_body_kernel(m, d, q, qd, d.zero_v, grav, fext, fframe, qdd,   # qdd = h
                            joints_ready)
     if bad:
@@ -866,8 +925,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
         _solve_L_tree(M, nv, &m.dof_parent[0], qdd)     # v̇ = L⁻¹ z = M⁻¹ (τ − h)
         return 0
     if not cached:
-        _metric_factor(m, d, rcond)
-        _factors_done(m, d, q, rcond)
+        _metric_gram(m, d)
     # c = −Ġv − G v̇_u − stabilization, with G v̇_u = G L⁻¹ z = Yᵀ z (rows that are
     # not in d.cnz are zero), so that v̇ = L⁻¹ (z + Y λ) needs one solve with L
     for i in range(mr):
@@ -879,7 +937,10 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
                 s += G[i * nv + j] * qd[j]
             c[i] -= k1 * s
     _metric_times_Yt(d, nv, qdd, c)
-    _metric_solve(m, d, c, lam != NULL, False)
+    if not cached:                      # K's factor with c's forward solve alongside
+        fused = _metric_cholesky(m, d, rcond, c)
+        _factors_done(m, d, q, rcond)
+    _metric_solve(m, d, c, lam != NULL, False, fused)
     if lam != NULL:
         for i in range(mr):
             lam[i] = c[i]
@@ -924,12 +985,17 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     Cholesky factor F in d.cK, d.cperm (pivot order, positions in cnz), d.crank
     (full rank when no row lies within √rcond of the span of the rows before it in
     the M⁻¹ metric; else pivoted, the rows within √rcond of the span of those
-    taken dropped: redundant rows)."""
+    taken dropped: redundant rows).  _metric_gram then _metric_cholesky."""
+    _metric_gram(m, d)
+    _metric_cholesky(m, d, rcond, NULL)
+
+
+cdef void _metric_gram(ModelCore m, DataC* d) noexcept nogil:
+    """d.cnz, d.cmz, Y in d.cY and K = Yᵀ Y in d.cK (both triangles) of _metric_factor."""
     cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
     cdef double* G = d.cG
     cdef double* Gi
     cdef double* Y = d.cY
-    cdef double* K = d.cK
     for k in range(mr):
         for j in range(nv):
             if G[k * nv + j] != 0.0:
@@ -941,8 +1007,19 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
         Gi = &G[d.cnz[i] * nv]
         for j in range(nv):
             Y[j * mz + i] = Gi[j]
-    _solve_Lt_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)
-    td_gram(nv, mz, Y, K)                              # K = Yᵀ Y
+    td_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)    # _solve_Lt_tree_cols, unrolled
+    td_gram(nv, mz, Y, d.cK)                            # K = Yᵀ Y
+
+
+cdef bint _metric_cholesky(ModelCore m, DataC* d, double rcond,
+                           const double* c) noexcept nogil:
+    """The factor of K (d.cK from _metric_gram) as _metric_factor describes.  c (m)
+    not NULL: its forward solve comes along where K has full rank, z = F⁻¹ c[cnz]
+    in d.cS (the first mz entries); returns whether it did (then _metric_solve with
+    ``fused`` does the back substitution only)."""
+    cdef int mz = d.cmz, i, k
+    cdef double* K = d.cK
+    cdef bint ok
     # full rank (the common case): Cholesky in the rows' order, no pivot search and
     # no swaps, accepted when every row keeps more than rcond of its own weight K_jj
     # outside the span of the rows before it (pivot_j > rcond K_jj: the squared sine
@@ -951,20 +1028,27 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
     # redundancy).  Otherwise the pivoted factorization decides the rank.
     for i in range(mz):
         d.cw[i] = K[i * mz + i]
-    if td_chol(K, mz, rcond, d.cw, d.cKd):               # _cholesky, unrolled
+    if c != NULL:
+        for i in range(mz):
+            d.cS[i] = c[d.cnz[i]]
+        ok = td_chol_fwd(K, mz, rcond, d.cw, d.cKd, d.cS)   # _cholesky, unrolled
+    else:
+        ok = td_chol(K, mz, rcond, d.cw, d.cKd)
+    if ok:
         for i in range(mz):
             d.cperm[i] = i
         d.crank = mz
-        return
+        return c != NULL
     for i in range(mz):                 # K back: the factorization only wrote the
         K[i * mz + i] = d.cw[i]         # diagonal and the lower triangle
         for k in range(i):
             K[i * mz + k] = K[k * mz + i]
     d.crank = _pivoted_cholesky(K, mz, rcond, d.cw, d.cperm, d.cKd)
+    return False
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
-                        bint solve_L=True) noexcept nogil:
+                        bint solve_L=True, bint fused=False) noexcept nogil:
     """With the factors of _metric_factor: c ← λ and d.cw2 = M⁻¹ Gᵀ λ = L⁻¹ Y λ — the
     least change of v̇ (or v, or q) in the kinetic-energy metric that moves the rows
     by the original c.  Without ``minimal``: λ a basic solution of K λ = c (the r
@@ -974,7 +1058,8 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
     solution — c and the basic solution are both cleared of their parts in the null
     space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
     pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
-    condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L)."""
+    condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L).
+    ``fused``: _metric_cholesky returned True for this c (full rank, F⁻¹ c in d.cS)."""
     cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, k
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
@@ -982,12 +1067,19 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
     cdef double* w = d.cw
     cdef double* Y = d.cY
     cdef bint lsq = minimal and r < mz
-    for i in range(mz):
-        w[i] = c[nz[perm[i]]]
+    if fused:                                           # F z = w done, Fᵀ y = z
+        for i in range(mz):
+            w[i] = d.cS[i]
+        td_chol_back(F, mz, d.cKd, w)
+    else:
+        for i in range(mz):
+            w[i] = c[nz[perm[i]]]
     if lsq:
         _metric_null_space(d, mz, r)
         _remove_null_part(d.cS, mz, mz - r, w)
-    if r == mz:                                         # F z = w, Fᵀ y = z
+    if fused:
+        pass
+    elif r == mz:                                       # F z = w, Fᵀ y = z
         td_chol_solve(F, mz, d.cKd, w)
     else:                                               # F₁ z = w₁, F₁ᵀ y = z
         _solve_L(F, r, mz, d.cKd, w)
@@ -1058,7 +1150,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
     v ← v − M⁻¹Gᵀ (G M⁻¹ Gᵀ)⁺ G v with M at the projected q.  residual: max |g| of
     the returned q.  Returns 0, a quaternion code or CODE_MASS_NOT_PD."""
     cdef int nv = m.nv, nq = m.nq, mr = m.n_crows, it, k, j, bad
-    cdef bint factored = False
+    cdef bint factored = False, fused
     cdef double err, s
     d.cfac = False
     for it in range(max_iter + 1):
@@ -1095,9 +1187,10 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         for j in range(nv):
             s += d.cG[k * nv + j] * v[j]
         d.cb[k] = s
-    _metric_factor(m, d, rcond)
+    _metric_gram(m, d)
+    fused = _metric_cholesky(m, d, rcond, d.cb)
     _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, d.cb, False)
+    _metric_solve(m, d, d.cb, False, True, fused)
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0
