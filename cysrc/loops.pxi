@@ -203,31 +203,56 @@ cdef extern from *:
         #undef TD_CB
     }
 
-    /* X = L⁻ᵀ X for X (n, p) row-major (_solve_Lt_tree_cols of ltl.pxi, the same
-       operations in the same order) with p a compile-time constant up to 12. */
-    static inline __attribute__((always_inline)) void td_tree_cols_n(
-            const double* L, long n, const int* lam, double* X, const long p)
+    /* Y = L⁻ᵀ Gᵀ (n, p) of the p rows nz of G (m, n): _solve_Lt_tree_cols on Y's rows
+       copied from G, the same operations in the same order, but a row of Y is
+       first written where it is first used (G's entries times the pivot, or minus
+       the first push from a descendant), as whole rows: no narrow stores of a
+       transposed copy are read back by the wide loads of the solve. */
+    static inline __attribute__((always_inline)) void td_metric_y_n(
+            const double* G, const int* nz, const double* L, long n, const int* lam,
+            double* X, const long p)
     {
+        unsigned char seen[n > 0 ? n : 1];
+        for (long k = 0; k < n; k++)
+            seen[k] = 0;
         for (long k = n - 1; k >= 0; k--) {
             double* Xk = X + k * p;
             const double a = L[k * n + k];
-            for (long c = 0; c < p; c++)
-                Xk[c] *= a;
+            if (seen[k]) {
+                for (long c = 0; c < p; c++)
+                    Xk[c] *= a;
+            } else {
+                double t[p > 0 ? p : 1];
+                for (long c = 0; c < p; c++)
+                    t[c] = G[(long)nz[c] * n + k] * a;
+                for (long c = 0; c < p; c++)
+                    Xk[c] = t[c];
+            }
             for (long i = lam[k]; i >= 0; i = lam[i]) {
                 const double l = L[k * n + i];
                 if (l != 0.0) {
                     double* Xi = X + i * p;
-                    for (long c = 0; c < p; c++)
-                        Xi[c] -= l * Xk[c];
+                    if (seen[i]) {
+                        for (long c = 0; c < p; c++)
+                            Xi[c] -= l * Xk[c];
+                    } else {
+                        double t[p > 0 ? p : 1];
+                        for (long c = 0; c < p; c++)
+                            t[c] = G[(long)nz[c] * n + i] - l * Xk[c];
+                        for (long c = 0; c < p; c++)
+                            Xi[c] = t[c];
+                        seen[i] = 1;
+                    }
                 }
             }
         }
     }
-    static void td_tree_cols(const double* L, long n, const int* lam, double* X, long p)
+    static void td_metric_y(const double* G, const int* nz, const double* L, long n,
+                            const int* lam, double* X, long p)
     {
-        #define TD_TC(M) td_tree_cols_n(L, n, lam, X, (M))
-        switch (p) { TD_SMALL_CASES(TD_TC) default: td_tree_cols_n(L, n, lam, X, p); }
-        #undef TD_TC
+        #define TD_MY(M) td_metric_y_n(G, nz, L, n, lam, X, (M))
+        switch (p) { TD_SMALL_CASES(TD_MY) default: td_metric_y_n(G, nz, L, n, lam, X, p); }
+        #undef TD_MY
     }
 
     /* out (nv) = Y w for Y (nv, m) row-major (each entry summed over k in order). */
@@ -278,7 +303,8 @@ cdef extern from *:
                      double* z) noexcept nogil
     void td_chol_solve(const double* L, long n, const double* dinv, double* x) noexcept nogil
     void td_chol_back(const double* L, long n, const double* dinv, double* x) noexcept nogil
-    void td_tree_cols(const double* L, long n, const int* lam, double* X, long p) noexcept nogil
+    void td_metric_y(const double* G, const int* nz, const double* L, long n, const int* lam,
+                     double* X, long p) noexcept nogil
     void td_y_times(long nv, long m, const double* Y, const double* w, double* out) noexcept nogil
     void td_yt_times(long nv, long m, const double* Y, const double* z, double* acc) noexcept nogil
 
@@ -992,10 +1018,8 @@ cdef void _metric_factor(ModelCore m, DataC* d, double rcond) noexcept nogil:
 
 cdef void _metric_gram(ModelCore m, DataC* d) noexcept nogil:
     """d.cnz, d.cmz, Y in d.cY and K = Yᵀ Y in d.cK (both triangles) of _metric_factor."""
-    cdef int nv = m.nv, mr = m.n_crows, i, j, k, mz = 0
+    cdef int nv = m.nv, mr = m.n_crows, j, k, mz = 0
     cdef double* G = d.cG
-    cdef double* Gi
-    cdef double* Y = d.cY
     for k in range(mr):
         for j in range(nv):
             if G[k * nv + j] != 0.0:
@@ -1003,12 +1027,9 @@ cdef void _metric_gram(ModelCore m, DataC* d) noexcept nogil:
                 mz += 1
                 break
     d.cmz = mz
-    for i in range(mz):
-        Gi = &G[d.cnz[i] * nv]
-        for j in range(nv):
-            Y[j * mz + i] = Gi[j]
-    td_tree_cols(d.cM, nv, &m.dof_parent[0], Y, mz)    # _solve_Lt_tree_cols, unrolled
-    td_gram(nv, mz, Y, d.cK)                            # K = Yᵀ Y
+    # Y = L⁻ᵀ Gᵀ of the rows cnz (_solve_Lt_tree_cols on their transposed copy)
+    td_metric_y(G, d.cnz, d.cM, nv, &m.dof_parent[0], d.cY, mz)
+    td_gram(nv, mz, d.cY, d.cK)                         # K = Yᵀ Y
 
 
 cdef bint _metric_cholesky(ModelCore m, DataC* d, double rcond,
