@@ -342,6 +342,12 @@ cdef class ModelCore:
     cdef const double[:, ::1] center   # (nb, 3): spherical joint centre, body frame
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
     cdef const int[::1] screw_rev      # FAST_SCREW revolute about a coordinate axis
+    cdef const int[::1] turns          # 1: a one-freedom joint that turns (angle_prepass)
+    cdef const int[::1] turn_idx       # those bodies, n_turn of them
+    cdef int n_turn
+    cdef const int[:, ::1] screw_runs  # (runs, 3): q, v offsets and length of screw chains
+    cdef const int[::1] group_body     # the other bodies (spherical, free joints)
+    cdef int n_group
                                        # direction k: 1 + k, else 0 (joint_pose_offset)
     cdef const double[:, ::1] screw_pt # (nb, 3) its axis point nearest the body origin
     cdef const int[::1] univ           # 1: two revolute screws whose axes meet (universal)
@@ -417,6 +423,12 @@ cdef class ModelCore:
         self.grav = self._table(t, "grav")
         self.fast = self._table(t, "fast")
         self.screw_rev = self._table(t, "screw_rev")
+        self.turns = self._table(t, "turns")
+        self.turn_idx = self._table(t, "turn_idx")
+        self.n_turn = int(np.sum(t["turns"]))
+        self.screw_runs = self._table(t, "screw_runs")
+        self.group_body = self._table(t, "group_body")
+        self.n_group = int(np.sum(np.asarray(t["kind"]) != KIND_SCREWS))
         self.screw_pt = self._table(t, "screw_pt")
         self.univ = self._table(t, "univ")
         self.univ_pt = self._table(t, "univ_pt")

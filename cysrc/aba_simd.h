@@ -100,8 +100,8 @@ static inline void td_aba_rigid6(const double* C, const double* inr, const doubl
 
 /* ABA pass 2 for a joint with one freedom, spatial screw J (6), bias acceleration c:
  *     U = Iᴬ J,  D = Jᵀ U + armature,  u = τ − Jᵀ pᴬ,
- *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U / D)ᵀ,
- *     pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U / D) (u − Uᵀ c)
+ *     Iᴬ_p = (Iᴬ_p + Iᴬ) − U (U D⁻¹)ᵀ,
+ *     pᴬ_p = (pᴬ_p + (pᴬ + Iᴬ c)) + (U D⁻¹) (u − Uᵀ c)
  * (the last adds pᴬ + Iᵃ c + U D⁻¹ u with Iᵃ c = Iᴬ c − U D⁻¹ Uᵀ c).  Writes U (6),
  * *Dinv = 1/D, *u; Ip, pAp NULL for a root.  Returns 1 if D ≤ 1e-13 · scale
  * (nothing added to the parent), else 0. */
@@ -125,16 +125,18 @@ static inline int td_aba_back1(const double* M, const double* pA, const double* 
     *u = uu;
     if (D <= 1e-13 * scale)
         return 1;
-    *Dinv = 1.0 / D;
+    const double Di = 1.0 / D;
+    *Dinv = Di;
     if (Ip == NULL)
         return 0;
     const td_a4 C4 = (td_fma4(R1, td_s4(c[1]), R0 * c[0]) + td_fma4(R3, td_s4(c[3]), R2 * c[2]))
         + td_fma4(R5, td_s4(c[5]), R4 * c[4]);
     const td_a2 C2 = (td_fma2(Q1, td_s2(c[1]), Q0 * c[0]) + td_fma2(Q3, td_s2(c[3]), Q2 * c[2]))
         + td_fma2(Q5, td_s2(c[5]), Q4 * c[4]);
-    /* U / D, not U · D⁻¹: one division after D instead of a division, then a product */
-    const td_a4 UD4 = U4 / D;
-    const td_a2 UD2 = U2 / D;
+    /* U D⁻¹ by products: one division per joint (the divider is not pipelined: the
+     * lanes' six more divisions of U / D cost more than the product's latency) */
+    const td_a4 UD4 = U4 * Di;
+    const td_a2 UD2 = U2 * Di;
     const double w = uu - ((td_fma(U4[1], c[1], U4[0] * c[0]) + td_fma(U4[3], c[3], U4[2] * c[2]))
                            + td_fma(U2[1], c[5], U2[0] * c[4]));
     /* the sums that do not wait for D first */

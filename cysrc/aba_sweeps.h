@@ -88,13 +88,14 @@ static inline TD_MASK TD_FN(aba_back1)(const T_* M, const T_* pA, const T_* J, c
     if (bad)
         return bad;
 #endif
-    *Dinv = 1.0 / D;
+    const T_ Di = 1.0 / D;
+    *Dinv = Di;
     if (Ip == NULL)
         return bad;
     for (r = 0; r < 6; r++) {
         Ic[r] = (TD_FMA(M[6 + r], c[1], M[r] * c[0]) + TD_FMA(M[18 + r], c[3], M[12 + r] * c[2]))
             + TD_FMA(M[30 + r], c[5], M[24 + r] * c[4]);
-        UD[r] = U[r] / D;
+        UD[r] = U[r] * Di;
     }
     const T_ w = uu - TD_FN(dot6_tree)(U, c);
     for (r = 0; r < 6; r++)

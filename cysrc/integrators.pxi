@@ -20,6 +20,9 @@ cdef enum:
     STEP_Q_NONFINITE = -3000000       # step_project: the configuration overflowed
 
 cdef enum:
+    STAGE_CAP = 15                  # _rk_step_vector: nonzero weights of a stage listed
+
+cdef enum:
     SCHEME_RKMK = 0
     SCHEME_CG = 1
     SCHEME_VECTOR = 2
@@ -237,6 +240,9 @@ cdef int _rk_step_vector(ModelCore m, DataC* d, int s, const double* A, const do
     cdef double* vs
     cdef const double* qj
     cdef double w, x
+    cdef double wl[STAGE_CAP]
+    cdef int kl[STAGE_CAP]
+    cdef int nw
     for j in range(s):
         vs = &Kp[nv * j]
         if j == 0:                            # q ⊕ 0 = q bit for bit
@@ -244,16 +250,36 @@ cdef int _rk_step_vector(ModelCore m, DataC* d, int s, const double* A, const do
             memcpy(vs, v, nv * sizeof(double))
         else:
             # v_j = v + Σ h a_jl kv_l,  q_j = q + Σ h a_jl v_l  (element by element:
-            # no vector load over the element stores just made)
-            for n in range(nv):
-                x = v[n]
-                w = 0.0
-                for l in range(j):
-                    if h * A[s * j + l] != 0.0:
-                        x += h * A[s * j + l] * Kv[nv * l + n]
-                        w += h * A[s * j + l] * Kp[nv * l + n]
-                vs[n] = x
-                qs[n] = q[n] + w
+            # no vector load over the element stores just made), over the nonzero
+            # weights h a_jl, listed first (the stores to ws may alias A for the compiler)
+            nw = 0
+            for l in range(j):
+                w = h * A[s * j + l]
+                if w != 0.0:
+                    if nw == STAGE_CAP:
+                        break
+                    wl[nw] = w
+                    kl[nw] = nv * l
+                    nw += 1
+            if nw == STAGE_CAP:             # longer tableaux: the terms in place
+                for n in range(nv):
+                    x = v[n]
+                    w = 0.0
+                    for l in range(j):
+                        if h * A[s * j + l] != 0.0:
+                            x += h * A[s * j + l] * Kv[nv * l + n]
+                            w += h * A[s * j + l] * Kp[nv * l + n]
+                    vs[n] = x
+                    qs[n] = q[n] + w
+            else:
+                for n in range(nv):
+                    x = v[n]
+                    w = 0.0
+                    for l in range(nw):
+                        x += wl[l] * Kv[kl[l] + n]
+                        w += wl[l] * Kp[kl[l] + n]
+                    vs[n] = x
+                    qs[n] = q[n] + w
             qj = qs
         code = torque(tctx, t + c[j] * h, qj, vs, tau)
         if code:
@@ -392,12 +418,24 @@ cdef int constant_passive_torque(void* ctx, double t, const double* q, const dou
     return 0
 
 
+cdef int constant_damping_torque(void* ctx, double t, const double* q, const double* v,
+                                 double* tau) noexcept nogil:
+    """constant_passive_torque for tables without springs (every K zero): τ − D v, the
+    same values for every finite q (the spring terms would subtract zeros)."""
+    cdef PassiveTorque* p = <PassiveTorque*>ctx
+    cdef const double* tc = (<ConstTorque*>p.ictx).tau
+    cdef int n
+    for n in range(p.nv):
+        tau[n] = tc[n] - p.D[n] * v[n]
+    return 0
+
+
 cdef class _PassiveArrays:
     """Keeps the arrays of a PassiveTorque alive: (D, K, q_ref, qidx) from
     treedyn.dynamics.passive_tables, or None (no passive forces)."""
     cdef const double[::1] D, K, qref
     cdef const int[::1] qidx
-    cdef bint active
+    cdef bint active, springs
 
     def __init__(self, tables, int nv):
         self.active = tables is not None and nv > 0
@@ -410,6 +448,7 @@ cdef class _PassiveArrays:
             if not (self.D.shape[0] == nv and self.K.shape[0] == nv
                     and self.qref.shape[0] == nv and self.qidx.shape[0] == nv):
                 raise InputError(f"passive: the tables need {nv} entries each")
+            self.springs = bool(np.any(np.asarray(self.K) != 0.0))
 
     cdef void wrap(self, PassiveTorque* p, stage_torque_fn inner, void* ictx, int nv,
                    stage_torque_fn* fn, void** ctx):
@@ -425,7 +464,12 @@ cdef class _PassiveArrays:
         p.K = &self.K[0]
         p.qref = &self.qref[0]
         p.qidx = &self.qidx[0]
-        fn[0] = constant_passive_torque if inner == constant_torque else passive_torque
+        if inner != constant_torque:
+            fn[0] = passive_torque
+        elif self.springs:
+            fn[0] = constant_passive_torque
+        else:
+            fn[0] = constant_damping_torque
         ctx[0] = <void*>p
 
 

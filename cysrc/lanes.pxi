@@ -299,36 +299,16 @@ cdef inline void _lanes_spatial_poses(ModelCore m, DataC* d) noexcept nogil:
                            &m.Bref[0, 0], d.lsc, d.lT, d.lSb, d.lC, d.lJ)
 
 
-cdef void _lanes_angles(ModelCore m, DataC* d, double* const* q) noexcept nogil:
+cdef extern from "simd.h" nogil:
+    void td_sincos_lanes(int nb, const int* fast, int lo, int hi, const int* qoff,
+                         double* const* q, double* sc)
+
+
+cdef inline void _lanes_angles(ModelCore m, DataC* d, double* const* q) noexcept nogil:
     """d.lsc of the TD_VL states q[l]: sin and cos of every revolute fast-path angle,
-    four (joint, lane) pairs at a time (td_sincos4, bitwise td_sincos: angle_prepass's
-    values, with fewer calls than one state at a time)."""
-    cdef int L = TD_VL, i, l, k = 0, j, f
-    cdef Py_ssize_t idx[4]
-    cdef double x[4]
-    cdef double s[4]
-    cdef double c[4]
-    for i in range(m.nb):
-        f = m.fast[i]
-        if f < FAST_REV_X or f > FAST_REV_Z:
-            continue
-        for l in range(L):
-            idx[k] = 2 * i * L + l
-            x[k] = q[l][m.qoff[i]]
-            k += 1
-            if k == 4:
-                td_sincos4(x, s, c)
-                for j in range(4):
-                    d.lsc[idx[j]] = s[j]
-                    d.lsc[idx[j] + L] = c[j]
-                k = 0
-    if k:
-        for j in range(k, 4):
-            x[j] = 1.0                  # unused lanes, in the polynomial's range
-        td_sincos4(x, s, c)
-        for j in range(k):
-            d.lsc[idx[j]] = s[j]
-            d.lsc[idx[j] + L] = c[j]
+    one joint's lanes in one vector (td_sincos_lanes: bitwise td_sincos,
+    angle_prepass's values, with fewer calls than one state at a time)."""
+    td_sincos_lanes(m.nb, &m.fast[0], FAST_REV_X, FAST_REV_Z, &m.qoff[0], q, d.lsc)
 
 
 cdef int _aba_lanes(ModelCore m, DataC* d, double* const* q, double* const* qd,

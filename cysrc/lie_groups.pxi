@@ -51,19 +51,24 @@ cdef inline void _cayley_rot(const double* x, double* R) noexcept nogil:
 
 cdef void config_retract(ModelCore m, const double* q, const double* psi, int local,
                          double* out) noexcept nogil:
-    """out = q ⊕ ψ for all joints (out may not alias q)."""
-    cdef int i, k, qo, vo
+    """out = q ⊕ ψ for all joints (out may not alias q): the screw chains' runs
+    (m.screw_runs) element by element, then the other joints."""
+    cdef int i, k, qo, vo, r, n
     cdef double R[9]
     cdef double D[9]
     cdef double t[3]
     cdef double Rt[3]
-    for i in range(m.nb):
+    for r in range(m.screw_runs.shape[0]):
+        qo = m.screw_runs[r, 0]
+        vo = m.screw_runs[r, 1]
+        n = m.screw_runs[r, 2]
+        for k in range(n):
+            out[qo + k] = q[qo + k] + psi[vo + k]
+    for r in range(m.n_group):
+        i = m.group_body[r]
         qo = m.qoff[i]
         vo = m.voff[i]
-        if m.kind[i] == KIND_SCREWS:
-            for k in range(m.nvj[i]):
-                out[qo + k] = q[qo + k] + psi[vo + k]
-        elif m.kind[i] == KIND_SPHERICAL:
+        if m.kind[i] == KIND_SPHERICAL:
             _quat_right_step(&q[qo], &psi[vo], local, &out[qo])
         elif m.kind[i] == KIND_FREE_SO3R3:
             for k in range(3):
@@ -87,19 +92,21 @@ cdef void config_retract(ModelCore m, const double* q, const double* psi, int lo
 
 cdef void local_rates(ModelCore m, const double* psi, const double* v, int local,
                       double* out) noexcept nogil:
-    """out = dτ⁻¹_{−ψ} v joint by joint (rates of the local coordinates ψ)."""
-    cdef int i, k, vo
+    """out = dτ⁻¹_{−ψ} v joint by joint (rates of the local coordinates ψ): the
+    screw chains' runs (m.screw_runs) copied, then the other joints."""
+    cdef int i, k, vo, r
     cdef double x[3]
     cdef double u[3]
     cdef double t1[3]
     cdef double t2[3]
     cdef double xw
-    for i in range(m.nb):
+    for r in range(m.screw_runs.shape[0]):
+        vo = m.screw_runs[r, 1]
+        for k in range(m.screw_runs[r, 2]):
+            out[vo + k] = v[vo + k]
+    for r in range(m.n_group):
+        i = m.group_body[r]
         vo = m.voff[i]
-        if m.kind[i] == KIND_SCREWS:
-            for k in range(m.nvj[i]):
-                out[vo + k] = v[vo + k]
-            continue
         for k in range(3):
             x[k] = -psi[vo + k]
         # rotation part (spherical, both free groups)

@@ -192,6 +192,53 @@ static inline void td_sincos_joints(int n, const int* idx, const int* qoff, cons
     }
 }
 
+/* sin and cos of the angle q[l][qoff[i]] of every joint i < nb with lo <= fast[i] <= hi
+ * (the revolute fast paths) for the TD_VL states l into sc[2 i TD_VL + l] and
+ * sc[(2 i + 1) TD_VL + l] (the lanes' layout of d.lsc): td_sincos4v's lanes, the same
+ * bits as td_sincos.  The angles enter the vector element by element from q and the
+ * results leave it by whole-row stores: a vector load over element stores just made
+ * (a gathered copy of the angles) waits for them. */
+static inline void td_sincos_lanes(int nb, const int* fast, int lo, int hi, const int* qoff,
+                                   double* const* q, double* sc)
+{
+#if TD_VL == 4
+    for (int i = 0; i < nb; i++) {
+        if (fast[i] < lo || fast[i] > hi)
+            continue;
+        const int o = qoff[i];
+        const td_a4 x = {q[0][o], q[1][o], q[2][o], q[3][o]};
+        td_sincos4v(x, &sc[8 * i], &sc[8 * i + 4]);
+    }
+#else
+    int j = -1;
+    for (int i = 0; i <= nb; i++) {
+        if (i < nb && (fast[i] < lo || fast[i] > hi))
+            continue;
+        if (i < nb && j < 0) {
+            j = i;                      /* the first of a pair */
+            continue;
+        }
+        if (j < 0)
+            break;
+        /* joints j and i (i == nb: j alone, the other half 1.0, in the polynomial's
+           range) */
+        double s4[4], c4[4];
+        const td_a4 x = {q[0][qoff[j]], q[1][qoff[j]], i < nb ? q[0][qoff[i]] : 1.0,
+                         i < nb ? q[1][qoff[i]] : 1.0};
+        td_sincos4v(x, s4, c4);
+        for (int l = 0; l < 2; l++) {
+            sc[4 * j + l] = s4[l];
+            sc[4 * j + 2 + l] = c4[l];
+            if (i < nb) {
+                sc[4 * i + l] = s4[2 + l];
+                sc[4 * i + 2 + l] = c4[2 + l];
+            }
+        }
+        j = -1;
+    }
+#endif
+}
+
 #else
 static inline void td_sincos4(const double* xs, double* s4, double* c4)
 {
@@ -204,6 +251,15 @@ static inline void td_sincos_joints(int n, const int* idx, const int* qoff, cons
 {
     for (int k = 0; k < n; k++)
         td_sincos(q[qoff[idx[k]]], &sc[2 * idx[k]], &sc[2 * idx[k] + 1]);
+}
+
+static inline void td_sincos_lanes(int nb, const int* fast, int lo, int hi, const int* qoff,
+                                   double* const* q, double* sc)
+{
+    for (int i = 0; i < nb; i++)
+        if (fast[i] >= lo && fast[i] <= hi)
+            for (int l = 0; l < TD_VL; l++)
+                td_sincos(q[l][qoff[i]], &sc[2 * i * TD_VL + l], &sc[(2 * i + 1) * TD_VL + l]);
 }
 
 static inline void td_pose_mul12(const double* A, const double* B, double* C)

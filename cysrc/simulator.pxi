@@ -182,9 +182,13 @@ cdef class _Simulator:
         cdef double tick
         if self.data is None:
             self._check()
-        if type(n) is int and 1 <= <object>n <= 1 << 62:
-            ns = n
-        else:
+        ns = 0
+        if type(n) is int:          # without rich comparisons of Python ints
+            try:
+                ns = n
+            except OverflowError:
+                ns = 0
+        if not 1 <= ns <= (<Py_ssize_t>1) << 62:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
                 raise InputError(f"Simulator.step: n: expected an integer >= 1, got "
                                  f"{type(n).__name__} {n!r:.60}")

@@ -18,9 +18,7 @@ cdef extern from "simd.h" nogil:
 
 cdef inline bint _screw_turns(ModelCore m, int i) noexcept nogil:
     """Body i's joint is a FAST_SCREW with a rotation part (not prismatic)."""
-    cdef int o = m.voff[i]
-    return m.fast[i] == FAST_SCREW and (m.X[o, 0] != 0.0 or m.X[o, 1] != 0.0
-                                        or m.X[o, 2] != 0.0)
+    return m.fast[i] == FAST_SCREW and m.turns[i] != 0
 
 
 cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept nogil:
@@ -28,21 +26,14 @@ cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept 
     revolute fast-path ones and the other screws with a rotation part (FAST_SCREW with
     e ≠ 0: hinges about an offset body axis (screw_rev) or an oblique axis, helical
     joints), read by their joint steps (joint_step, joint_step_screw, spatial_step).
+    The model lists them (m.turn_idx, compiled once: treedyn.tables.turning_joints).
     Every kernel runs this before its forward loop: the evaluations are independent,
     eight at a time in two vectors of lanes (td_sincos_joints, td_sincos's bits), and
     the serial recursion that follows has only products left."""
-    cdef int i, fast, k = 0
-    cdef int idx[8]
-    for i in range(m.nb):
-        fast = m.fast[i]
-        if (fast != FAST_NONE and fast != FAST_SCREW) or _screw_turns(m, i):
-            idx[k] = i
-            k += 1
-            if k == 8:
-                td_sincos_joints(8, idx, &m.qoff[0], q, d.sc_q)
-                k = 0
-    if k:
-        td_sincos_joints(k, idx, &m.qoff[0], q, d.sc_q)
+    cdef int k = 0, n = m.n_turn
+    while k < n:
+        td_sincos_joints(min(8, n - k), &m.turn_idx[k], &m.qoff[0], q, d.sc_q)
+        k += 8
 
 
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
@@ -240,14 +231,13 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
     """World poses oMi and subspaces S of the bodies on the path world → body only
     (d.path[0..n) lists them from body up to its root).  Returns the path length n,
     or −(i + 1) for a joint i on it whose quaternion is not unit."""
-    cdef int n = 0, k, i, fast, bad = 0
+    cdef int n = 0, k, i, bad = 0
     cdef double cJ[6]
     i = body
     while i >= 0:
         d.path[n] = i
         n += 1
-        fast = m.fast[i]
-        if (fast != FAST_NONE and fast != FAST_SCREW) or _screw_turns(m, i):
+        if m.turns[i]:
             sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
         i = m.parent[i]
     for k in range(n - 1, -1, -1):

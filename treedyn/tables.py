@@ -60,6 +60,8 @@ def core_tables(arrays):
     armature = np.asarray(arrays["armature"], dtype=np.float64) if nv > 0 else np.zeros(1)
     fast = fast_codes(kind, nvj, voff, X)
     screw_rev, screw_pt = offset_axes(fast, voff, X)
+    turns = turning_joints(fast, voff, X)
+    screw_runs, group_body = lie_segments(kind, np.asarray(arrays["qoff"]), voff, nvj)
     univ, univ_pt = universal_points(kind, nvj, voff, X)
     root = np.arange(nb, dtype=np.int32)
     for i in range(nb):                 # parents precede children
@@ -75,7 +77,10 @@ def core_tables(arrays):
     foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
     foff[:, 9:] = fo[:, :3, 3]
     ints = dict(parent=parent, kind=kind, qoff=arrays["qoff"], voff=voff, nqj=nqj, nvj=nvj,
-                fast=fast, screw_rev=screw_rev, univ=univ, root=root, path_nv=path_nv,
+                fast=fast, screw_rev=screw_rev, turns=turns,
+                turn_idx=np.flatnonzero(turns) if turns.any() else np.zeros(1, np.int32),
+                screw_runs=screw_runs, group_body=group_body,
+                univ=univ, root=root, path_nv=path_nv,
                 anc_ptr=anc_ptr, anc_run=anc_run, dof_parent=dof_parents(parent, voff, nvj),
                 fbody=arrays["frame_body"])
     dbls = dict(Bref=Bref, X=X, center=np.asarray(arrays["center"]).reshape(nb, 3),
@@ -166,6 +171,42 @@ def offset_axes(fast, voff, X):
             codes[i] = 1 + k
             pts[i] = np.cross(e, v)
     return codes, pts
+
+
+def turning_joints(fast, voff, X):
+    """Per body: 1 if its one-freedom joint turns (a revolute axis fast path, or a
+    FAST_SCREW with a rotation part: an offset or oblique hinge, a helical joint),
+    else 0: the joints whose sine and cosine the kernels' angle prepass evaluates."""
+    X = np.asarray(X)
+    turns = np.zeros(len(fast), dtype=np.int32)
+    for i, f in enumerate(fast):
+        if f == _C["FAST_SCREW"]:
+            turns[i] = int(bool(np.any(X[voff[i], :3] != 0.0)))
+        elif f >= _C["FAST_REV_X"]:
+            turns[i] = 1
+    return turns
+
+
+def lie_segments(kind, qoff, voff, nvj):
+    """The joints' groups for the integrators' per-joint maps (lie_groups.pxi
+    config_retract, local_rates): runs of consecutive screw-chain joints whose
+    coordinates are contiguous in both q and v, as rows (q offset, v offset,
+    length), where q ⊕ ψ = q + ψ and dτ⁻¹ = 1 element by element; and the other
+    bodies (spherical and free joints), in order.  A (1, 3) zero row or a (1,) zero
+    entry stands for none (the counts are taken from the rows' lengths and
+    ``kind``)."""
+    runs = []
+    other = []
+    for i in range(len(kind)):
+        if kind[i] != KIND_SCREWS:
+            other.append(i)
+            continue
+        if runs and runs[-1][0] + runs[-1][2] == qoff[i] and runs[-1][1] + runs[-1][2] == voff[i]:
+            runs[-1][2] += int(nvj[i])
+        elif nvj[i] > 0:
+            runs.append([int(qoff[i]), int(voff[i]), int(nvj[i])])
+    return (np.array(runs if runs else [[0, 0, 0]], dtype=np.int32).reshape(-1, 3),
+            np.array(other if other else [0], dtype=np.int32))
 
 
 def universal_points(kind, nvj, voff, X):
