@@ -74,11 +74,92 @@ cdef extern from *:
         Ic[8] = td_fnma(m * c[1], c[2], td_crba_row3(&P[3], &R[6]));
         Ic[9] = td_fma(m, td_fnma(c[2], c[2], cc), td_crba_row3(&P[6], &R[6]));
     }
+
+    /* M_lk = J_l · F_c for one ancestor freedom l and the columns c0.. of a group
+     * (Ft: the column forces transposed, Ft[n][c]), written to row k = g0 + c (the
+     * lower triangle) and, unless lower, to row l.  Each lane is td_crba_dot6's
+     * sequence of operations (simd.h: td_fma4 is the lanes' td_fma), so its bits. */
+    static inline void td_crba_anc4(const double* Jl, const td_a4* Ft, int l, int g0,
+                                    int w, int nv, double* M, int lower)
+    {
+        td_a4 s = td_s4(Jl[0]) * Ft[0];
+        s = td_fma4(td_s4(Jl[1]), Ft[1], s);
+        s = td_fma4(td_s4(Jl[2]), Ft[2], s);
+        s = td_fma4(td_s4(Jl[3]), Ft[3], s);
+        s = td_fma4(td_s4(Jl[4]), Ft[4], s);
+        s = td_fma4(td_s4(Jl[5]), Ft[5], s);
+        for (int c = 0; c < w; c++)
+            M[(g0 + c) * nv + l] = s[c];
+        if (!lower) {
+            if (w == 4)
+                TD_A4(&M[l * nv + g0]) = s;
+            else
+                for (int c = 0; c < w; c++)
+                    M[l * nv + g0 + c] = s[c];
+        }
+    }
+
+    /* CRBA pass 2 for one column group (tables.py crba_groups): the bodies b0..b1-1,
+     * each the child of the one before, with w <= 6 freedoms g0.. in all.  Leaves to
+     * root within the group: each body's column forces F = Iᶜ J from its composite
+     * inertia (complete: its other descendants have higher indices), then Iᶜ onto its
+     * parent's; the entries among the group's freedoms; then each ancestor freedom
+     * of b0 against all the group's columns at once (4 lanes).  The same operations
+     * in the same order as one body at a time, so the same bits. */
+    static void td_crba_group(int b0, int b1, const int* parent, const int* voff,
+                              const int* nvj, const int* anc_ptr, const int* anc_run,
+                              double* Ic, const double* J, int nv, double* M, int lower)
+    {
+        const int g0 = voff[b0], w = voff[b1 - 1] + nvj[b1 - 1] - g0;
+        double F[8][6];
+        int first[8];       /* the group column where each column's body starts */
+        td_a4 Ft[2][6];
+        for (int b = b1 - 1; b >= b0; b--) {
+            const int o = voff[b] - g0;
+            for (int k = 0; k < nvj[b]; k++) {
+                td_crba_apply(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
+                first[o + k] = o;
+            }
+            if (parent[b] >= 0)
+                td_add10(&Ic[10 * parent[b]], &Ic[10 * b]);
+        }
+        for (int k = 0; k < w; k++) {
+            const int ok = g0 + k;
+            /* rows of k's own body from k on, then the rows of the bodies before */
+            for (int l = k; l < w && first[l] == first[k]; l++) {
+                const double v = td_crba_dot6(&J[6 * (g0 + l)], F[k]);
+                M[(g0 + l) * nv + ok] = v;
+                if (!lower)
+                    M[ok * nv + g0 + l] = v;
+            }
+            for (int l = 0; l < first[k]; l++) {
+                const double v = td_crba_dot6(&J[6 * (g0 + l)], F[k]);
+                M[ok * nv + g0 + l] = v;
+                if (!lower)
+                    M[(g0 + l) * nv + ok] = v;
+            }
+        }
+        for (int h = 0; h < w; h += 4) {
+            const int wh = w - h < 4 ? w - h : 4;
+            for (int n = 0; n < 6; n++)
+                Ft[h / 4][n] = (td_a4){F[h][n], wh > 1 ? F[h + 1][n] : 0.0,
+                                       wh > 2 ? F[h + 2][n] : 0.0, wh > 3 ? F[h + 3][n] : 0.0};
+        }
+        for (int r = anc_ptr[b0]; r < anc_ptr[b0 + 1]; r++)
+            for (int l = anc_run[2 * r]; l < anc_run[2 * r + 1]; l++) {
+                td_crba_anc4(&J[6 * l], Ft[0], l, g0, w < 4 ? w : 4, nv, M, lower);
+                if (w > 4)
+                    td_crba_anc4(&J[6 * l], Ft[1], l, g0 + 4, w - 4, nv, M, lower);
+            }
+    }
     """
     void td_add10(double* a, const double* b) noexcept nogil
     double td_crba_dot6(const double* a, const double* b) noexcept nogil
     void td_crba_apply(const double* Ic, const double* V, double* out) noexcept nogil
     double td_crba_row3(const double* Rr, const double* x) noexcept nogil
+    void td_crba_group(int b0, int b1, const int* parent, const int* voff, const int* nvj,
+                       const int* anc_ptr, const int* anc_run, double* Ic, const double* J,
+                       int nv, double* M, int lower) noexcept nogil
     void td_crba_world_inertia(const double* R, const double* r, const double* inr,
                                double* Ic) noexcept nogil
 
@@ -138,38 +219,19 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
     subtree (complete once its children were added), each freedom k of joint i
     gives the column force F = Iᶜ_i J_k and the entries
         M_lk = J_lᵀ F   for the freedoms l of joint i and of every ancestor,
-    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last.  The ancestors'
-    freedoms are walked as runs of consecutive indices (ModelCore.anc_run, nearest
-    first), not body by body."""
-    cdef int nb = m.nb, nv = m.nv, i, k, l, o, ok, r, par
-    cdef const int* anc_ptr = &m.anc_ptr[0]
-    cdef const int* anc_run = &m.anc_run[0]
-    cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
-    cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
-    cdef double F[6]
-    cdef double Mlk
+    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last.  The bodies go by
+    column groups (ModelCore.crba_grp: unbranched runs of consecutive bodies, e.g.
+    an MJCF body's several joints, up to 4 freedoms), whose columns meet each
+    ancestor freedom of the group together (td_crba_group); the ancestors' freedoms
+    are walked as runs of consecutive indices (ModelCore.anc_run), not body by
+    body."""
+    cdef int nv = m.nv, g, k
+    cdef const int* grp = &m.crba_grp[0]
     if not lower:
         memset(M, 0, nv * nv * sizeof(double))  # freedoms on different branches: 0
-    for i in range(nb - 1, -1, -1):
-        o = m.voff[i]
-        for k in range(m.nvj[i]):
-            td_crba_apply(&Ic[10 * i], &J[6 * (o + k)], F)
-            for l in range(k, m.nvj[i]):
-                Mlk = td_crba_dot6(&J[6 * (o + l)], F)
-                M[(o + l) * nv + o + k] = Mlk
-                if not lower:
-                    M[(o + k) * nv + o + l] = Mlk
-            # the same column force projected on every ancestor's screws
-            ok = o + k
-            for r in range(anc_ptr[i], anc_ptr[i + 1]):
-                for l in range(anc_run[2 * r], anc_run[2 * r + 1]):
-                    Mlk = td_crba_dot6(&J[6 * l], F)
-                    if not lower:
-                        M[l * nv + ok] = Mlk
-                    M[ok * nv + l] = Mlk
-        par = m.parent[i]
-        if par >= 0:
-            td_add10(&Ic[10 * par], &Ic[10 * i])
+    for g in range(m.crba_grp.shape[0] - 2, -1, -1):
+        td_crba_group(grp[g], grp[g + 1], &m.parent[0], &m.voff[0], &m.nvj[0],
+                      &m.anc_ptr[0], &m.anc_run[0], d.sIc, d.sJ, nv, M, lower)
     for k in range(nv):
         M[k * nv + k] += m.armature[k]
 
