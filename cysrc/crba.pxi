@@ -18,62 +18,25 @@ cdef extern from *:
             a[n] += b[n];
     }
 
-    /* se3.pxd's dot6, rigid_apply_packed and rigid_world_inertia with their
-     * multiply-adds fused (simd.h td_fma: one rounding in the AVX2 build); the terms
-     * are summed in se3.pxd's order, so the baseline build's results are unchanged. */
-    static inline double td_crba_dot6(const double* a, const double* b)
-    {
-        double s = a[0] * b[0];
-        s = td_fma(a[1], b[1], s);
-        s = td_fma(a[2], b[2], s);
-        s = td_fma(a[3], b[3], s);
-        s = td_fma(a[4], b[4], s);
-        return td_fma(a[5], b[5], s);
-    }
-
-    static inline void td_crba_apply(const double* Ic, const double* V, double* out)
-    {
-        const double m = Ic[0], *h = &Ic[1], *Io = &Ic[4];   /* (not "I": complex.h) */
-        out[0] = td_fnma(h[2], V[4], td_fma(h[1], V[5], td_fma(Io[2], V[2],
-                         td_fma(Io[1], V[1], Io[0] * V[0]))));
-        out[1] = td_fnma(h[0], V[5], td_fma(h[2], V[3], td_fma(Io[4], V[2],
-                         td_fma(Io[3], V[1], Io[1] * V[0]))));
-        out[2] = td_fnma(h[1], V[3], td_fma(h[0], V[4], td_fma(Io[5], V[2],
-                         td_fma(Io[4], V[1], Io[2] * V[0]))));
-        out[3] = td_fms(m, V[3], td_fms(h[1], V[2], h[2] * V[1]));
-        out[4] = td_fms(m, V[4], td_fms(h[2], V[0], h[0] * V[2]));
-        out[5] = td_fms(m, V[5], td_fms(h[0], V[1], h[1] * V[0]));
-    }
-
-    /* R x (+ p) row by row */
-    static inline double td_crba_row3(const double* Rr, const double* x)
-    {
-        return td_fma(Rr[2], x[2], td_fma(Rr[1], x[1], Rr[0] * x[0]));
-    }
-
-    static inline void td_crba_world_inertia(const double* R, const double* r,
-                                             const double* inr, double* Ic)
-    {
-        const double m = inr[0];
-        double c[3], P[9], Tt[9], cc;
-        for (int a = 0; a < 3; a++)
-            c[a] = td_crba_row3(&R[3 * a], &inr[1]) + r[a];
-        for (int a = 0; a < 3; a++)          /* columns of Θ_c as rows */
-            for (int b = 0; b < 3; b++)
-                Tt[3 * b + a] = inr[4 + 3 * a + b];
-        for (int a = 0; a < 3; a++)          /* P = R Θ_c; Io = P Rᵀ (upper triangle) */
-            for (int b = 0; b < 3; b++)
-                P[3 * a + b] = td_crba_row3(&R[3 * a], &Tt[3 * b]);
-        cc = td_fma(c[2], c[2], td_fma(c[1], c[1], c[0] * c[0]));
-        Ic[0] = m;
-        Ic[1] = m * c[0]; Ic[2] = m * c[1]; Ic[3] = m * c[2];
-        Ic[4] = td_fma(m, td_fnma(c[0], c[0], cc), td_crba_row3(&P[0], &R[0]));
-        Ic[5] = td_fnma(m * c[0], c[1], td_crba_row3(&P[0], &R[3]));
-        Ic[6] = td_fnma(m * c[0], c[2], td_crba_row3(&P[0], &R[6]));
-        Ic[7] = td_fma(m, td_fnma(c[1], c[1], cc), td_crba_row3(&P[3], &R[3]));
-        Ic[8] = td_fnma(m * c[1], c[2], td_crba_row3(&P[3], &R[6]));
-        Ic[9] = td_fma(m, td_fnma(c[2], c[2], cc), td_crba_row3(&P[6], &R[6]));
-    }
+    /* se3_lanes.h's products for one state with their multiply-adds fused (simd.h
+     * td_fma: one rounding in the AVX2 build), named td_crba_*: dot3, dot6,
+     * rigid_apply_packed (Iᶜ J), rigid_world_inertia; the terms in se3.pxd's order, so
+     * the baseline build's results are those of se3.pxd. */
+    #define T_ double
+    #define TD_SPLAT(x) (x)
+    #define TD_PR(name) td_crba_##name
+    #define TD_MADD(a, b, c) td_fma(a, b, c)
+    #define TD_MSUB(a, b, c) td_fms(a, b, c)
+    #define TD_NMADD(a, b, c) td_fnma(a, b, c)
+    #define TD_MUL0(a, b) ((a) * (b))
+    #include "se3_lanes.h"
+    #undef T_
+    #undef TD_SPLAT
+    #undef TD_PR
+    #undef TD_MADD
+    #undef TD_MSUB
+    #undef TD_NMADD
+    #undef TD_MUL0
 
     /* M_lk = J_l · F_c for one ancestor freedom l and the columns c0.. of a group
      * (Ft: the column forces transposed, Ft[n][c]), written to row k = g0 + c (the
@@ -117,7 +80,7 @@ cdef extern from *:
         for (int b = b1 - 1; b >= b0; b--) {
             const int o = voff[b] - g0;
             for (int k = 0; k < nvj[b]; k++) {
-                td_crba_apply(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
+                td_crba_rigid_apply_packed(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
                 first[o + k] = o;
             }
             if (parent[b] >= 0)
@@ -155,12 +118,12 @@ cdef extern from *:
     """
     void td_add10(double* a, const double* b) noexcept nogil
     double td_crba_dot6(const double* a, const double* b) noexcept nogil
-    void td_crba_apply(const double* Ic, const double* V, double* out) noexcept nogil
-    double td_crba_row3(const double* Rr, const double* x) noexcept nogil
+    void td_crba_rigid_apply_packed(const double* Ic, const double* V, double* out) noexcept nogil
+    double td_crba_dot3(const double* a, const double* b) noexcept nogil
     void td_crba_group(int b0, int b1, const int* parent, const int* voff, const int* nvj,
                        const int* anc_ptr, const int* anc_run, double* Ic, const double* J,
                        int nv, double* M, int lower) noexcept nogil
-    void td_crba_world_inertia(const double* R, const double* r, const double* inr,
+    void td_crba_rigid_world_inertia(const double* R, const double* r, const double* inr,
                                double* Ic) noexcept nogil
 
 
@@ -177,9 +140,9 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
     else:
         Cp = &d.sMi[12 * par]
-        C[9] = td_crba_row3(&Cp[0], &T[9]) + Cp[9]
-        C[10] = td_crba_row3(&Cp[3], &T[9]) + Cp[10]
-        C[11] = td_crba_row3(&Cp[6], &T[9]) + Cp[11]
+        C[9] = td_crba_dot3(&Cp[0], &T[9]) + Cp[9]
+        C[10] = td_crba_dot3(&Cp[3], &T[9]) + Cp[10]
+        C[11] = td_crba_dot3(&Cp[6], &T[9]) + Cp[11]
     if m.fast[i] != FAST_NONE:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
@@ -210,7 +173,7 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         if td_massless(&m.inert[i, 0]):
             memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
         else:
-            td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+            td_crba_rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
