@@ -38,6 +38,53 @@ cdef extern from *:
     #undef TD_NMADD
     #undef TD_MUL0
 
+    /* td_crba_anc4 (below) for the four ancestor freedoms l..l+3 of one run:
+     * the 4 × 4 block of values transposed in registers, so that row k = g0 + c gets
+     * columns l..l+3 in one store and row l + i columns g0.. in one (w = 3: with the
+     * entry after them read and written back) */
+    static inline td_a4 td_crba_dot4(const double* Jl, const td_a4* Ft)
+    {
+        td_a4 s = td_s4(Jl[0]) * Ft[0];
+        s = td_fma4(td_s4(Jl[1]), Ft[1], s);
+        s = td_fma4(td_s4(Jl[2]), Ft[2], s);
+        s = td_fma4(td_s4(Jl[3]), Ft[3], s);
+        s = td_fma4(td_s4(Jl[4]), Ft[4], s);
+        return td_fma4(td_s4(Jl[5]), Ft[5], s);
+    }
+
+    static inline void td_crba_anc4x4(const double* J, const td_a4* Ft, int l, int g0,
+                                      int w, int nv, double* M, int lower)
+    {
+        td_a4 s[4], t[4];
+        for (int i = 0; i < 4; i++)
+            s[i] = td_crba_dot4(&J[6 * (l + i)], Ft);
+        {
+            const td_a4 a0 = __builtin_shufflevector(s[0], s[1], 0, 4, 2, 6);
+            const td_a4 a1 = __builtin_shufflevector(s[0], s[1], 1, 5, 3, 7);
+            const td_a4 a2 = __builtin_shufflevector(s[2], s[3], 0, 4, 2, 6);
+            const td_a4 a3 = __builtin_shufflevector(s[2], s[3], 1, 5, 3, 7);
+            t[0] = __builtin_shufflevector(a0, a2, 0, 1, 4, 5);
+            t[1] = __builtin_shufflevector(a1, a3, 0, 1, 4, 5);
+            t[2] = __builtin_shufflevector(a0, a2, 2, 3, 6, 7);
+            t[3] = __builtin_shufflevector(a1, a3, 2, 3, 6, 7);
+        }
+        for (int c = 0; c < w; c++)
+            TD_A4(&M[(g0 + c) * nv + l]) = t[c];
+        if (lower)
+            return;
+        for (int i = 0; i < 4; i++) {
+            double* row = &M[(l + i) * nv + g0];
+            if (w == 4)
+                TD_A4(row) = s[i];
+            else if (w == 3)
+                TD_A4(row) = __builtin_shufflevector(s[i], TD_A4(row), 0, 1, 2, 7);
+            else if (w == 2)
+                TD_A2(row) = __builtin_shufflevector(s[i], s[i], 0, 1);
+            else
+                row[0] = s[i][0];
+        }
+    }
+
     /* M_lk = J_l · F_c for one ancestor freedom l and the columns c0.. of a group
      * (Ft: the column forces transposed, Ft[n][c]), written to row k = g0 + c (the
      * lower triangle) and, unless lower, to row l.  Each lane is td_crba_dot6's
@@ -45,21 +92,20 @@ cdef extern from *:
     static inline void td_crba_anc4(const double* Jl, const td_a4* Ft, int l, int g0,
                                     int w, int nv, double* M, int lower)
     {
-        td_a4 s = td_s4(Jl[0]) * Ft[0];
-        s = td_fma4(td_s4(Jl[1]), Ft[1], s);
-        s = td_fma4(td_s4(Jl[2]), Ft[2], s);
-        s = td_fma4(td_s4(Jl[3]), Ft[3], s);
-        s = td_fma4(td_s4(Jl[4]), Ft[4], s);
-        s = td_fma4(td_s4(Jl[5]), Ft[5], s);
+        const td_a4 s = td_crba_dot4(Jl, Ft);
+        double* row = &M[l * nv + g0];
         for (int c = 0; c < w; c++)
             M[(g0 + c) * nv + l] = s[c];
-        if (!lower) {
-            if (w == 4)
-                TD_A4(&M[l * nv + g0]) = s;
-            else
-                for (int c = 0; c < w; c++)
-                    M[l * nv + g0 + c] = s[c];
-        }
+        if (lower)
+            return;
+        if (w == 4)
+            TD_A4(row) = s;
+        else if (w == 3)        /* row[3] (inside M: g0 + 3 <= nv, l < g0) read and kept */
+            TD_A4(row) = __builtin_shufflevector(s, TD_A4(row), 0, 1, 2, 7);
+        else if (w == 2)
+            TD_A2(row) = __builtin_shufflevector(s, s, 0, 1);
+        else
+            row[0] = s[0];
     }
 
     /* CRBA pass 2 for one column group (tables.py crba_groups): the bodies b0..b1-1,
@@ -86,6 +132,8 @@ cdef extern from *:
             if (parent[b] >= 0)
                 td_add10(&Ic[10 * parent[b]], &Ic[10 * b]);
         }
+        if (w == 0)                 /* a body without freedoms: no columns */
+            return;
         for (int k = 0; k < w; k++) {
             const int ok = g0 + k;
             /* rows of k's own body from k on, then the rows of the bodies before */
@@ -108,12 +156,20 @@ cdef extern from *:
                 Ft[h / 4][n] = (td_a4){F[h][n], wh > 1 ? F[h + 1][n] : 0.0,
                                        wh > 2 ? F[h + 2][n] : 0.0, wh > 3 ? F[h + 3][n] : 0.0};
         }
-        for (int r = anc_ptr[b0]; r < anc_ptr[b0 + 1]; r++)
-            for (int l = anc_run[2 * r]; l < anc_run[2 * r + 1]; l++) {
+        for (int r = anc_ptr[b0]; r < anc_ptr[b0 + 1]; r++) {
+            const int hi = anc_run[2 * r + 1];
+            int l = anc_run[2 * r];
+            for (; l + 4 <= hi; l += 4) {
+                td_crba_anc4x4(J, Ft[0], l, g0, w < 4 ? w : 4, nv, M, lower);
+                if (w > 4)
+                    td_crba_anc4x4(J, Ft[1], l, g0 + 4, w - 4, nv, M, lower);
+            }
+            for (; l < hi; l++) {
                 td_crba_anc4(&J[6 * l], Ft[0], l, g0, w < 4 ? w : 4, nv, M, lower);
                 if (w > 4)
                     td_crba_anc4(&J[6 * l], Ft[1], l, g0 + 4, w - 4, nv, M, lower);
             }
+        }
     }
     """
     void td_add10(double* a, const double* b) noexcept nogil
