@@ -77,7 +77,8 @@ def core_tables(arrays):
     foff[:, 9:] = fo[:, :3, 3]
     ints = dict(parent=parent, kind=kind, qoff=arrays["qoff"], voff=voff, nqj=nqj, nvj=nvj,
                 fast=fast, screw_rev=screw_rev, univ=univ, root=root, path_nv=path_nv,
-                anc_ptr=anc_ptr, anc_run=anc_run, crba_grp=crba_grp, dof_parent=dof_parents(parent, voff, nvj),
+                anc_ptr=anc_ptr, anc_run=anc_run, crba_grp=crba_grp,
+                dof_parent=dof_parents(parent, voff, nvj),
                 fbody=arrays["frame_body"])
     dbls = dict(Bref=Bref, X=X, center=np.asarray(arrays["center"]).reshape(nb, 3),
                 screw_pt=screw_pt, univ_pt=univ_pt, inert=inert, armature=armature,
