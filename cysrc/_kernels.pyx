@@ -358,6 +358,7 @@ cdef class ModelCore:
     # nearest first: runs anc_run[anc_ptr[i] .. anc_ptr[i + 1]), lo = anc_run[2 r]
     cdef const int[::1] anc_ptr
     cdef const int[::1] anc_run
+    cdef const int[::1] crba_grp       # CRBA column groups: bodies [grp[g], grp[g + 1])
     cdef const int[::1] dof_parent     # (nv,) the freedom before j on its path (-1: none)
     cdef const double[:, ::1] inert    # (nb, 22): m, COM (3), Θ_COM (9), Θ_origin (9)
     cdef const double[::1] armature    # (nv,)
@@ -440,6 +441,7 @@ cdef class ModelCore:
         self._tabs["fd_recursive"] = self.fd_recursive
         self.anc_ptr = self._table(t, "anc_ptr")
         self.anc_run = self._table(t, "anc_run")
+        self.crba_grp = self._table(t, "crba_grp")
         self.dof_parent = self._table(t, "dof_parent")
         self.fbody = self._table(t, "fbody")
         self.foff = self._table(t, "foff")

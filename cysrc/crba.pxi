@@ -18,68 +18,168 @@ cdef extern from *:
             a[n] += b[n];
     }
 
-    /* se3.pxd's dot6, rigid_apply_packed and rigid_world_inertia with their
-     * multiply-adds fused (simd.h td_fma: one rounding in the AVX2 build); the terms
-     * are summed in se3.pxd's order, so the baseline build's results are unchanged. */
-    static inline double td_crba_dot6(const double* a, const double* b)
+    /* se3_lanes.h's products for one state with their multiply-adds fused (simd.h
+     * td_fma: one rounding in the AVX2 build), named td_crba_*: dot3, dot6,
+     * rigid_apply_packed (Iᶜ J), rigid_world_inertia; the terms in se3.pxd's order, so
+     * the baseline build's results are those of se3.pxd. */
+    #define T_ double
+    #define TD_SPLAT(x) (x)
+    #define TD_PR(name) td_crba_##name
+    #define TD_MADD(a, b, c) td_fma(a, b, c)
+    #define TD_MSUB(a, b, c) td_fms(a, b, c)
+    #define TD_NMADD(a, b, c) td_fnma(a, b, c)
+    #define TD_MUL0(a, b) ((a) * (b))
+    #include "se3_lanes.h"
+    #undef T_
+    #undef TD_SPLAT
+    #undef TD_PR
+    #undef TD_MADD
+    #undef TD_MSUB
+    #undef TD_NMADD
+    #undef TD_MUL0
+
+    /* td_crba_anc4 (below) for the four ancestor freedoms l..l+3 of one run:
+     * the 4 × 4 block of values transposed in registers, so that row k = g0 + c gets
+     * columns l..l+3 in one store and row l + i columns g0.. in one (w = 3: with the
+     * entry after them read and written back) */
+    static inline td_a4 td_crba_dot4(const double* Jl, const td_a4* Ft)
     {
-        double s = a[0] * b[0];
-        s = td_fma(a[1], b[1], s);
-        s = td_fma(a[2], b[2], s);
-        s = td_fma(a[3], b[3], s);
-        s = td_fma(a[4], b[4], s);
-        return td_fma(a[5], b[5], s);
+        td_a4 s = td_s4(Jl[0]) * Ft[0];
+        s = td_fma4(td_s4(Jl[1]), Ft[1], s);
+        s = td_fma4(td_s4(Jl[2]), Ft[2], s);
+        s = td_fma4(td_s4(Jl[3]), Ft[3], s);
+        s = td_fma4(td_s4(Jl[4]), Ft[4], s);
+        return td_fma4(td_s4(Jl[5]), Ft[5], s);
     }
 
-    static inline void td_crba_apply(const double* Ic, const double* V, double* out)
+    static inline void td_crba_anc4x4(const double* J, const td_a4* Ft, int l, int g0,
+                                      int w, int nv, double* M, int lower)
     {
-        const double m = Ic[0], *h = &Ic[1], *Io = &Ic[4];   /* (not "I": complex.h) */
-        out[0] = td_fnma(h[2], V[4], td_fma(h[1], V[5], td_fma(Io[2], V[2],
-                         td_fma(Io[1], V[1], Io[0] * V[0]))));
-        out[1] = td_fnma(h[0], V[5], td_fma(h[2], V[3], td_fma(Io[4], V[2],
-                         td_fma(Io[3], V[1], Io[1] * V[0]))));
-        out[2] = td_fnma(h[1], V[3], td_fma(h[0], V[4], td_fma(Io[5], V[2],
-                         td_fma(Io[4], V[1], Io[2] * V[0]))));
-        out[3] = td_fms(m, V[3], td_fms(h[1], V[2], h[2] * V[1]));
-        out[4] = td_fms(m, V[4], td_fms(h[2], V[0], h[0] * V[2]));
-        out[5] = td_fms(m, V[5], td_fms(h[0], V[1], h[1] * V[0]));
+        td_a4 s[4], t[4];
+        for (int i = 0; i < 4; i++)
+            s[i] = td_crba_dot4(&J[6 * (l + i)], Ft);
+        {
+            const td_a4 a0 = __builtin_shufflevector(s[0], s[1], 0, 4, 2, 6);
+            const td_a4 a1 = __builtin_shufflevector(s[0], s[1], 1, 5, 3, 7);
+            const td_a4 a2 = __builtin_shufflevector(s[2], s[3], 0, 4, 2, 6);
+            const td_a4 a3 = __builtin_shufflevector(s[2], s[3], 1, 5, 3, 7);
+            t[0] = __builtin_shufflevector(a0, a2, 0, 1, 4, 5);
+            t[1] = __builtin_shufflevector(a1, a3, 0, 1, 4, 5);
+            t[2] = __builtin_shufflevector(a0, a2, 2, 3, 6, 7);
+            t[3] = __builtin_shufflevector(a1, a3, 2, 3, 6, 7);
+        }
+        for (int c = 0; c < w; c++)
+            TD_A4(&M[(g0 + c) * nv + l]) = t[c];
+        if (lower)
+            return;
+        for (int i = 0; i < 4; i++) {
+            double* row = &M[(l + i) * nv + g0];
+            if (w == 4)
+                TD_A4(row) = s[i];
+            else if (w == 3)
+                TD_A4(row) = __builtin_shufflevector(s[i], TD_A4(row), 0, 1, 2, 7);
+            else if (w == 2)
+                TD_A2(row) = __builtin_shufflevector(s[i], s[i], 0, 1);
+            else
+                row[0] = s[i][0];
+        }
     }
 
-    /* R x (+ p) row by row */
-    static inline double td_crba_row3(const double* Rr, const double* x)
+    /* M_lk = J_l · F_c for one ancestor freedom l and the columns c0.. of a group
+     * (Ft: the column forces transposed, Ft[n][c]), written to row k = g0 + c (the
+     * lower triangle) and, unless lower, to row l.  Each lane is td_crba_dot6's
+     * sequence of operations (simd.h: td_fma4 is the lanes' td_fma), so its bits. */
+    static inline void td_crba_anc4(const double* Jl, const td_a4* Ft, int l, int g0,
+                                    int w, int nv, double* M, int lower)
     {
-        return td_fma(Rr[2], x[2], td_fma(Rr[1], x[1], Rr[0] * x[0]));
+        const td_a4 s = td_crba_dot4(Jl, Ft);
+        double* row = &M[l * nv + g0];
+        for (int c = 0; c < w; c++)
+            M[(g0 + c) * nv + l] = s[c];
+        if (lower)
+            return;
+        if (w == 4)
+            TD_A4(row) = s;
+        else if (w == 3)        /* row[3] (inside M: g0 + 3 <= nv, l < g0) read and kept */
+            TD_A4(row) = __builtin_shufflevector(s, TD_A4(row), 0, 1, 2, 7);
+        else if (w == 2)
+            TD_A2(row) = __builtin_shufflevector(s, s, 0, 1);
+        else
+            row[0] = s[0];
     }
 
-    static inline void td_crba_world_inertia(const double* R, const double* r,
-                                             const double* inr, double* Ic)
+    /* CRBA pass 2 for one column group (tables.py crba_groups): the bodies b0..b1-1,
+     * each the child of the one before, with w <= 6 freedoms g0.. in all.  Leaves to
+     * root within the group: each body's column forces F = Iᶜ J from its composite
+     * inertia (complete: its other descendants have higher indices), then Iᶜ onto its
+     * parent's; the entries among the group's freedoms; then each ancestor freedom
+     * of b0 against all the group's columns at once (4 lanes).  The same operations
+     * in the same order as one body at a time, so the same bits. */
+    static void td_crba_group(int b0, int b1, const int* parent, const int* voff,
+                              const int* nvj, const int* anc_ptr, const int* anc_run,
+                              double* Ic, const double* J, int nv, double* M, int lower)
     {
-        const double m = inr[0];
-        double c[3], P[9], Tt[9], cc;
-        for (int a = 0; a < 3; a++)
-            c[a] = td_crba_row3(&R[3 * a], &inr[1]) + r[a];
-        for (int a = 0; a < 3; a++)          /* columns of Θ_c as rows */
-            for (int b = 0; b < 3; b++)
-                Tt[3 * b + a] = inr[4 + 3 * a + b];
-        for (int a = 0; a < 3; a++)          /* P = R Θ_c; Io = P Rᵀ (upper triangle) */
-            for (int b = 0; b < 3; b++)
-                P[3 * a + b] = td_crba_row3(&R[3 * a], &Tt[3 * b]);
-        cc = td_fma(c[2], c[2], td_fma(c[1], c[1], c[0] * c[0]));
-        Ic[0] = m;
-        Ic[1] = m * c[0]; Ic[2] = m * c[1]; Ic[3] = m * c[2];
-        Ic[4] = td_fma(m, td_fnma(c[0], c[0], cc), td_crba_row3(&P[0], &R[0]));
-        Ic[5] = td_fnma(m * c[0], c[1], td_crba_row3(&P[0], &R[3]));
-        Ic[6] = td_fnma(m * c[0], c[2], td_crba_row3(&P[0], &R[6]));
-        Ic[7] = td_fma(m, td_fnma(c[1], c[1], cc), td_crba_row3(&P[3], &R[3]));
-        Ic[8] = td_fnma(m * c[1], c[2], td_crba_row3(&P[3], &R[6]));
-        Ic[9] = td_fma(m, td_fnma(c[2], c[2], cc), td_crba_row3(&P[6], &R[6]));
+        const int g0 = voff[b0], w = voff[b1 - 1] + nvj[b1 - 1] - g0;
+        double F[8][6];
+        int first[8];       /* the group column where each column's body starts */
+        td_a4 Ft[2][6];
+        for (int b = b1 - 1; b >= b0; b--) {
+            const int o = voff[b] - g0;
+            for (int k = 0; k < nvj[b]; k++) {
+                td_crba_rigid_apply_packed(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
+                first[o + k] = o;
+            }
+            if (parent[b] >= 0)
+                td_add10(&Ic[10 * parent[b]], &Ic[10 * b]);
+        }
+        if (w == 0)                 /* a body without freedoms: no columns */
+            return;
+        for (int k = 0; k < w; k++) {
+            const int ok = g0 + k;
+            /* rows of k's own body from k on, then the rows of the bodies before */
+            for (int l = k; l < w && first[l] == first[k]; l++) {
+                const double v = td_crba_dot6(&J[6 * (g0 + l)], F[k]);
+                M[(g0 + l) * nv + ok] = v;
+                if (!lower)
+                    M[ok * nv + g0 + l] = v;
+            }
+            for (int l = 0; l < first[k]; l++) {
+                const double v = td_crba_dot6(&J[6 * (g0 + l)], F[k]);
+                M[ok * nv + g0 + l] = v;
+                if (!lower)
+                    M[(g0 + l) * nv + ok] = v;
+            }
+        }
+        for (int h = 0; h < w; h += 4) {
+            const int wh = w - h < 4 ? w - h : 4;
+            for (int n = 0; n < 6; n++)
+                Ft[h / 4][n] = (td_a4){F[h][n], wh > 1 ? F[h + 1][n] : 0.0,
+                                       wh > 2 ? F[h + 2][n] : 0.0, wh > 3 ? F[h + 3][n] : 0.0};
+        }
+        for (int r = anc_ptr[b0]; r < anc_ptr[b0 + 1]; r++) {
+            const int hi = anc_run[2 * r + 1];
+            int l = anc_run[2 * r];
+            for (; l + 4 <= hi; l += 4) {
+                td_crba_anc4x4(J, Ft[0], l, g0, w < 4 ? w : 4, nv, M, lower);
+                if (w > 4)
+                    td_crba_anc4x4(J, Ft[1], l, g0 + 4, w - 4, nv, M, lower);
+            }
+            for (; l < hi; l++) {
+                td_crba_anc4(&J[6 * l], Ft[0], l, g0, w < 4 ? w : 4, nv, M, lower);
+                if (w > 4)
+                    td_crba_anc4(&J[6 * l], Ft[1], l, g0 + 4, w - 4, nv, M, lower);
+            }
+        }
     }
     """
     void td_add10(double* a, const double* b) noexcept nogil
     double td_crba_dot6(const double* a, const double* b) noexcept nogil
-    void td_crba_apply(const double* Ic, const double* V, double* out) noexcept nogil
-    double td_crba_row3(const double* Rr, const double* x) noexcept nogil
-    void td_crba_world_inertia(const double* R, const double* r, const double* inr,
+    void td_crba_rigid_apply_packed(const double* Ic, const double* V, double* out) noexcept nogil
+    double td_crba_dot3(const double* a, const double* b) noexcept nogil
+    void td_crba_group(int b0, int b1, const int* parent, const int* voff, const int* nvj,
+                       const int* anc_ptr, const int* anc_run, double* Ic, const double* J,
+                       int nv, double* M, int lower) noexcept nogil
+    void td_crba_rigid_world_inertia(const double* R, const double* r, const double* inr,
                                double* Ic) noexcept nogil
 
 
@@ -96,9 +196,9 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         C[9] = 0.0; C[10] = 0.0; C[11] = 0.0
     else:
         Cp = &d.sMi[12 * par]
-        C[9] = td_crba_row3(&Cp[0], &T[9]) + Cp[9]
-        C[10] = td_crba_row3(&Cp[3], &T[9]) + Cp[10]
-        C[11] = td_crba_row3(&Cp[6], &T[9]) + Cp[11]
+        C[9] = td_crba_dot3(&Cp[0], &T[9]) + Cp[9]
+        C[10] = td_crba_dot3(&Cp[3], &T[9]) + Cp[10]
+        C[11] = td_crba_dot3(&Cp[6], &T[9]) + Cp[11]
     if m.fast[i] != FAST_NONE:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
@@ -129,7 +229,7 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         if td_massless(&m.inert[i, 0]):
             memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
         else:
-            td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+            td_crba_rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
@@ -138,38 +238,19 @@ cdef void _crba_composite_columns(ModelCore m, DataC* d, double* M, bint lower) 
     subtree (complete once its children were added), each freedom k of joint i
     gives the column force F = Iᶜ_i J_k and the entries
         M_lk = J_lᵀ F   for the freedoms l of joint i and of every ancestor,
-    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last.  The ancestors'
-    freedoms are walked as runs of consecutive indices (ModelCore.anc_run, nearest
-    first), not body by body."""
-    cdef int nb = m.nb, nv = m.nv, i, k, l, o, ok, r, par
-    cdef const int* anc_ptr = &m.anc_ptr[0]
-    cdef const int* anc_run = &m.anc_run[0]
-    cdef double* Ic = d.sIc                 # per body: m, h (3), Io packed (6)
-    cdef double* J = d.sJ                   # spatial joint screws, 6 per freedom
-    cdef double F[6]
-    cdef double Mlk
+    then Iᶜ_p += Iᶜ_i; the armature is added to the diagonal last.  The bodies go by
+    column groups (ModelCore.crba_grp: unbranched runs of consecutive bodies, e.g.
+    an MJCF body's several joints, up to 4 freedoms), whose columns meet each
+    ancestor freedom of the group together (td_crba_group); the ancestors' freedoms
+    are walked as runs of consecutive indices (ModelCore.anc_run), not body by
+    body."""
+    cdef int nv = m.nv, g, k
+    cdef const int* grp = &m.crba_grp[0]
     if not lower:
         memset(M, 0, nv * nv * sizeof(double))  # freedoms on different branches: 0
-    for i in range(nb - 1, -1, -1):
-        o = m.voff[i]
-        for k in range(m.nvj[i]):
-            td_crba_apply(&Ic[10 * i], &J[6 * (o + k)], F)
-            for l in range(k, m.nvj[i]):
-                Mlk = td_crba_dot6(&J[6 * (o + l)], F)
-                M[(o + l) * nv + o + k] = Mlk
-                if not lower:
-                    M[(o + k) * nv + o + l] = Mlk
-            # the same column force projected on every ancestor's screws
-            ok = o + k
-            for r in range(anc_ptr[i], anc_ptr[i + 1]):
-                for l in range(anc_run[2 * r], anc_run[2 * r + 1]):
-                    Mlk = td_crba_dot6(&J[6 * l], F)
-                    if not lower:
-                        M[l * nv + ok] = Mlk
-                    M[ok * nv + l] = Mlk
-        par = m.parent[i]
-        if par >= 0:
-            td_add10(&Ic[10 * par], &Ic[10 * i])
+    for g in range(m.crba_grp.shape[0] - 2, -1, -1):
+        td_crba_group(grp[g], grp[g + 1], &m.parent[0], &m.voff[0], &m.nvj[0],
+                      &m.anc_ptr[0], &m.anc_run[0], d.sIc, d.sJ, nv, M, lower)
     for k in range(nv):
         M[k * nv + k] += m.armature[k]
 

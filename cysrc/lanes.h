@@ -59,7 +59,37 @@ static inline td_vec td_sqrt_lanes(td_vec x)
 }
 #endif
 
+/* se3_lanes.h twice: plain (TD_FN names), and fused (TD_FN(name##_fused)) for the
+ * spatial RNEA; TD_TV makes a model constant (a double) an element of T_ for TD_FMA
+ * (x 1: exact) */
+#if TD_LANES == 1
+#define TD_TV(x) (x)
+#else
+#define TD_TV(x) (TD_SPLAT(1.0) * (x))
+#endif
+#define TD_PR(name) TD_FN(name)
+#define TD_MADD(a, b, c) ((a) * (b) + (c))
+#define TD_MSUB(a, b, c) ((a) * (b) - (c))
+#define TD_NMADD(a, b, c) ((c) - (a) * (b))
+#define TD_MUL0(a, b) (TD_SPLAT(0.0) + (a) * (b))
 #include "se3_lanes.h"
+#undef TD_PR
+#undef TD_MADD
+#undef TD_MSUB
+#undef TD_NMADD
+#undef TD_MUL0
+#define TD_PR(name) TD_FN(name##_fused)
+#define TD_MADD(a, b, c) TD_FMA(TD_TV(a), TD_TV(b), TD_TV(c))
+#define TD_MSUB(a, b, c) TD_FMS(TD_TV(a), TD_TV(b), TD_TV(c))
+#define TD_NMADD(a, b, c) TD_FNMA(TD_TV(a), TD_TV(b), TD_TV(c))
+#define TD_MUL0(a, b) ((a) * (b))
+#include "se3_lanes.h"
+#undef TD_PR
+#undef TD_MADD
+#undef TD_MSUB
+#undef TD_NMADD
+#undef TD_MUL0
+#undef TD_TV
 #include "rnea_spatial_sweeps.h"
 #include "rnea_derivatives_sweeps.h"
 #include "minverse_sweeps.h"

@@ -72,6 +72,7 @@ def core_tables(arrays):
         path_nv[i] = nvj[i] + (path_nv[parent[i]] if parent[i] >= 0 else 0)
     max_pending, fd_recursive = fd_product_choice(parent, nvj, path_nv)
     anc_ptr, anc_run = ancestor_runs(parent, voff, nvj)
+    crba_grp = crba_groups(parent, nvj)
     fo = np.asarray(arrays["frame_offset"], dtype=np.float64).reshape(-1, 4, 4)
     foff = np.empty((fo.shape[0], 12))
     foff[:, :9] = fo[:, :3, :3].reshape(-1, 9)
@@ -81,7 +82,8 @@ def core_tables(arrays):
                 turn_idx=np.flatnonzero(turns) if turns.any() else np.zeros(1, np.int32),
                 screw_runs=screw_runs, group_body=group_body,
                 univ=univ, root=root, path_nv=path_nv,
-                anc_ptr=anc_ptr, anc_run=anc_run, dof_parent=dof_parents(parent, voff, nvj),
+                anc_ptr=anc_ptr, anc_run=anc_run, crba_grp=crba_grp,
+                dof_parent=dof_parents(parent, voff, nvj),
                 fbody=arrays["frame_body"])
     dbls = dict(Bref=Bref, X=X, center=np.asarray(arrays["center"]).reshape(nb, 3),
                 screw_pt=screw_pt, univ_pt=univ_pt, inert=inert, armature=armature,
@@ -108,6 +110,28 @@ def closure_tables(tables, packed, A, Y):
                 mm_int=frozen(np.asarray(mm_int, dtype=np.int32).reshape(-1, 4)),
                 mm_dbl=frozen(np.asarray(mm_dbl, dtype=np.float64).reshape(-1, 2)),
                 n_rows=int(n_rows))
+
+
+def crba_groups(parent, nvj, width=4):
+    """The CRBA's column groups as a pointer array: group g is the bodies
+    [grp[g], grp[g + 1]), consecutive indices each the child of the one before
+    (MJCF's several joints in one body, unbranched chains), with together at most
+    ``width`` freedoms (a body with more forms a group alone; one without freedoms
+    too).  The freedoms of a group share their ancestors above its first body, so
+    crba.pxi projects the group's column forces on each of them at once."""
+    nb = len(parent)
+    grp = [0]
+    w = int(nvj[0]) if nb else 0
+    for i in range(1, nb):
+        n = int(nvj[i])
+        if parent[i] == i - 1 and n > 0 and nvj[i - 1] > 0 and w + n <= width:
+            w += n
+        else:
+            grp.append(i)
+            w = n
+    if nb:
+        grp.append(nb)
+    return np.asarray(grp, dtype=np.int32)
 
 
 def dof_parents(parent, voff, nvj):
