@@ -164,6 +164,9 @@ def test_the_viewer_sends_simplified_meshes_at_the_kernels_poses(tmp_path):
                 v.update(q)
                 C = m.forward_kinematics(q)
                 for it, h in zip(v.scene.items, v._handles[0]):
+                    if h is None:                     # a body frame, not shown yet
+                        assert it.group == "frames"
+                        continue
                     T = (np.eye(4) if it.body < 0 else C[it.body]) @ it.pose
                     np.testing.assert_allclose(h.position, T[:3, 3], rtol=0, atol=ATOL)
                     np.testing.assert_allclose(_rotation(h.wxyz), T[:3, :3], rtol=0, atol=ATOL)
@@ -227,3 +230,35 @@ def test_talos_meshes_stay_within_3_percent_of_their_size():
         d = point_triangle_distance(P, b.data[0][b.data[1]].astype(float)).max()
         worst = max(worst, d / np.linalg.norm(np.ptp(v, axis=0)))
     assert worst < 0.03
+
+
+def test_body_frames_are_sent_when_first_shown_at_the_kernels_poses(tmp_path):
+    """The body frames (hidden by default) are not sent with the scene; shown, they
+    sit where the kernels put the bodies for what was shown last (a row, or a
+    configuration from update), and follow from then on."""
+    m = td.load(td.robots.path("panda.urdf"))
+    frames = [k for k, it in enumerate(tv.Scene(m).items) if it.group == "frames"]
+    assert len(frames) == m.n_bodies
+    v = td.view(m)
+    try:
+        assert all(v._handles[0][k] is None for k in frames)
+        rng = np.random.default_rng(11)
+        q = m.random_configuration(rng)
+        v.update(q)
+        v._toggles["frames"].value = True
+        C = m.forward_kinematics(q)
+        for k in frames:
+            h, it = v._handles[0][k], v.scene.items[k]
+            assert h.visible
+            np.testing.assert_allclose(h.position, C[it.body][:3, 3], rtol=0, atol=ATOL)
+            np.testing.assert_allclose(_rotation(h.wxyz), C[it.body][:3, :3], rtol=0, atol=ATOL)
+        v._toggles["frames"].value = False
+        q2 = m.random_configuration(rng)
+        v.update(q2)                                  # hidden ones still follow
+        C = m.forward_kinematics(q2)
+        for k in frames:
+            h, it = v._handles[0][k], v.scene.items[k]
+            assert not h.visible
+            np.testing.assert_allclose(h.position, C[it.body][:3, 3], rtol=0, atol=ATOL)
+    finally:
+        v.close()

@@ -422,12 +422,13 @@ class Viewer:
         model, t = self.model, self.t
         server = self._server
         S = self.Q.shape[0]
-        self._handles = []                      # per sample: list of handles per item
-        for s in range(S):
-            hs = []
-            for k, it in enumerate(self.scene.items):
-                hs.append(self._add(server, f"/s{s}/{it.name}", it))
-            self._handles.append(hs)
+        # per sample: list of handles per item; the body frames (hidden by default) are
+        # sent when first shown (None until then): 44 fewer nodes for talos's client
+        # to mount before its first frame
+        self._handles = [[None if it.group == "frames" else
+                          self._add(server, f"/s{s}/{it.name}", it)
+                          for it in self.scene.items] for s in range(S)]
+        self._placed = None                     # the world poses last placed, per sample
         self._groups = {g: self.scene.group(g) for g in ("shape", "stick", "com", "axes",
                                                          "frames", "loops")}
         # the GUI: timeline, toggles
@@ -501,9 +502,17 @@ class Viewer:
         raise InputError(f"view: cannot draw a {it.kind}")   # pragma: no cover
 
     def _show_group(self, g, on):
-        for hs in self._handles:
-            for k in self._groups[g]:
-                hs[k].visible = bool(on)
+        with self._lock, self._server.atomic():
+            for s, hs in enumerate(self._handles):
+                for k in self._groups[g]:
+                    if hs[k] is None:
+                        if not on:
+                            continue
+                        it = self.scene.items[k]
+                        hs[k] = self._add(self._server, f"/s{s}/{it.name}", it)
+                        if self._placed is not None:
+                            self._place_one(hs[k], self._placed[s][k], self._offsets[s])
+                    hs[k].visible = bool(on)
 
     def _draw_path(self, frame):
         if self._path is not None:
@@ -520,12 +529,18 @@ class Viewer:
             "/path", seg, colors=(40, 40, 40), thickness=0.004 * self.scene.length)
 
     def _place(self, poses_by_sample):
+        self._placed = poses_by_sample
         with self._server.atomic():
             for s, P in enumerate(poses_by_sample):
                 off = self._offsets[s]
                 for h, T in zip(self._handles[s], P):
-                    _set_exact(h, "wxyz", _wxyz(T[:3, :3]))
-                    _set_exact(h, "position", T[:3, 3] + off)
+                    if h is not None:
+                        self._place_one(h, T, off)
+
+    @staticmethod
+    def _place_one(h, T, off):
+        _set_exact(h, "wxyz", _wxyz(T[:3, :3]))
+        _set_exact(h, "position", T[:3, 3] + off)
 
     def poses(self, k=None):
         """World poses (samples, n_items, 4, 4) of the scene items at row ``k`` (default:
