@@ -127,8 +127,9 @@ class Scene:
         Load the mesh files now (trimesh): an unreadable or empty one counts as
         missing.  Otherwise only their existence is checked.
     mesh_detail : float in (0, 1]
-        The fraction of each loaded mesh's triangles kept for display (see
-        :func:`simplify_mesh`); 1 (default): the meshes as read.
+        The fraction of each loaded mesh's triangles kept for display (meshes of
+        more than ``MESH_KEEP`` triangles, by quadric edge collapse; see
+        :func:`view`); 1 (default): the meshes as read.
     """
 
     def __init__(self, model, role="visual", stick="auto", warn=True, meshes=False,
