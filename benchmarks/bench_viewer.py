@@ -1,6 +1,6 @@
 """The viewer's figures: first frame of talos, playback frame rate, Cassie video.
 
-    python benchmarks/bench_viewer.py [--quick] [--runs K]
+    python benchmarks/bench_viewer.py [--quick] [--runs K] [--timeline] [--full-meshes]
 
 * first frame: ``treedyn view talos_full_v2.urdf`` (example-robot-data, with its
   meshes) started as a user would; headless Chromium (Debian's ``chromium`` and
@@ -8,7 +8,12 @@
   URL is printed before the meshes are read: the client loads meanwhile), and an
   in-page probe (PROBE) reads the WebGL canvas, as shown (its CSS opacity applied),
   after each redraw until the robot's meshes appear.  Printed: seconds from the command's start to the URL
-  and to that first frame (target ≤ 3 s), median of K runs (default 3).
+  and to that first frame (target ≤ 3 s), median of K runs (default 3).  The meshes are
+  drawn at the viewer's default detail (half their triangles); ``--full-meshes`` passes
+  that flag to ``treedyn view``.  ``--timeline``: for each run, where the client's time
+  went after navigation (TIMELINE: the page loaded, the WebGL context created and how
+  long that took, the shader programs linked, each frame drawn with its draw calls and
+  triangles).
 * playback: a 10 s, 1 kHz trajectory of the four-bar playing at speed 1, frames
   counted by the client with ``requestAnimationFrame`` for 3 s, at 640×480 and
   1000×700 (target ≥ 30 frames/s).
@@ -83,6 +88,33 @@ function check(now) {
 requestAnimationFrame(check);
 """
 
+#: Where the client's time goes after navigation (``--timeline``), logged in the page
+#: as [ms since navigation, what, detail]: WebGL contexts (creation time), shader
+#: programs linked (the wait for the link, on the first query of the program), and
+#: each animation frame that drew something (draw calls, triangles).
+TIMELINE = """
+window.__tl = []; const T = (what, x) => window.__tl.push([performance.now() | 0, what, x]);
+document.addEventListener('DOMContentLoaded', () => T('page loaded'));
+const gc2 = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function(type, attrs) {
+  const t = performance.now(), r = gc2.call(this, type, attrs);
+  if (type && type.startsWith('webgl') && this.width > 200) T('WebGL context', (performance.now() - t) | 0);
+  return r; };
+let calls = 0, tris = 0, linked = 0, waited = 0;
+for (const P of [WebGLRenderingContext.prototype, WebGL2RenderingContext.prototype]) {
+  for (const f of ['drawArrays', 'drawElements', 'drawArraysInstanced', 'drawElementsInstanced'])
+    if (P[f]) { const o = P[f]; P[f] = function() { calls++;
+      tris += (f.startsWith('drawElements') ? arguments[1] : arguments[2]) / 3 * (arguments[4] || 1);
+      return o.apply(this, arguments); }; }
+  const lp = P.linkProgram; P.linkProgram = function() { linked++; return lp.apply(this, arguments); };
+  for (const f of ['getProgramParameter', 'getProgramInfoLog', 'getShaderInfoLog']) {
+    const o = P[f]; P[f] = function() { const t = performance.now(), r = o.apply(this, arguments);
+      waited += performance.now() - t; return r; }; } }
+function tlTick() { if (calls) { T('frame', [calls, tris | 0, linked, waited | 0]); calls = tris = 0; }
+  requestAnimationFrame(tlTick); }
+requestAnimationFrame(tlTick);
+"""
+
 COUNT = """const done = arguments[arguments.length - 1]; let n = 0; const t0 = performance.now();
 function tick(now) { n++; if (now - t0 < %d) requestAnimationFrame(tick);
                      else done(1000 * n / (now - t0)); }
@@ -103,16 +135,18 @@ def browser(size):
     return d
 
 
-def first_frame(robot):
+def first_frame(robot, args=(), timeline=False):
     """(seconds to the URL, seconds to the first frame with the robot), both from
-    the start of ``treedyn view``."""
+    the start of ``treedyn view`` (with ``args``); with ``timeline``, the client's
+    timeline as well (TIMELINE)."""
     d = browser((800, 600))
     try:
-        d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE})
+        d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                          {"source": (TIMELINE if timeline else "") + PROBE})
         d.get("about:blank")
         t0 = time.monotonic()
         p = subprocess.Popen([sys.executable, "-m", "treedyn.cli", "view", robot,
-                              "--seconds", "60"], stdout=subprocess.PIPE,
+                              "--seconds", "60", *args], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
         try:
             url = p.stdout.readline().split(" at ")[1].split()[0]
@@ -122,12 +156,32 @@ def first_frame(robot):
                 if time.monotonic() - t0 > 50:
                     raise RuntimeError("no frame with the robot within 50 s")
                 time.sleep(0.02)
-            return t_url, time.monotonic() - t0
+            t_first = time.monotonic() - t0
+            if timeline:
+                return t_url, t_first, _timeline(d)
+            return t_url, t_first
         finally:
             p.terminate()
             p.wait()
     finally:
         d.quit()
+
+
+def _timeline(d):
+    """The client's timeline, one line: ms after navigation of each step."""
+    first = d.execute_script("return window.__first")
+    out, frames = [], 0
+    for ms, what, x in d.execute_script("return window.__tl"):
+        if what == "frame":
+            frames += 1
+            if frames > 4:
+                continue
+            calls, tris, linked, waited = x
+            what = f"frame {calls} draws {tris / 1000:.0f}k tri ({linked} programs, {waited} ms link waits)"
+        elif what == "WebGL context":
+            what = f"WebGL context ({x} ms)"
+        out.append(f"{ms} {what}")
+    return "; ".join(out) + f"; probe: meshes seen at {first:.0f}"
 
 
 def playback_fps(size, seconds):
@@ -165,6 +219,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one run, short counts, a 1 s video")
     ap.add_argument("--runs", type=int, default=None, help="first-frame runs (default 3)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="print where the client's time went in each first-frame run")
+    ap.add_argument("--full-meshes", action="store_true",
+                    help="treedyn view --full-meshes (the meshes as read)")
     a = ap.parse_args(argv)
     runs = a.runs or (1 if a.quick else 3)
     warnings.simplefilter("ignore")
@@ -172,9 +230,14 @@ def main(argv=None):
     print(f"# bench_viewer ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f})\n")
     talos = erd_path("talos_full_v2")
-    ff = [first_frame(talos) for _ in range(runs)]
-    urls, firsts = [u for u, _ in ff], [f for _, f in ff]
-    print(f"talos_full_v2 with meshes: URL after {statistics.median(urls):.2f} s, first frame "
+    view_args = ["--full-meshes"] if a.full_meshes else []
+    ff = [first_frame(talos, view_args, a.timeline) for _ in range(runs)]
+    urls, firsts = [x[0] for x in ff], [x[1] for x in ff]
+    if a.timeline:
+        for k, x in enumerate(ff):
+            print(f"run {k + 1}: URL {x[0]:.2f} s, first frame {x[1]:.2f} s; after navigation (ms): "
+                  f"{x[2]}")
+    print(f"talos_full_v2 with meshes{' (full)' if a.full_meshes else ''}: URL after {statistics.median(urls):.2f} s, first frame "
           f"with the robot after {statistics.median(firsts):.2f} s (median of {runs}; runs "
           f"{', '.join(f'{f:.2f}' for f in firsts)}; target <= 3 s)")
     for size in ((640, 480), (1000, 700)):

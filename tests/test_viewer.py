@@ -291,6 +291,7 @@ def test_the_viewer_sends_the_kernels_transforms(robot):
     v = td.view(m, tr, port=None)
     try:
         assert v.url.startswith("http://localhost:")
+        v._toggles["frames"].value = True           # body frames are sent when shown
         for k in (0, 57, len(tr.t) - 1):
             v.show(k)
             C = m.forward_kinematics(tr.q[k])

@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from .errors import TreedynError
 from .graph import WORLD
-from .viewer import ENVIRONMENTS
+from .viewer import ENVIRONMENTS, MESH_DETAIL
 
 DEFAULT_ROBOT = "panda.urdf"
 
@@ -48,6 +48,17 @@ def _number(kind, minimum, strict, unit=""):
         return x
     parse.__name__ = what
     return parse
+
+
+def _fraction(text):
+    """An argparse ``type``: a number in (0, 1]."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
+    return x
 
 
 def _check_output(path, option):
@@ -377,7 +388,8 @@ def cmd_view(args, out):
     try:
         v = view(m, args.traj, host=args.host, port=args.port, samples=args.samples,
                  side_by_side=args.side_by_side, path_frame=args.path, play=args.play,
-                 on_url=serving, environment=args.environment, shadows=args.shadows)
+                 on_url=serving, environment=args.environment, shadows=args.shadows,
+                 mesh_detail=1.0 if args.full_meshes else args.mesh_detail)
     except ImportError as exc:
         raise TreedynError(str(exc)) from None
     v.serve(args.seconds)
@@ -499,6 +511,12 @@ def build_parser():
                     help="light the scene with this environment map (default: a hemisphere "
                          "light; a map takes seconds to appear in software WebGL)")
     sp.add_argument("--shadows", action="store_true", help="the main light casts shadows")
+    detail = sp.add_mutually_exclusive_group()
+    detail.add_argument("--mesh-detail", type=_fraction, default=MESH_DETAIL, metavar="F",
+                        help=f"draw this fraction of each mesh's triangles (default "
+                             f"{MESH_DETAIL:g}; meshes of up to 1000 triangles are drawn whole)")
+    detail.add_argument("--full-meshes", action="store_true",
+                        help="draw the meshes as read (same as --mesh-detail 1)")
     sp.add_argument("--seconds", type=_number(float, 0.0, False), default=None,
                     help="stop serving after this many seconds (default: until Ctrl-C)")
 

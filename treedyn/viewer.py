@@ -47,6 +47,11 @@ ENVIRONMENTS = ("apartment", "city", "dawn", "forest", "lobby", "night", "park",
 #: the hemisphere light that stands in for an environment map: white from above,
 #: grey from below (three.js intensity)
 HEMISPHERE = ((255, 255, 255), (120, 120, 120), 1.5)
+#: the browser viewer's default ``mesh_detail``: the fraction of each mesh's triangles
+#: drawn (quadric edge collapse, ``fast-simplification``)
+MESH_DETAIL = 0.5
+#: meshes of at most this many triangles are drawn as read, whatever ``mesh_detail``
+MESH_KEEP = 1000
 
 
 class Item:
@@ -121,9 +126,14 @@ class Scene:
     meshes : bool
         Load the mesh files now (trimesh): an unreadable or empty one counts as
         missing.  Otherwise only their existence is checked.
+    mesh_detail : float in (0, 1]
+        The fraction of each loaded mesh's triangles kept for display (meshes of
+        more than ``MESH_KEEP`` triangles, by quadric edge collapse; see
+        :func:`view`); 1 (default): the meshes as read.
     """
 
-    def __init__(self, model, role="visual", stick="auto", warn=True, meshes=False):
+    def __init__(self, model, role="visual", stick="auto", warn=True, meshes=False,
+                 mesh_detail=1.0):
         if stick not in ("auto", "always", "never"):
             raise InputError(f"Scene: stick: expected 'auto', 'always' or 'never', got "
                              f"{_given(stick)}")
@@ -150,6 +160,7 @@ class Scene:
                     if isinstance(data, str):
                         self.unreadable.append(f"{s.mesh} ({data})")
                         continue
+                    data = _display_mesh(data, mesh_detail)
             rgb = tuple(s.rgba[:3]) if s.rgba is not None else SHAPE_RGB
             items.append(Item(f"shape{k}" + (f"_{s.name}" if s.name else ""), s.body, s.pose,
                               s.kind, s.size, s.mesh, rgb, "shape", data))
@@ -350,7 +361,7 @@ class Viewer:
     """
 
     def __init__(self, model, t, Q, host, port, samples_offset, path_frame, role, fps, title,
-                 on_url=None, environment=None, shadows=False):
+                 on_url=None, environment=None, shadows=False, mesh_detail=MESH_DETAIL):
         viser = _need("viser")
         self.model, self.t, self.Q = model, t, _finite_rows(Q)
         self.fps = float(fps)
@@ -368,7 +379,7 @@ class Viewer:
             self._camera()
             if on_url is not None:
                 on_url(self.url)
-            self.scene = Scene(model, role=role, warn=True, meshes=True)
+            self.scene = Scene(model, role=role, warn=True, meshes=True, mesh_detail=mesh_detail)
             with self._server.atomic():         # the client gets the whole scene at once
                 self._build(path_frame)
             self._draw_path(self._path_dd.value)
@@ -412,12 +423,13 @@ class Viewer:
         model, t = self.model, self.t
         server = self._server
         S = self.Q.shape[0]
-        self._handles = []                      # per sample: list of handles per item
-        for s in range(S):
-            hs = []
-            for k, it in enumerate(self.scene.items):
-                hs.append(self._add(server, f"/s{s}/{it.name}", it))
-            self._handles.append(hs)
+        # per sample: list of handles per item; the body frames (hidden by default) are
+        # sent when first shown (None until then): 44 fewer nodes for talos's client
+        # to mount before its first frame
+        self._handles = [[None if it.group == "frames" else
+                          self._add(server, f"/s{s}/{it.name}", it)
+                          for it in self.scene.items] for s in range(S)]
+        self._placed = None                     # the world poses last placed, per sample
         self._groups = {g: self.scene.group(g) for g in ("shape", "stick", "com", "axes",
                                                          "frames", "loops")}
         # the GUI: timeline, toggles
@@ -463,8 +475,11 @@ class Viewer:
     def _add(self, server, name, it):
         rgb = tuple(int(round(255 * c)) for c in it.rgb)
         sc = server.scene
+        # Boxes smooth-shaded: a box's faces have their own normals either way, and
+        # the meshes' material then serves them too (no second shader program to
+        # compile before the first frame: a fraction of a second in software WebGL).
         if it.kind == "box":
-            return sc.add_box(name, color=rgb, dimensions=tuple(it.size))
+            return sc.add_box(name, color=rgb, dimensions=tuple(it.size), flat_shading=False)
         if it.kind == "sphere":
             return sc.add_icosphere(name, radius=float(it.size[0]), color=rgb, subdivisions=2)
         if it.kind == "ellipsoid":
@@ -478,7 +493,7 @@ class Viewer:
             return sc.add_mesh_simple(name, v, f, color=rgb)
         if it.kind == "plane":
             sx, sy = (float(x) if x > 0 else 4.0 * self.scene.length for x in it.size)
-            return sc.add_box(name, color=rgb, dimensions=(sx, sy, 1e-3))
+            return sc.add_box(name, color=rgb, dimensions=(sx, sy, 1e-3), flat_shading=False)
         if it.kind == "mesh":
             v, f = it.data
             return sc.add_mesh_simple(name, v, f, color=rgb)
@@ -488,9 +503,17 @@ class Viewer:
         raise InputError(f"view: cannot draw a {it.kind}")   # pragma: no cover
 
     def _show_group(self, g, on):
-        for hs in self._handles:
-            for k in self._groups[g]:
-                hs[k].visible = bool(on)
+        with self._lock, self._server.atomic():
+            for s, hs in enumerate(self._handles):
+                for k in self._groups[g]:
+                    if hs[k] is None:
+                        if not on:
+                            continue
+                        it = self.scene.items[k]
+                        hs[k] = self._add(self._server, f"/s{s}/{it.name}", it)
+                        if self._placed is not None:
+                            self._place_one(hs[k], self._placed[s][k], self._offsets[s])
+                    hs[k].visible = bool(on)
 
     def _draw_path(self, frame):
         if self._path is not None:
@@ -507,12 +530,18 @@ class Viewer:
             "/path", seg, colors=(40, 40, 40), thickness=0.004 * self.scene.length)
 
     def _place(self, poses_by_sample):
+        self._placed = poses_by_sample
         with self._server.atomic():
             for s, P in enumerate(poses_by_sample):
                 off = self._offsets[s]
                 for h, T in zip(self._handles[s], P):
-                    _set_exact(h, "wxyz", _wxyz(T[:3, :3]))
-                    _set_exact(h, "position", T[:3, 3] + off)
+                    if h is not None:
+                        self._place_one(h, T, off)
+
+    @staticmethod
+    def _place_one(h, T, off):
+        _set_exact(h, "wxyz", _wxyz(T[:3, :3]))
+        _set_exact(h, "position", T[:3, 3] + off)
 
     def poses(self, k=None):
         """World poses (samples, n_items, 4, 4) of the scene items at row ``k`` (default:
@@ -633,7 +662,7 @@ def _capsule_mesh(r, length, n=16, m=6):
 
 def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
          side_by_side=False, path_frame=None, role="visual", fps=30.0, play=False,
-         on_url=None, environment=None, shadows=False):
+         on_url=None, environment=None, shadows=False, mesh_detail=MESH_DETAIL):
     """Show ``model`` in the browser (viser; ``pip install treedyn[viewer]``).
 
     Parameters
@@ -668,6 +697,13 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
     shadows : bool
         The main light casts shadows (three cascaded shadow maps: every frame draws
         the scene three more times).  Default off.
+    mesh_detail : float in (0, 1]
+        The fraction of each mesh's triangles drawn (default ``MESH_DETAIL`` = 0.5):
+        meshes of more than ``MESH_KEEP`` = 1000 triangles are simplified by quadric
+        edge collapse (``fast-simplification``, in the ``viewer`` extra; without it
+        the meshes are drawn as read), which keeps their shape (on talos's meshes
+        within 2.5 % of a mesh's size) and halves what a software renderer draws.
+        1: the meshes as read (``treedyn view --full-meshes``).
 
     Returns
     -------
@@ -693,8 +729,12 @@ def view(model, traj=None, q=None, *, host="127.0.0.1", port=None, samples=4,
                          f"got {_given(environment)}")
     if not isinstance(shadows, (bool, np.bool_)):
         raise InputError(f"view: shadows: expected True or False, got {_given(shadows)}")
+    if not (isinstance(mesh_detail, (int, float, np.integer, np.floating))
+            and not isinstance(mesh_detail, (bool, np.bool_)) and 0 < mesh_detail <= 1):
+        raise InputError(f"view: mesh_detail: expected a fraction in (0, 1], got "
+                         f"{_given(mesh_detail)}")
     v = Viewer(model, t, Q[:samples], host, port, side_by_side, path_frame, role, fps,
-               f"treedyn: {model.name}", on_url, environment, shadows)
+               f"treedyn: {model.name}", on_url, environment, shadows, float(mesh_detail))
     if play:
         v.play()
     return v
@@ -879,6 +919,36 @@ def _load_mesh(path, scale):
             f = f[:, ::-1]
         _MESHES[key] = (v.astype(np.float32), np.ascontiguousarray(f, dtype=np.uint32))
     return _MESHES[key]
+
+
+_SIMPLIFIED = {}      # (id of the faces read, detail) -> (faces read, simplified mesh)
+
+
+def _display_mesh(data, detail):
+    """The mesh ``data`` = (vertices, faces) as drawn at ``detail``: the fraction
+    ``detail`` of its triangles, by quadric edge collapse (``fast-simplification``,
+    open borders kept in place), for a mesh of more than ``MESH_KEEP`` triangles and
+    ``detail`` < 1; otherwise, or without that package, ``data`` itself.  Each mesh
+    read is simplified once per detail and process."""
+    v, f = data
+    if detail >= 1 or len(f) <= MESH_KEEP:
+        return data
+    key = (id(f), float(detail))
+    hit = _SIMPLIFIED.get(key)
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    try:
+        import fast_simplification
+    except ImportError:
+        return data
+    keep = max(MESH_KEEP, int(round(detail * len(f))))
+    v2, f2 = fast_simplification.simplify(np.asarray(v, dtype=float), f.astype(np.int32),
+                                          target_count=keep, preserve_border=True)
+    out = data
+    if len(f2):
+        out = (np.asarray(v2, dtype=np.float32), np.ascontiguousarray(f2, dtype=np.uint32))
+    _SIMPLIFIED[key] = (f, out)
+    return out
 
 
 def _mpl_update(arts, scene, P):
