@@ -301,6 +301,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     cdef const double* Xm = &m.X[0, 0]
     cdef const double* inrm = &m.inert[0, 0]
     cdef const double* armp = &m.armature[0]
+    cdef const double* Brefm = &m.Bref[0, 0]
     cdef double* dT = d.liMi
     cdef double* dS = d.S
     cdef double* dv = d.v
@@ -322,7 +323,10 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
         par = parp[i]
         fast = fastp[i]
         T = &dT[12 * i]
-        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            joint_pose_rev(fast, &Xm[6 * o], &Brefm[12 * i], d.sc_q[2 * i],
+                           d.sc_q[2 * i + 1], T)
+        elif joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
         V = &dv[6 * i]
         A = &da[6 * i]

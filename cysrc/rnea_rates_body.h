@@ -21,8 +21,8 @@
 #endif
 
 /* y = Ad_{(R,p)}⁻¹ x = (Rᵀω, Rᵀ(v − p × ω)) (twist_Ad_inv, se3.pxd), T = (R, p).
- * With vectors: Rᵀx = Σ_k x_k (row k of R), the rows as vectors with a zero fourth
- * lane; per element the products and sums of rotT_vec in its order (the baseline
+ * With vectors: Rᵀx = Σ_k x_k (row k of R), the rows loaded as vectors whose fourth
+ * lane (the next element of T) is never read out; per element the products and sums of rotT_vec in its order (the baseline
  * build: its bits; the AVX2 twin fuses the multiply-adds of TD_ROWS3 and TD_CROSS). */
 #if TD_SIMD
 TD_ALWAYS_INLINE
@@ -41,9 +41,9 @@ static inline void td_rates_ad_inv_rows(const td_a4 r0, const td_a4 r1, const td
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
 {
-    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
-    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
-    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x, y);
 }
 
@@ -52,9 +52,9 @@ TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
                                     const double* x2, double* y0, double* y1, double* y2)
 {
-    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
-    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
-    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
@@ -66,9 +66,9 @@ static inline void td_rates_ad_inv3g(const double* T, const double* x0, const do
                                      const double* x2, const double* g, double* y0,
                                      double* y1, double* y2, double* out)
 {
-    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
-    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
-    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
