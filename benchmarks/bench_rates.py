@@ -5,7 +5,9 @@ Sections (each worker in a fresh process):
 
 rates.     ``m.inverse_dynamics_rates(q, v, a, j)`` (τ̇) and with a snap (τ̇, τ̈) per
            call on panda and talos_full_v2 + FF, against one ``m.inverse_dynamics``
-           call and against Pinocchio's cheapest route to τ̇:
+           call and against Pinocchio's cheapest route to τ̇; τ̇ in the spatial and
+           hybrid forms too, and both calls on a one-body model (the entry's own
+           cost: argument checks, output, dispatch); Pinocchio's cheapest route:
            ``computeRNEADerivatives`` then ∂τ/∂q v + ∂τ/∂v v̇ + M v̈ (results compared
            first).
            The route's M is Pinocchio's upper triangle, used as it is: the timed
@@ -69,9 +71,22 @@ def section_rates(res, tkw, quick, rng):
         for k, us in time_calls({"id": "m.inverse_dynamics(q, v, a)",
                                  "rates1": "m.inverse_dynamics_rates(q, v, a, j)",
                                  "rates2": "m.inverse_dynamics_rates(q, v, a, j, s)",
+                                 "rates1_sp": "m.inverse_dynamics_rates(q, v, a, j, "
+                                              "representation='spatial')",
+                                 "rates1_hy": "m.inverse_dynamics_rates(q, v, a, j, "
+                                              "representation='hybrid')",
                                  "pin_route": "pin_rates(pin, pm, pd, qp, vp, ap, jp)"},
                                 g, **tkw).items():
             res[f"{k}|{key}"] = us
+    import treedyn as td
+    gr = td.JointGraph("one_body")
+    gr.add_body("b", mass=1.0, com=[0.1, 0.0, 0.0], inertia=np.diag([0.1, 0.2, 0.3]))
+    gr.add_joint("j", "revolute", "world", "b", axis=[0, 0, 1])
+    g = dict(m=gr.compile(), x=np.array([0.3]))
+    for k, us in time_calls({"id": "m.inverse_dynamics(x, x, x)",
+                             "rates1": "m.inverse_dynamics_rates(x, x, x, x)"},
+                            g, **tkw).items():
+        res[f"entry_{k}"] = us
 
 
 def section_regressor(res, tkw, quick, rng):
@@ -164,18 +179,22 @@ def report_rates(r, checks):
         return
     print("\n## rates. τ̇ and τ̈ (µs per call)\n")
     t = Table(["robot", "inverse_dynamics", "τ̇", "τ̇ / ID", "τ̇ + τ̈", "(τ̇ + τ̈) / ID",
-               "pin route to τ̇", "pin / τ̇", "rel. error vs pin"])
+               "pin route to τ̇", "pin / τ̇", "τ̇ spatial", "τ̇ hybrid", "rel. error vs pin"])
     for key in keys:
         x1 = r[f"rates1|{key}"] / r[f"id|{key}"]
         x2 = r[f"rates2|{key}"] / r[f"id|{key}"]
         x3 = r[f"pin_route|{key}"] / r[f"rates1|{key}"]
         t.add(key, r[f"id|{key}"], r[f"rates1|{key}"], x1, r[f"rates2|{key}"], x2,
-              r[f"pin_route|{key}"], x3, f"{r[f'err_rates|{key}']:.1e}")
+              r[f"pin_route|{key}"], x3, r.get(f"rates1_sp|{key}", float("nan")),
+              r.get(f"rates1_hy|{key}", float("nan")), f"{r[f'err_rates|{key}']:.1e}")
         checks.append((f"τ̇ ≤ 2× inverse_dynamics on {key}", f"{x1:.2f}×", x1 <= 2.0))
         checks.append((f"τ̇ + τ̈ ≤ 4× inverse_dynamics on {key}", f"{x2:.2f}×", x2 <= 4.0))
         checks.append((f"τ̇ ≥ 10× faster than Pinocchio's route on {key}", f"{x3:.1f}×",
                        x3 >= 10.0))
     print(t)
+    if "entry_rates1" in r:
+        print(f"\nOne-body model (the entry's own cost): inverse_dynamics "
+              f"{r['entry_id']:.3f} µs, inverse_dynamics_rates (τ̇) {r['entry_rates1']:.3f} µs")
 
 
 def report_regressor(r, checks):

@@ -33,6 +33,9 @@ cdef extern from "rnea_rates_body.h" nogil:
     void td_rates_ad_inv(const double* T, const double* x, double* y)
     void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
                           const double* x2, double* y0, double* y1, double* y2)
+    void td_rates_ad_inv3g(const double* T, const double* x0, const double* x1,
+                           const double* x2, const double* g, double* y0, double* y1,
+                           double* y2, double* out)
     void td_rates_wrench(const double* inr, const double* V, const double* A,
                          const double* J, const double* gam, const double* gam1,
                          double* W, double* W1)
@@ -128,8 +131,9 @@ cdef inline void _relative_twist_rates(ModelCore m, DataC* d, int i, const doubl
                                        double* u3) noexcept nogil:
     """Body-fixed relative twist u = S q̇ of joint i and its rates u̇ = Ṡ q̇ + S q̈,
     ü = S̈ q̇ + 2 Ṡ q̈ + S q⃛, u⃛ = S⃛ q̇ + 3 S̈ q̈ + 3 Ṡ q⃛ + S q⁗ (u⃛ zero when q4
-    is NULL).  d.S must hold joint i's subspace."""
-    cdef int o = m.voff[i], nvi = m.nvj[i], k, n, fast = m.fast[i]
+    is NULL).  d.S must hold joint i's subspace.  Only SO(3)×R³ joints and chains of
+    several screws have a moving S (_subspace_rates3); for the others u⁽ᵏ⁾ = S q⁽ᵏ⁺¹⁾."""
+    cdef int o = m.voff[i], nvi = m.nvj[i], k, n, fast = m.fast[i], kind = m.kind[i]
     cdef const double* S = &d.S[6 * o]
     cdef double Sd[36]
     cdef double Sdd[36]
@@ -144,8 +148,14 @@ cdef inline void _relative_twist_rates(ModelCore m, DataC* d, int i, const doubl
         u[k] = s * qd[o]; u1[k] = s * qdd[o]; u2[k] = s * q3[o]
         if q4 != NULL:
             u3[k] = s * q4[o]
-    elif fast == FAST_NONE:
-        _subspace_rates3(m.kind[i], nvi, S, &qd[o], &qdd[o], &q3[o], Sd, Sdd, S3)
+    elif kind == KIND_FREE_SE3:
+        # S = 1 (the body twist)
+        for n in range(6):
+            u[n] = qd[o + n]; u1[n] = qdd[o + n]; u2[n] = q3[o + n]
+            if q4 != NULL:
+                u3[n] = q4[o + n]
+    elif fast == FAST_NONE and (kind == KIND_FREE_SO3R3 or (kind == KIND_SCREWS and nvi > 1)):
+        _subspace_rates3(kind, nvi, S, &qd[o], &qdd[o], &q3[o], Sd, Sdd, S3)
         for k in range(nvi):
             for n in range(6):
                 s = S[6 * k + n]
@@ -280,26 +290,58 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     cdef double* F1
     cdef double* F2
     cdef double* C
+    cdef double gp[3]
+    # the model's tables and the Data's arrays as plain pointers: read once here, not
+    # after every store (the build does not assume strict aliasing)
+    cdef const int* fastp = &m.fast[0]
+    cdef const int* parp = &m.parent[0]
+    cdef const int* voffp = &m.voff[0]
+    cdef const int* nvjp = &m.nvj[0]
+    cdef const int* kindp = &m.kind[0]
+    cdef const double* Xm = &m.X[0, 0]
+    cdef const double* inrm = &m.inert[0, 0]
+    cdef const double* armp = &m.armature[0]
+    cdef const double* Brefm = &m.Bref[0, 0]
+    cdef double* dT = d.liMi
+    cdef double* dS = d.S
+    cdef double* dv = d.v
+    cdef double* da = d.a
+    cdef double* dag = d.a_gf
+    cdef double* dj2 = d.rjerk
+    cdef double* dj3 = d.rjounce
+    cdef double* df = d.f
+    cdef double* df1 = d.rfd
+    cdef double* df2 = d.rfdd
+    cdef double* dru = d.ru
+    cdef int fast, kind
     # forward pass, root to leaves: joint steps, V, V̇, V̈, V⃛, γ and the bodies' own
     # W, Ẇ, Ẅ (see the header)
     angle_prepass(m, d, q)
     for i in range(nb):
-        o = m.voff[i]
-        nvi = m.nvj[i]
-        par = m.parent[i]
-        T = &d.liMi[12 * i]
-        if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+        o = voffp[i]
+        nvi = nvjp[i]
+        par = parp[i]
+        fast = fastp[i]
+        T = &dT[12 * i]
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            joint_pose_rev(fast, &Xm[6 * o], &Brefm[12 * i], d.sc_q[2 * i],
+                           d.sc_q[2 * i + 1], T)
+        elif joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
-        V = &d.v[6 * i]
-        A = &d.a[6 * i]
-        Ag = &d.a_gf[6 * i]
-        J2 = &d.rjerk[6 * i]
-        J3 = &d.rjounce[6 * i]
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+        V = &dv[6 * i]
+        A = &da[6 * i]
+        Ag = &dag[6 * i]
+        J2 = &dj2[6 * i]
+        J3 = &dj3[6 * i]
+        if par >= 0:
+            # γ_p = (V̇ − Ā)_p linear, turned to body axes with the twists below
+            for n in range(3):
+                gp[n] = da[6 * par + 3 + n] - dag[6 * par + 3 + n]
+        if fast != FAST_NONE and fast != FAST_SCREW:
             # revolute about body axis kax: u, u̇, ü, u⃛ = (cu e_kax, 0), added to the
             # twists' elements directly ([X, u] = (ω × cu e_kax, v × cu e_kax))
-            kax = m.fast[i] - FAST_REV_X
-            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+            kax = fast - FAST_REV_X
+            sg = 1.0 if Xm[6 * o + kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]; cu[2] = sg * q3[o]
             if par < 0:
                 for n in range(6):
@@ -311,7 +353,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                     J3[kax] = sg * q4[o]
                 rotT_vec(T, g, gam)
             else:
-                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                td_rates_ad_inv3g(T, &dv[6 * par], &da[6 * par], &dj2[6 * par], gp, V, Ap, Jp,
+                                  gam)
                 V[kax] += cu[0]
                 # V̇ = V̇_p' + [V, u] + u̇
                 for n in range(6):
@@ -330,7 +373,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 J2[kax] += cu[2]
                 if second:
                     # V⃛ = V⃛_p' + [2 V̈_p' + V̈, u] + [[V̇_p', u], u] + [V̇_p' + 2 V̇, u̇] + [V, ü] + u⃛
-                    td_rates_ad_inv(T, &d.rjounce[6 * par], J3)
+                    td_rates_ad_inv(T, &dj3[6 * par], J3)
                     for n in range(6):
                         x[n] = 2.0 * Jp[n] + J2[n]
                     _bracket_u(kax, cu[0], x, V, t6)
@@ -345,15 +388,15 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                     _bracket_u(kax, cu[2], V, V, t6)
                     twist_add(J3, t6)
                     J3[kax] += sg * q4[o]
-        elif m.fast[i] == FAST_SCREW:
+        elif fast == FAST_SCREW:
             # one-freedom screw S (constant): u = S q̇, u̇ = S q̈, ü = S q⃛; with
             # b = [V, S]: V̇ = V̇_p' + q̇ b + q̈ S, V̈ = V̈_p' + q̇ [V̇_p' + V̇, S] + q̈ b + q⃛ S
             kax = -1
-            Sx = &m.X[o, 0]
+            Sx = &Xm[6 * o]
             cu[0] = qd[o]; cu[1] = qdd[o]; cu[2] = q3[o]
             for n in range(6):
-                d.ru[12 * i + n] = Sx[n] * cu[0]
-                d.ru[12 * i + 6 + n] = Sx[n] * cu[1]
+                dru[12 * i + n] = Sx[n] * cu[0]
+                dru[12 * i + 6 + n] = Sx[n] * cu[1]
             if second:
                 for n in range(6):
                     u[n] = Sx[n] * cu[0]; u1[n] = Sx[n] * cu[1]; u2[n] = Sx[n] * cu[2]
@@ -365,7 +408,8 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                         J3[n] = u3[n]
                 rotT_vec(T, g, gam)
             else:
-                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                td_rates_ad_inv3g(T, &dv[6 * par], &da[6 * par], &dj2[6 * par], gp, V, Ap, Jp,
+                                  gam)
                 for n in range(6):
                     V[n] += Sx[n] * cu[0]
                 twist_bracket(V, Sx, t6)
@@ -376,19 +420,20 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 for n in range(6):
                     J2[n] = Jp[n] + cu[0] * y6[n] + cu[1] * t6[n] + cu[2] * Sx[n]
                 if second:
-                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
+                    _jounce(T, &dj3[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
         else:
             kax = -1
             _relative_twist_rates(m, d, i, qd, qdd, q3, q4, u, u1, u2, u3)
             for n in range(6):          # (the backward pass needs u, u̇ of the others)
-                d.ru[12 * i + n] = u[n]
-                d.ru[12 * i + 6 + n] = u1[n]
+                dru[12 * i + n] = u[n]
+                dru[12 * i + 6 + n] = u1[n]
             if par < 0:
                 for n in range(6):
                     V[n] = u[n]; A[n] = u1[n]; J2[n] = u2[n]; J3[n] = u3[n]
                 rotT_vec(T, g, gam)
             else:
-                td_rates_ad_inv3(T, &d.v[6 * par], &d.a[6 * par], &d.rjerk[6 * par], V, Ap, Jp)
+                td_rates_ad_inv3g(T, &dv[6 * par], &da[6 * par], &dj2[6 * par], gp, V, Ap, Jp,
+                                  gam)
                 twist_add(V, u)
                 # V̇ = V̇_p' + [V, u] + u̇
                 twist_bracket(V, u, A)
@@ -402,21 +447,16 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
                 for n in range(6):
                     J2[n] += t6[n] + Jp[n] + u2[n]
                 if second:
-                    _jounce(T, &d.rjounce[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
-        if par >= 0:
-            # γ_i = R_relᵀ γ_p, γ_p = (V̇ − Ā)_p linear
-            for n in range(3):
-                t[n] = d.a[6 * par + 3 + n] - d.a_gf[6 * par + 3 + n]
-            rotT_vec(T, t, gam)
+                    _jounce(T, &dj3[6 * par], Jp, J2, Ap, A, V, u, u1, u2, u3, J3)
         cross(V, gam, gam1)                       # γ̇ = −ω × γ
         gam1[0] = -gam1[0]; gam1[1] = -gam1[1]; gam1[2] = -gam1[2]
         for n in range(6):
             Ag[n] = A[n]
         Ag[3] -= gam[0]; Ag[4] -= gam[1]; Ag[5] -= gam[2]
-        inr = &m.inert[i, 0]
-        F = &d.f[6 * i]
-        F1 = &d.rfd[6 * i]
-        F2 = &d.rfdd[6 * i]
+        inr = &inrm[22 * i]
+        F = &df[6 * i]
+        F1 = &df1[6 * i]
+        F2 = &df2[6 * i]
         # W = M Ā − ad_Vᵀ M V,  Ẇ = M Ā̇ − ad_V̇ᵀ M V − ad_Vᵀ M V̇ (about the COM:
         # rnea_rates_body.h); a massless body has none
         massless = td_massless(inr)
@@ -494,62 +534,71 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     # backward pass, leaves to root: τ̇ = Sᵀ Ẇ + Ṡᵀ W, τ̈ = Sᵀ Ẅ + 2 Ṡᵀ Ẇ + S̈ᵀ W,
     # and the subtree sums moved to the parent with the rates of Ad_{T}⁻ᵀ
     for i in range(nb - 1, -1, -1):
-        o = m.voff[i]
-        nvi = m.nvj[i]
-        S = &d.S[6 * o]
-        F = &d.f[6 * i]
-        F1 = &d.rfd[6 * i]
-        F2 = &d.rfdd[6 * i]
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
+        o = voffp[i]
+        nvi = nvjp[i]
+        fast = fastp[i]
+        kind = kindp[i]
+        S = &dS[6 * o]
+        F = &df[6 * i]
+        F1 = &df1[6 * i]
+        F2 = &df2[6 * i]
+        if fast != FAST_NONE and fast != FAST_SCREW:
             # S = ±e_k
-            kax = m.fast[i] - FAST_REV_X
-            if m.X[o, kax] > 0.0:
-                tau1[o] = F1[kax] + m.armature[o] * q3[o]
+            kax = fast - FAST_REV_X
+            if Xm[6 * o + kax] > 0.0:
+                tau1[o] = F1[kax] + armp[o] * q3[o]
                 if second:
-                    tau2[o] = F2[kax] + m.armature[o] * q4[o]
+                    tau2[o] = F2[kax] + armp[o] * q4[o]
             else:
-                tau1[o] = -F1[kax] + m.armature[o] * q3[o]
+                tau1[o] = -F1[kax] + armp[o] * q3[o]
                 if second:
-                    tau2[o] = -F2[kax] + m.armature[o] * q4[o]
+                    tau2[o] = -F2[kax] + armp[o] * q4[o]
         else:
-            subspace_T_times(nvi, S, F1, &tau1[o])
-            if second:
-                subspace_T_times(nvi, S, F2, &tau2[o])
-            if m.fast[i] == FAST_NONE and (m.kind[i] == KIND_FREE_SO3R3
-                                           or (m.kind[i] == KIND_SCREWS and nvi > 1)):
-                _subspace_rates2(m.kind[i], nvi, S, &qd[o], &qdd[o], Sd, Sdd)
+            if fast == FAST_NONE and kind == KIND_FREE_SE3:
+                # S = 1 (the body twist): τ̇ = Ẇ, τ̈ = Ẅ
+                for k in range(6):
+                    tau1[o + k] = F1[k]
+                    if second:
+                        tau2[o + k] = F2[k]
+            else:
+                subspace_T_times(nvi, S, F1, &tau1[o])
+                if second:
+                    subspace_T_times(nvi, S, F2, &tau2[o])
+            if fast == FAST_NONE and (kind == KIND_FREE_SO3R3
+                                      or (kind == KIND_SCREWS and nvi > 1)):
+                _subspace_rates2(kind, nvi, S, &qd[o], &qdd[o], Sd, Sdd)
                 for k in range(nvi):
                     tau1[o + k] += dot6(&Sd[6 * k], F)
                     if second:
                         tau2[o + k] += 2.0 * dot6(&Sd[6 * k], F1) + dot6(&Sdd[6 * k], F)
             for k in range(nvi):
-                tau1[o + k] += m.armature[o + k] * q3[o + k]
+                tau1[o + k] += armp[o + k] * q3[o + k]
                 if second:
-                    tau2[o + k] += m.armature[o + k] * q4[o + k]
-        par = m.parent[i]
+                    tau2[o + k] += armp[o + k] * q4[o + k]
+        par = parp[i]
         if par < 0:
             continue
-        T = &d.liMi[12 * i]
+        T = &dT[12 * i]
         kax = -1
-        if m.fast[i] != FAST_NONE and m.fast[i] != FAST_SCREW:
-            kax = m.fast[i] - FAST_REV_X
-            sg = 1.0 if m.X[o, kax] > 0.0 else -1.0
+        if fast != FAST_NONE and fast != FAST_SCREW:
+            kax = fast - FAST_REV_X
+            sg = 1.0 if Xm[6 * o + kax] > 0.0 else -1.0
             cu[0] = sg * qd[o]; cu[1] = sg * qdd[o]
         # W and Ẇ − ad_uᵀ W
         for n in range(6):
             x[n] = F1[n]
-        _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, x)
-        td_rates_to_parent2(T, F, x, &d.f[6 * par], &d.rfd[6 * par])
+        _coad_u_add(kax, cu[0], &dru[12 * i], F, 1.0, x)
+        td_rates_to_parent2(T, F, x, &df[6 * par], &df1[6 * par])
         if second:
             # Ẅ − 2 ad_uᵀ Ẇ − ad_u̇ᵀ W + ad_uᵀ ad_uᵀ W
             for n in range(6):
                 x[n] = F2[n]
                 t6[n] = 0.0
-            _coad_u_add(kax, cu[0], &d.ru[12 * i], F1, 2.0, x)
-            _coad_u_add(kax, cu[1], &d.ru[12 * i + 6], F, 1.0, x)
-            _coad_u_add(kax, cu[0], &d.ru[12 * i], F, 1.0, t6)
-            _coad_u_add(kax, cu[0], &d.ru[12 * i], t6, 1.0, x)
-            td_rates_to_parent(T, x, &d.rfdd[6 * par])
+            _coad_u_add(kax, cu[0], &dru[12 * i], F1, 2.0, x)
+            _coad_u_add(kax, cu[1], &dru[12 * i + 6], F, 1.0, x)
+            _coad_u_add(kax, cu[0], &dru[12 * i], F, 1.0, t6)
+            _coad_u_add(kax, cu[0], &dru[12 * i], t6, 1.0, x)
+            td_rates_to_parent(T, x, &df2[6 * par])
     return bad
 
 

@@ -1,19 +1,29 @@
 /* The per-body arithmetic of the body-fixed τ̇/τ̈ kernel (rnea_rates.pxi holds the
  * equations), always inlined in its loops: the parent's twist and its two rates
- * seen from the body in one pass over the pose, the body's wrench and its rate in
- * Newton–Euler form about the COM, and two wrenches moved to the parent. */
+ * (and the gravity in body axes) seen from the body in one pass over the pose, the
+ * body's wrench and its rate in Newton–Euler form about the COM, and two wrenches
+ * moved to the parent.  Multiply-adds are explicit (td_fma, simd.h): fused in the
+ * AVX2 twin, a product and a sum in the baseline build. */
 #ifndef TREEDYN_RNEA_RATES_BODY_H
 #define TREEDYN_RNEA_RATES_BODY_H
 #include "simd.h"
 
+/* c = a × b, each element a_i b_j − (a_j b_i) with the difference fused (td_fms) */
 #define TD_CROSS(a, b, c) do { \
-    (c)[0] = (a)[1] * (b)[2] - (a)[2] * (b)[1]; \
-    (c)[1] = (a)[2] * (b)[0] - (a)[0] * (b)[2]; \
-    (c)[2] = (a)[0] * (b)[1] - (a)[1] * (b)[0]; } while (0)
+    (c)[0] = td_fms((a)[1], (b)[2], (a)[2] * (b)[1]); \
+    (c)[1] = td_fms((a)[2], (b)[0], (a)[0] * (b)[2]); \
+    (c)[2] = td_fms((a)[0], (b)[1], (a)[1] * (b)[0]); } while (0)
+
+#if TD_SIMD
+/* Σ_k x_k r_k for three rows (or columns) r_k as 4-wide vectors, the sum fused */
+#define TD_ROWS3(x0, x1, x2, r0, r1, r2) \
+    td_fma4(td_s4(x2), (r2), td_fma4(td_s4(x1), (r1), td_s4(x0) * (r0)))
+#endif
 
 /* y = Ad_{(R,p)}⁻¹ x = (Rᵀω, Rᵀ(v − p × ω)) (twist_Ad_inv, se3.pxd), T = (R, p).
- * With vectors: Rᵀx = Σ_k x_k (row k of R), the rows as vectors with a zero fourth
- * lane; per element the products and sums of rotT_vec in its order, so its bits. */
+ * With vectors: Rᵀx = Σ_k x_k (row k of R), the rows loaded as vectors whose fourth
+ * lane (the next element of T) is never read out; per element the products and sums of rotT_vec in its order (the baseline
+ * build: its bits; the AVX2 twin fuses the multiply-adds of TD_ROWS3 and TD_CROSS). */
 #if TD_SIMD
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv_rows(const td_a4 r0, const td_a4 r1, const td_a4 r2,
@@ -22,8 +32,8 @@ static inline void td_rates_ad_inv_rows(const td_a4 r0, const td_a4 r1, const td
     double t[3];
     TD_CROSS(p, x, t);
     t[0] = x[3] - t[0]; t[1] = x[4] - t[1]; t[2] = x[5] - t[2];
-    const td_a4 w = x[0] * r0 + x[1] * r1 + x[2] * r2;
-    const td_a4 v = t[0] * r0 + t[1] * r1 + t[2] * r2;
+    const td_a4 w = TD_ROWS3(x[0], x[1], x[2], r0, r1, r2);
+    const td_a4 v = TD_ROWS3(t[0], t[1], t[2], r0, r1, r2);
     y[0] = w[0]; y[1] = w[1]; y[2] = w[2];
     y[3] = v[0]; y[4] = v[1]; y[5] = v[2];
 }
@@ -31,9 +41,9 @@ static inline void td_rates_ad_inv_rows(const td_a4 r0, const td_a4 r1, const td
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
 {
-    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
-    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
-    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x, y);
 }
 
@@ -42,12 +52,28 @@ TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv3(const double* T, const double* x0, const double* x1,
                                     const double* x2, double* y0, double* y1, double* y2)
 {
-    const td_a4 r0 = {T[0], T[1], T[2], 0.0};
-    const td_a4 r1 = {T[3], T[4], T[5], 0.0};
-    const td_a4 r2 = {T[6], T[7], T[8], 0.0};
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
     td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
+}
+
+/* td_rates_ad_inv3 and the gravity in body axes γ = Rᵀ γ_p (g: γ_p, out: γ) */
+TD_ALWAYS_INLINE
+static inline void td_rates_ad_inv3g(const double* T, const double* x0, const double* x1,
+                                     const double* x2, const double* g, double* y0,
+                                     double* y1, double* y2, double* out)
+{
+    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
+    const td_a4 r1 = TD_A4(&T[3]);
+    const td_a4 r2 = TD_A4(&T[6]);
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
+    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
+    const td_a4 w = TD_ROWS3(g[0], g[1], g[2], r0, r1, r2);
+    out[0] = w[0]; out[1] = w[1]; out[2] = w[2];
 }
 #else
 TD_ALWAYS_INLINE
@@ -73,6 +99,20 @@ static inline void td_rates_ad_inv3(const double* T, const double* x0, const dou
     td_rates_ad_inv(T, x0, y0);
     td_rates_ad_inv(T, x1, y1);
     td_rates_ad_inv(T, x2, y2);
+}
+
+TD_ALWAYS_INLINE
+static inline void td_rates_ad_inv3g(const double* T, const double* x0, const double* x1,
+                                     const double* x2, const double* g, double* y0,
+                                     double* y1, double* y2, double* out)
+{
+    const double* R = T;
+    td_rates_ad_inv(T, x0, y0);
+    td_rates_ad_inv(T, x1, y1);
+    td_rates_ad_inv(T, x2, y2);
+    out[0] = R[0] * g[0] + R[3] * g[1] + R[6] * g[2];
+    out[1] = R[1] * g[0] + R[4] * g[1] + R[7] * g[2];
+    out[2] = R[2] * g[0] + R[5] * g[1] + R[8] * g[2];
 }
 #endif
 
@@ -113,9 +153,9 @@ static inline void td_rates_wrench(const double* inr, const double* V, const dou
         const td_a4 k0 = {Th[0], Th[3], Th[6], 0.0};
         const td_a4 k1 = {Th[1], Th[4], Th[7], 0.0};
         const td_a4 k2 = {Th[2], Th[5], Th[8], 0.0};
-        const td_a4 hv = V[0] * k0 + V[1] * k1 + V[2] * k2;
-        const td_a4 hav = A[0] * k0 + A[1] * k1 + A[2] * k2;
-        const td_a4 hjv = J[0] * k0 + J[1] * k1 + J[2] * k2;
+        const td_a4 hv = TD_ROWS3(V[0], V[1], V[2], k0, k1, k2);
+        const td_a4 hav = TD_ROWS3(A[0], A[1], A[2], k0, k1, k2);
+        const td_a4 hjv = TD_ROWS3(J[0], J[1], J[2], k0, k1, k2);
         h[0] = hv[0]; h[1] = hv[1]; h[2] = hv[2];
         ha[0] = hav[0]; ha[1] = hav[1]; ha[2] = hav[2];
         hj[0] = hjv[0]; hj[1] = hjv[1]; hj[2] = hjv[2];
@@ -171,10 +211,10 @@ static inline void td_rates_to_parent2(const double* T, const double* W, const d
     const td_a4 c0 = {T[0], T[3], T[6], 0.0};
     const td_a4 c1 = {T[1], T[4], T[7], 0.0};
     const td_a4 c2 = {T[2], T[5], T[8], 0.0};
-    const td_a4 fw = W[3] * c0 + W[4] * c1 + W[5] * c2;
-    const td_a4 tw = W[0] * c0 + W[1] * c1 + W[2] * c2;
-    const td_a4 fx = X[3] * c0 + X[4] * c1 + X[5] * c2;
-    const td_a4 tx = X[0] * c0 + X[1] * c1 + X[2] * c2;
+    const td_a4 fw = TD_ROWS3(W[3], W[4], W[5], c0, c1, c2);
+    const td_a4 tw = TD_ROWS3(W[0], W[1], W[2], c0, c1, c2);
+    const td_a4 fx = TD_ROWS3(X[3], X[4], X[5], c0, c1, c2);
+    const td_a4 tx = TD_ROWS3(X[0], X[1], X[2], c0, c1, c2);
     double f[3], pf[3];
     f[0] = fw[0]; f[1] = fw[1]; f[2] = fw[2];
     TD_CROSS(p, f, pf);
@@ -191,4 +231,7 @@ static inline void td_rates_to_parent2(const double* T, const double* W, const d
 }
 
 #undef TD_CROSS
+#if TD_SIMD
+#undef TD_ROWS3
+#endif
 #endif

@@ -3,9 +3,9 @@ platform's baseline instruction set and, on x86-64, ``treedyn._kernels_avx2``
 (``-mavx2 -mfma``), picked at import where the CPU has AVX2 and FMA or forced by
 ``TREEDYN_KERNELS``.  Each build runs the same calls in its own process (the
 choice is made at import): the AVX2 build rounds the fused multiply-adds
-(cysrc/simd.h td_fma) of the ABA, the CRBA and the spatial RNEA once, so what goes
-through them differs from the baseline's in the last bits only, and everything
-else is bitwise the same."""
+(cysrc/simd.h td_fma) of the ABA, the CRBA, the spatial RNEA and the body-form
+τ̇/τ̈ (rnea_rates_body.h) once, so what goes through them differs from the
+baseline's in the last bits only, and everything else is bitwise the same."""
 import os
 import subprocess
 import sys
@@ -107,15 +107,16 @@ def test_the_build_in_use_is_the_widest_this_cpu_runs():
 # the outputs computed by the kernels whose arithmetic has the fused multiply-adds
 # (docs/algorithms.md): the ABA (forward dynamics, td.Simulator's stages), the CRBA
 # (M; the q-derivatives of forward dynamics, the first output of
-# forward_dynamics_derivatives; the closed loops' constrained dynamics) and the
-# spatial RNEA
+# forward_dynamics_derivatives; the closed loops' constrained dynamics), the
+# spatial RNEA and the body-form inverse-dynamics rates
 _MODELS = ("humanoid.", "tree.")
 FUSED_BY = {"aba": ("humanoid.aba.", "tree.aba.", "sim.humanoid_damped."),
             "crba": tuple(n + k for n in _MODELS
                           for k in ("M.", "fdd.0", "fdd_recursion.0", "fdf_world.0",
                                     "fdf_body.0", "fdf_hybrid.0"))
             + ("delta.cfd.", "sim.delta."),
-            "rnea_spatial": ("humanoid.id_spatial.", "tree.id_spatial.")}
+            "rnea_spatial": ("humanoid.id_spatial.", "tree.id_spatial."),
+            "rnea_rates_body": ("humanoid.rates.", "tree.rates.")}
 FUSED = sum(FUSED_BY.values(), ())
 
 
@@ -128,7 +129,7 @@ def test_avx2_build_differs_from_the_baseline_only_in_the_fused_last_bits(tmp_pa
     assert base.keys() == wide.keys() and len(base) > 60
     assert all(np.all(np.isfinite(x)) for x in base.values())
     fused = [k for k in base if k.startswith(FUSED)]
-    assert len(fused) == 22
+    assert len(fused) == 26
     differ = [k for k in base if k not in fused and not np.array_equal(base[k], wide[k])]
     assert not differ, differ
     for k in fused:
@@ -136,7 +137,7 @@ def test_avx2_build_differs_from_the_baseline_only_in_the_fused_last_bits(tmp_pa
         assert np.abs(base[k] - wide[k]).max() <= 1e-12 * scale, k
     # the AVX2 build does fuse, in each of these kernels: one rounding instead of two
     # changes some last bits
-    for kernel in ("aba", "crba", "rnea_spatial"):
+    for kernel in ("aba", "crba", "rnea_spatial", "rnea_rates_body"):
         ks = [k for k in fused if k.startswith(FUSED_BY[kernel])]
         assert not all(np.array_equal(base[k], wide[k]) for k in ks), kernel
 
