@@ -66,13 +66,8 @@ static inline void td_rates_ad_inv3g(const double* T, const double* x0, const do
                                      const double* x2, const double* g, double* y0,
                                      double* y1, double* y2, double* out)
 {
-    const td_a4 r0 = TD_A4(&T[0]);       /* row k in lanes 0–2 (lane 3 unused) */
-    const td_a4 r1 = TD_A4(&T[3]);
-    const td_a4 r2 = TD_A4(&T[6]);
-    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x0, y0);
-    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x1, y1);
-    td_rates_ad_inv_rows(r0, r1, r2, &T[9], x2, y2);
-    const td_a4 w = TD_ROWS3(g[0], g[1], g[2], r0, r1, r2);
+    td_rates_ad_inv3(T, x0, x1, x2, y0, y1, y2);
+    const td_a4 w = TD_ROWS3(g[0], g[1], g[2], TD_A4(&T[0]), TD_A4(&T[3]), TD_A4(&T[6]));
     out[0] = w[0]; out[1] = w[1]; out[2] = w[2];
 }
 #else

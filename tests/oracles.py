@@ -95,6 +95,16 @@ ERD_ROBOTS = {
 }
 
 
+def example_module(name):
+    """examples/<name>.py imported as a module (its ``main`` not run)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"_example_{name}",
+                                                  os.path.join(REPO, "examples", f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def robot_file(name):
     """Path of a robot file shipped in ``robots/``."""
     return os.path.join(ROBOTS_DIR, name)
@@ -431,8 +441,15 @@ def massless_leaf_model(armature=0.0, tip="revolute"):
     return g.compile()
 
 
-def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, -9.81)):
-    """A random tree with every joint type, random reference frames and inertias."""
+def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, -9.81),
+                chain=0.0, massless=(), coincident=(), graph=False):
+    """A random tree with every joint type, random reference frames and inertias.
+
+    ``chain``: the probability that a body hangs from the one before it (unbranched
+    runs, as the chain bodies of an MJCF body with several joints); ``massless``: the
+    indices of bodies without mass and inertia; ``coincident``: the indices of bodies
+    whose reference frame has no translation; ``graph``: return the JointGraph
+    uncompiled.  The defaults draw the same random numbers as before these options."""
     import treedyn as td
     from treedyn import lie
     types = types or ["revolute", "prismatic", "helical", "spherical", "free", "universal",
@@ -446,12 +463,17 @@ def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, 
         inertia = R @ np.diag(moments) @ R.T
         frame = np.eye(4)
         frame[:3, :3] = lie.so3_exp(rng.normal(size=3))
-        frame[:3, 3] = rng.normal(size=3)
+        frame[:3, 3] = 0.0 if i in coincident else rng.normal(size=3)
         name = f"b{i}"
-        g.add_body(name, mass=rng.uniform(0.5, 3.0), com=rng.normal(scale=0.3, size=3),
-                   inertia=inertia, frame=frame)
+        mass, com = rng.uniform(0.5, 3.0), rng.normal(scale=0.3, size=3)
+        if i in massless:
+            mass, inertia = 0.0, np.zeros((3, 3))
+        g.add_body(name, mass=mass, com=com, inertia=inertia, frame=frame)
         t = types[i % len(types)]
-        parent = names[rng.integers(len(names))]
+        if chain and rng.uniform() < chain:
+            parent = names[-1]
+        else:
+            parent = names[rng.integers(len(names))]
         kw = dict(axis=rng.normal(size=3), point=rng.normal(size=3))
         if t == "helical":
             kw["pitch"] = rng.uniform(-0.2, 0.2)
@@ -463,7 +485,7 @@ def random_tree(rng, n=12, types=None, free_group_mix=True, gravity=(0.3, -0.5, 
             kw = dict(group="SO3xR3" if (free_group_mix and i % 2) else "SE3")
         g.add_joint(f"j{i}", t, parent, name, armature=rng.uniform(0, 0.1), **kw)
         names.append(name)
-    return g.compile()
+    return g if graph else g.compile()
 
 
 def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
@@ -487,6 +509,58 @@ def fd_step(model, q, v, tau, h, method, eps=1e-6, local_map="exp"):
         Fx[:, nv + k] = delta(one(q, v + e, tau), one(q, v - e, tau))
         Fu[:, k] = delta(one(q, v, tau + e), one(q, v, tau - e))
     return q1, v1, Fx, Fu
+
+
+#: 8th-order central-difference weights at -4h … 4h: first and second derivative
+D1_8TH = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0.0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
+D2_8TH = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315, -1 / 560])
+
+
+def d1(F, h):
+    """F'(0) by 8th-order central differences of step h."""
+    return sum(c * F((k - 4) * h) for k, c in enumerate(D1_8TH) if c) / h
+
+
+def d2(F, h):
+    """F''(0) by 8th-order central differences of step h."""
+    return sum(c * F((k - 4) * h) for k, c in enumerate(D2_8TH)) / h ** 2
+
+
+def assert_rates_forms_agree(model, frame, seeds=range(3)):
+    """τ̇ and τ̈ of the body-fixed form equal the spatial and hybrid forms' to 1e-12
+    (relative, rel_err), with external wrenches in ``frame`` (None: none), and τ̇
+    alone is bitwise the τ̇ of the pair."""
+    for seed in seeds:
+        q, v, a, j, s, f = rates_state(model, seed)
+        kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
+                                            f_ext_frame=frame)
+        b1, b2 = model.inverse_dynamics_rates(q, v, a, j, s, representation="body", **kw)
+        np.testing.assert_array_equal(
+            model.inverse_dynamics_rates(q, v, a, j, representation="body", **kw), b1)
+        for rep in ("spatial", "hybrid"):
+            r1, r2 = model.inverse_dynamics_rates(q, v, a, j, s, representation=rep, **kw)
+            assert rel_err(b1, r1) < 1e-12
+            assert rel_err(b2, r2) < 1e-12
+
+
+def assert_rates_are_group_derivatives(model, frame, seeds=range(2), tol=1e-9):
+    """The default form's τ̇ and τ̈ equal 8th-order central differences (h = 1e-2) of τ
+    and τ̇ along the group curve q ⊕ e v, v + e v̇, …, wrenches in ``frame``."""
+    for seed in seeds:
+        q, v, a, j, s, f = rates_state(model, seed)
+
+        def tau(e):
+            return model.inverse_dynamics(model.integrate(q, e * v), v + e * a, a + e * j,
+                                          f_ext=f[0] + e * f[1], f_ext_frame=frame)
+
+        def tau_dot(e):
+            return model.inverse_dynamics_rates(model.integrate(q, e * v), v + e * a,
+                                                a + e * j, j + e * s, f_ext=f[0] + e * f[1],
+                                                f_ext_dot=f[1] + e * f[2], f_ext_frame=frame)
+        t1, t2 = model.inverse_dynamics_rates(q, v, a, j, s, f_ext=f[0], f_ext_dot=f[1],
+                                              f_ext_ddot=f[2], f_ext_frame=frame)
+        assert rel_err(t1, d1(tau, 1e-2)) < tol
+        assert rel_err(t2, d1(tau_dot, 1e-2)) < tol
 
 
 def rates_state(model, seed):

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from treedyn import lie, tables
+from treedyn import tables
 from oracles import random_tree
 
 try:
@@ -38,38 +38,12 @@ def _groups_of_one(monkeypatch):
 
 def chain_tree(rng, n=24):
     """A random tree that is mostly chains (parent = the body before, so consecutive
-    indices), every joint kind, every fourth body massless (MJCF's chain bodies)."""
+    indices), every joint kind, every fourth body massless (MJCF's chain bodies), every
+    third body's frame without translation; the graph, uncompiled."""
     types = ["revolute", "prismatic", "helical", "universal", "spherical", "revolute",
              "cylindrical", "planar", "free", "continuous", "revolute", "revolute"]
-    g = td.JointGraph("chains", gravity=(0.3, -0.5, -9.81))
-    names = ["world"]
-    for i in range(n):
-        R = lie.so3_exp(rng.normal(size=3))
-        moments = np.sort(rng.uniform(0.05, 0.5, 3))
-        moments[2] = min(moments[2], 0.99 * (moments[0] + moments[1]))
-        frame = np.eye(4)
-        frame[:3, :3] = lie.so3_exp(rng.normal(size=3))
-        frame[:3, 3] = rng.normal(size=3) if i % 3 else 0.0      # some coincident frames
-        massless = i % 4 == 1
-        name = f"b{i}"
-        g.add_body(name, mass=0.0 if massless else rng.uniform(0.5, 3.0),
-                   com=rng.normal(scale=0.3, size=3),
-                   inertia=np.zeros((3, 3)) if massless else R @ np.diag(moments) @ R.T,
-                   frame=frame)
-        parent = names[-1] if rng.uniform() < 0.7 else names[rng.integers(len(names))]
-        t = types[rng.integers(len(types))]
-        kw = dict(axis=rng.normal(size=3), point=rng.normal(size=3))
-        if t == "helical":
-            kw["pitch"] = rng.uniform(-0.2, 0.2)
-        if t == "universal":
-            kw = dict(axes=rng.normal(size=(2, 3)), point=rng.normal(size=3))
-        if t == "spherical":
-            kw = dict(point=rng.normal(size=3))
-        if t == "free":
-            kw = {}
-        g.add_joint(f"j{i}", t, parent, name, armature=rng.uniform(0.01, 0.1), **kw)
-        names.append(name)
-    return g
+    return random_tree(rng, n, types=types, free_group_mix=False, chain=0.7,
+                       massless=range(1, n, 4), coincident=range(0, n, 3), graph=True)
 
 
 def multi_joint_mjcf(rng, n=10):

@@ -10,21 +10,9 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import load_pair, pin_v_permutation, random_tree, rates_state, to_pinocchio_q
+from oracles import (d1, d2, load_pair, pin_v_permutation, random_tree, rates_state,
+                     to_pinocchio_q)
 from treedyn.errors import InputError
-
-C1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0.0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-C2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315, -1 / 560])
-
-
-def d1(F, h):
-    """F'(0), 8th-order central differences."""
-    return sum(c * F((k - 4) * h) for k, c in enumerate(C1) if c) / h
-
-
-def d2(F, h):
-    """F''(0), 8th-order central differences."""
-    return sum(c * F((k - 4) * h) for k, c in enumerate(C2)) / h ** 2
 
 
 def rel(x, y):

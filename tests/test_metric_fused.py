@@ -13,12 +13,10 @@ Cassie (12 rows of rank 10, when example-robot-data has it).  Oracles: the NumPy
 constrained dynamics and velocity projection of treedyn.constraints and the
 stage-by-stage Python integration (simulate._simulate_constrained_reference);
 rollout equals simulate bit for bit."""
-import importlib.util
-import os
 
 import numpy as np
 import pytest
-from oracles import rel_err, robot_file
+from oracles import example_module, rel_err, robot_file
 from test_constrained_step import _bars
 from test_constraints import _rotated_graph
 
@@ -43,13 +41,8 @@ def _twin_balls():
 
 
 def _cassie():
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples", "cassie.py")
-    spec = importlib.util.spec_from_file_location("_cassie_example_metric", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     try:
-        return mod.load(align=True)[0]
+        return example_module("cassie").load(align=True)[0]
     except FileNotFoundError:
         pytest.skip("example-robot-data has no Cassie")
 

@@ -9,19 +9,12 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import random_tree, rates_state
+from oracles import (assert_rates_are_group_derivatives, assert_rates_forms_agree, random_tree,
+                     rates_state)
+from oracles import rel_err as rel
 from treedyn import lie
 from treedyn.errors import InputError
 
-C1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0.0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-
-
-def d1(F, h):
-    return sum(c * F((k - 4) * h) for k, c in enumerate(C1) if c) / h
-
-
-def rel(x, y):
-    return np.abs(x - y).max() / max(1.0, np.abs(y).max())
 
 
 def fast_path_tree(floating):
@@ -76,33 +69,11 @@ def model(request):
 
 @pytest.mark.parametrize("frame", [None, "world", "body", "hybrid"])
 def test_body_form_agrees_with_spatial_and_hybrid(model, frame):
-    for seed in range(3):
-        q, v, a, j, s, f = rates_state(model, seed)
-        kw = {} if frame is None else dict(f_ext=f[0], f_ext_dot=f[1], f_ext_ddot=f[2],
-                                            f_ext_frame=frame)
-        b1, b2 = model.inverse_dynamics_rates(q, v, a, j, s, representation="body", **kw)
-        for rep in ("spatial", "hybrid"):
-            r1, r2 = model.inverse_dynamics_rates(q, v, a, j, s, representation=rep, **kw)
-            assert rel(b1, r1) < 1e-12
-            assert rel(b2, r2) < 1e-12
+    assert_rates_forms_agree(model, frame)
 
 
 def test_body_form_is_the_derivative_along_group_curves(model):
-    for seed in range(2):
-        q, v, a, j, s, f = rates_state(model, seed)
-
-        def tau(e):
-            return model.inverse_dynamics(model.integrate(q, e * v), v + e * a, a + e * j,
-                                          f_ext=f[0] + e * f[1], f_ext_frame="body")
-
-        def tau_dot(e):
-            return model.inverse_dynamics_rates(model.integrate(q, e * v), v + e * a,
-                                                a + e * j, j + e * s, f_ext=f[0] + e * f[1],
-                                                f_ext_dot=f[1] + e * f[2], f_ext_frame="body")
-        t1, t2 = model.inverse_dynamics_rates(q, v, a, j, s, f_ext=f[0], f_ext_dot=f[1],
-                                              f_ext_ddot=f[2], f_ext_frame="body")
-        assert rel(t1, d1(tau, 1e-2)) < 1e-9
-        assert rel(t2, d1(tau_dot, 1e-2)) < 1e-9
+    assert_rates_are_group_derivatives(model, "body")
 
 
 def test_tau_dot_alone_is_bitwise_that_of_the_pair(model):

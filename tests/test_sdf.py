@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import treedyn as td
-from oracles import REPO, robot_file
+from oracles import example_module, robot_file
 from test_toml_format import assert_identical
 from treedyn.errors import RobotFileError, TreedynError
 from treedyn.graph import JointGraph
@@ -649,13 +649,7 @@ def test_cassie_v2_simulation_conserves_energy():
 def cassie_example():
     """examples/cassie.py as a module (skip without example-robot-data's Cassie)."""
     cassie("cassie_v2.sdf")
-    import importlib.util
-    import os
-    spec = importlib.util.spec_from_file_location(
-        "cassie_example", os.path.join(REPO, "examples", "cassie.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return example_module("cassie")
 
 
 def test_cassie_example_runs():
