@@ -302,4 +302,44 @@ def mass_matrix(ModelCore self, q, data=None, out=None):
         Symmetric, both triangles filled; armature on the diagonal.
         Units: kg, kg·m, kg·m² by the coordinates involved.
     """
+    cdef int code
+    cdef double* M
+    cdef const double* qp
+    if data is not None and out is not None and _crba_direct(self, q, data, out):
+        # the common single call with this model's Data and a matching out: the
+        # kernel on them directly (no Call record, no dispatch); the same checks,
+        # GIL release and errors as the general path below
+        qp = <const double*>cnp.PyArray_DATA(<cnp.ndarray>q)
+        M = <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
+        if self.nv >= _gil_release_nv:
+            with nogil:
+                code = crba_kernel(self, &(<Data>data).c, qp, M)
+        else:
+            code = crba_kernel(self, &(<Data>data).c, qp, M)
+        if code == 0 and not _finite_diagonal(M, self.nv * self.nv):
+            code = CODE_OVERFLOW
+        if code:
+            self._raise_code(code, -1, "mass_matrix: M")
+        return out
     return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")
+
+
+cdef inline bint _crba_direct(ModelCore m, object q, object data, object out):
+    """q, data and out are those of mass_matrix's direct call: q a finite float64
+    C-contiguous ndarray of shape (nq,), data a Data of this model, out a writable
+    float64 C-contiguous ndarray of shape (nv, nv) (anything else: False, and the
+    general path checks it and names what is wrong)."""
+    cdef cnp.ndarray qa, oa
+    if not (isinstance(data, Data) and (<Data>data).model_serial == m.serial
+            and cnp.PyArray_CheckExact(q) and cnp.PyArray_CheckExact(out)):
+        return False
+    qa = <cnp.ndarray>q
+    oa = <cnp.ndarray>out
+    return (cnp.PyArray_TYPE(qa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(qa) == 1
+            and cnp.PyArray_DIMS(qa)[0] == m.nq and cnp.PyArray_IS_C_CONTIGUOUS(qa)
+            and cnp.PyArray_ISNOTSWAPPED(qa)
+            and cnp.PyArray_TYPE(oa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(oa) == 2
+            and cnp.PyArray_DIMS(oa)[0] == m.nv and cnp.PyArray_DIMS(oa)[1] == m.nv
+            and cnp.PyArray_IS_C_CONTIGUOUS(oa) and cnp.PyArray_ISWRITEABLE(oa)
+            and cnp.PyArray_ISNOTSWAPPED(oa)
+            and _all_finite(<const double*>cnp.PyArray_DATA(qa), m.nq))
