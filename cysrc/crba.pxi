@@ -38,6 +38,47 @@ cdef extern from *:
     #undef TD_NMADD
     #undef TD_MUL0
 
+    /* td_crba_rigid_world_inertia (m, m c, Θ about s of a body at (R, r) from its
+     * inr = (m, c_b, Θ_c)) with the rows k of R Θ, R Θ Rᵀ and c in the lanes (k = 0,
+     * 1, 2): each lane is the scalar function's sequence of operations for its row
+     * (P = R Θ and R Θ Rᵀ column by column), so the same bits with a third of the
+     * instructions. */
+    static inline void td_crba_world_inertia(const double* R, const double* r,
+                                             const double* inr, double* Ic)
+    {
+    #if TD_SIMD
+        const double m = inr[0];
+        const double* Th = &inr[4];
+        const td_a4 R0 = {R[0], R[3], R[6], 0.0};      /* the columns of R */
+        const td_a4 R1 = {R[1], R[4], R[7], 0.0};
+        const td_a4 R2 = {R[2], R[5], R[8], 0.0};
+        const td_a4 cv = td_fma4(R2, td_s4(inr[3]), td_fma4(R1, td_s4(inr[2]),
+                                                            R0 * td_s4(inr[1])))
+                         + (td_a4){r[0], r[1], r[2], 0.0};
+        const td_a4 P0 = td_fma4(R2, td_s4(Th[6]), td_fma4(R1, td_s4(Th[3]), R0 * td_s4(Th[0])));
+        const td_a4 P1 = td_fma4(R2, td_s4(Th[7]), td_fma4(R1, td_s4(Th[4]), R0 * td_s4(Th[1])));
+        const td_a4 P2 = td_fma4(R2, td_s4(Th[8]), td_fma4(R1, td_s4(Th[5]), R0 * td_s4(Th[2])));
+        /* column j of P Rᵀ: lane k = dot3(P row k, R row j) */
+        const td_a4 I0 = td_fma4(P2, td_s4(R[2]), td_fma4(P1, td_s4(R[1]), P0 * td_s4(R[0])));
+        const td_a4 I1 = td_fma4(P2, td_s4(R[5]), td_fma4(P1, td_s4(R[4]), P0 * td_s4(R[3])));
+        const td_a4 I2 = td_fma4(P2, td_s4(R[8]), td_fma4(P1, td_s4(R[7]), P0 * td_s4(R[6])));
+        const double c0 = cv[0], c1 = cv[1], c2 = cv[2];
+        const double cc = td_fma(c2, c2, td_fma(c1, c1, c0 * c0));
+        const td_a4 mc = td_s4(m) * cv;
+        const td_a4 X1 = td_fnma4(mc, td_s4(c1), I1);
+        const td_a4 X2 = td_fnma4(mc, td_s4(c2), I2);
+        Ic[0] = m; Ic[1] = mc[0]; Ic[2] = mc[1]; Ic[3] = mc[2];
+        Ic[4] = td_fma(m, td_fnma(c0, c0, cc), I0[0]);
+        Ic[5] = X1[0];
+        Ic[6] = X2[0];
+        Ic[7] = td_fma(m, td_fnma(c1, c1, cc), I1[1]);
+        Ic[8] = X2[1];
+        Ic[9] = td_fma(m, td_fnma(c2, c2, cc), I2[2]);
+    #else
+        td_crba_rigid_world_inertia(R, r, inr, Ic);
+    #endif
+    }
+
     /* td_crba_anc4 (below) for the four ancestor freedoms l..l+3 of one run:
      * the 4 × 4 block of values transposed in registers, so that row k = g0 + c gets
      * columns l..l+3 in one store and row l + i columns g0.. in one (w = 3: with the
@@ -179,7 +220,7 @@ cdef extern from *:
     void td_crba_group(int b0, int b1, const int* parent, const int* voff, const int* nvj,
                        const int* anc_ptr, const int* anc_run, double* Ic, const double* J,
                        int nv, double* M, int lower) noexcept nogil
-    void td_crba_rigid_world_inertia(const double* R, const double* r, const double* inr,
+    void td_crba_world_inertia(const double* R, const double* r, const double* inr,
                                double* Ic) noexcept nogil
 
 
@@ -229,7 +270,7 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         if td_massless(&m.inert[i, 0]):
             memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
         else:
-            td_crba_rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+            td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
