@@ -79,6 +79,39 @@ cdef extern from *:
     #endif
     }
 
+    /* F_k = Iᶜ J_k (td_crba_rigid_apply_packed) for the n freedoms of one body, J_k
+     * at J + 6 k, into F[k][0..5] (rows of 8: the second half is stored over the
+     * first's fourth lane and one past the sixth): the torque rows and the force
+     * rows in the lanes, each lane the scalar function's operations for its row. */
+    static inline void td_crba_column_forces(const double* Ic, const double* J, int n,
+                                             double (*F)[8])
+    {
+    #if TD_SIMD
+        const double* Io = &Ic[4];
+        const td_a4 I0 = {Io[0], Io[1], Io[2], 0.0};     /* the columns of Io */
+        const td_a4 I1 = {Io[1], Io[3], Io[4], 0.0};
+        const td_a4 I2 = {Io[2], Io[4], Io[5], 0.0};
+        const td_a4 hA = {Ic[2], Ic[3], Ic[1], 0.0};     /* (h1, h2, h0) */
+        const td_a4 hB = {Ic[3], Ic[1], Ic[2], 0.0};     /* (h2, h0, h1) */
+        const td_a4 m = td_s4(Ic[0]);
+        for (int k = 0; k < n; k++) {
+            const double* V = &J[6 * k];
+            const td_a4 t = td_fma4(I2, td_s4(V[2]), td_fma4(I1, td_s4(V[1]),
+                                                             I0 * td_s4(V[0])));
+            const td_a4 VA = {V[5], V[3], V[4], 0.0}, VB = {V[4], V[5], V[3], 0.0};
+            const td_a4 VC = {V[2], V[0], V[1], 0.0}, VD = {V[1], V[2], V[0], 0.0};
+            const td_a4 Vf = {V[3], V[4], V[5], 0.0};
+            const td_a4 lo = td_fnma4(hB, VB, td_fma4(hA, VA, t));
+            const td_a4 hi = td_fms4(m, Vf, td_fms4(hA, VC, hB * VD));
+            TD_A4(&F[k][0]) = lo;
+            TD_A4(&F[k][3]) = hi;
+        }
+    #else
+        for (int k = 0; k < n; k++)
+            td_crba_rigid_apply_packed(Ic, &J[6 * k], F[k]);
+    #endif
+    }
+
     /* td_crba_anc4 (below) for the four ancestor freedoms l..l+3 of one run:
      * the 4 × 4 block of values transposed in registers, so that row k = g0 + c gets
      * columns l..l+3 in one store and row l + i columns g0.. in one (w = 3: with the
@@ -161,15 +194,14 @@ cdef extern from *:
                               double* Ic, const double* J, int nv, double* M, int lower)
     {
         const int g0 = voff[b0], w = voff[b1 - 1] + nvj[b1 - 1] - g0;
-        double F[8][6];
+        double F[8][8];
         int first[8];       /* the group column where each column's body starts */
         td_a4 Ft[2][6];
         for (int b = b1 - 1; b >= b0; b--) {
             const int o = voff[b] - g0;
-            for (int k = 0; k < nvj[b]; k++) {
-                td_crba_rigid_apply_packed(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
+            td_crba_column_forces(&Ic[10 * b], &J[6 * (g0 + o)], nvj[b], &F[o]);
+            for (int k = 0; k < nvj[b]; k++)
                 first[o + k] = o;
-            }
             if (parent[b] >= 0)
                 td_add10(&Ic[10 * parent[b]], &Ic[10 * b]);
         }
