@@ -38,6 +38,80 @@ cdef extern from *:
     #undef TD_NMADD
     #undef TD_MUL0
 
+    /* td_crba_rigid_world_inertia (m, m c, Θ about s of a body at (R, r) from its
+     * inr = (m, c_b, Θ_c)) with the rows k of R Θ, R Θ Rᵀ and c in the lanes (k = 0,
+     * 1, 2): each lane is the scalar function's sequence of operations for its row
+     * (P = R Θ and R Θ Rᵀ column by column), so the same bits with a third of the
+     * instructions. */
+    static inline void td_crba_world_inertia(const double* R, const double* r,
+                                             const double* inr, double* Ic)
+    {
+    #if TD_SIMD
+        const double m = inr[0];
+        const double* Th = &inr[4];
+        const td_a4 R0 = {R[0], R[3], R[6], 0.0};      /* the columns of R */
+        const td_a4 R1 = {R[1], R[4], R[7], 0.0};
+        const td_a4 R2 = {R[2], R[5], R[8], 0.0};
+        const td_a4 cv = td_fma4(R2, td_s4(inr[3]), td_fma4(R1, td_s4(inr[2]),
+                                                            R0 * td_s4(inr[1])))
+                         + (td_a4){r[0], r[1], r[2], 0.0};
+        const td_a4 P0 = td_fma4(R2, td_s4(Th[6]), td_fma4(R1, td_s4(Th[3]), R0 * td_s4(Th[0])));
+        const td_a4 P1 = td_fma4(R2, td_s4(Th[7]), td_fma4(R1, td_s4(Th[4]), R0 * td_s4(Th[1])));
+        const td_a4 P2 = td_fma4(R2, td_s4(Th[8]), td_fma4(R1, td_s4(Th[5]), R0 * td_s4(Th[2])));
+        /* column j of P Rᵀ: lane k = dot3(P row k, R row j) */
+        const td_a4 I0 = td_fma4(P2, td_s4(R[2]), td_fma4(P1, td_s4(R[1]), P0 * td_s4(R[0])));
+        const td_a4 I1 = td_fma4(P2, td_s4(R[5]), td_fma4(P1, td_s4(R[4]), P0 * td_s4(R[3])));
+        const td_a4 I2 = td_fma4(P2, td_s4(R[8]), td_fma4(P1, td_s4(R[7]), P0 * td_s4(R[6])));
+        const double c0 = cv[0], c1 = cv[1], c2 = cv[2];
+        const double cc = td_fma(c2, c2, td_fma(c1, c1, c0 * c0));
+        const td_a4 mc = td_s4(m) * cv;
+        const td_a4 X1 = td_fnma4(mc, td_s4(c1), I1);
+        const td_a4 X2 = td_fnma4(mc, td_s4(c2), I2);
+        Ic[0] = m; Ic[1] = mc[0]; Ic[2] = mc[1]; Ic[3] = mc[2];
+        Ic[4] = td_fma(m, td_fnma(c0, c0, cc), I0[0]);
+        Ic[5] = X1[0];
+        Ic[6] = X2[0];
+        Ic[7] = td_fma(m, td_fnma(c1, c1, cc), I1[1]);
+        Ic[8] = X2[1];
+        Ic[9] = td_fma(m, td_fnma(c2, c2, cc), I2[2]);
+    #else
+        td_crba_rigid_world_inertia(R, r, inr, Ic);
+    #endif
+    }
+
+    /* F_k = Iᶜ J_k (td_crba_rigid_apply_packed) for the n freedoms of one body, J_k
+     * at J + 6 k, into F[k][0..5] (rows of 8: the second half is stored over the
+     * first's fourth lane and one past the sixth): the torque rows and the force
+     * rows in the lanes, each lane the scalar function's operations for its row. */
+    static inline void td_crba_column_forces(const double* Ic, const double* J, int n,
+                                             double (*F)[8])
+    {
+    #if TD_SIMD
+        const double* Io = &Ic[4];
+        const td_a4 I0 = {Io[0], Io[1], Io[2], 0.0};     /* the columns of Io */
+        const td_a4 I1 = {Io[1], Io[3], Io[4], 0.0};
+        const td_a4 I2 = {Io[2], Io[4], Io[5], 0.0};
+        const td_a4 hA = {Ic[2], Ic[3], Ic[1], 0.0};     /* (h1, h2, h0) */
+        const td_a4 hB = {Ic[3], Ic[1], Ic[2], 0.0};     /* (h2, h0, h1) */
+        const td_a4 m = td_s4(Ic[0]);
+        for (int k = 0; k < n; k++) {
+            const double* V = &J[6 * k];
+            const td_a4 t = td_fma4(I2, td_s4(V[2]), td_fma4(I1, td_s4(V[1]),
+                                                             I0 * td_s4(V[0])));
+            const td_a4 VA = {V[5], V[3], V[4], 0.0}, VB = {V[4], V[5], V[3], 0.0};
+            const td_a4 VC = {V[2], V[0], V[1], 0.0}, VD = {V[1], V[2], V[0], 0.0};
+            const td_a4 Vf = {V[3], V[4], V[5], 0.0};
+            const td_a4 lo = td_fnma4(hB, VB, td_fma4(hA, VA, t));
+            const td_a4 hi = td_fms4(m, Vf, td_fms4(hA, VC, hB * VD));
+            TD_A4(&F[k][0]) = lo;
+            TD_A4(&F[k][3]) = hi;
+        }
+    #else
+        for (int k = 0; k < n; k++)
+            td_crba_rigid_apply_packed(Ic, &J[6 * k], F[k]);
+    #endif
+    }
+
     /* td_crba_anc4 (below) for the four ancestor freedoms l..l+3 of one run:
      * the 4 × 4 block of values transposed in registers, so that row k = g0 + c gets
      * columns l..l+3 in one store and row l + i columns g0.. in one (w = 3: with the
@@ -120,15 +194,14 @@ cdef extern from *:
                               double* Ic, const double* J, int nv, double* M, int lower)
     {
         const int g0 = voff[b0], w = voff[b1 - 1] + nvj[b1 - 1] - g0;
-        double F[8][6];
+        double F[8][8];
         int first[8];       /* the group column where each column's body starts */
         td_a4 Ft[2][6];
         for (int b = b1 - 1; b >= b0; b--) {
             const int o = voff[b] - g0;
-            for (int k = 0; k < nvj[b]; k++) {
-                td_crba_rigid_apply_packed(&Ic[10 * b], &J[6 * (g0 + o + k)], F[o + k]);
+            td_crba_column_forces(&Ic[10 * b], &J[6 * (g0 + o)], nvj[b], &F[o]);
+            for (int k = 0; k < nvj[b]; k++)
                 first[o + k] = o;
-            }
             if (parent[b] >= 0)
                 td_add10(&Ic[10 * parent[b]], &Ic[10 * b]);
         }
@@ -179,7 +252,7 @@ cdef extern from *:
     void td_crba_group(int b0, int b1, const int* parent, const int* voff, const int* nvj,
                        const int* anc_ptr, const int* anc_run, double* Ic, const double* J,
                        int nv, double* M, int lower) noexcept nogil
-    void td_crba_rigid_world_inertia(const double* R, const double* r, const double* inr,
+    void td_crba_world_inertia(const double* R, const double* r, const double* inr,
                                double* Ic) noexcept nogil
 
 
@@ -229,7 +302,7 @@ cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
         if td_massless(&m.inert[i, 0]):
             memset(&Ic[10 * i], 0, 10 * sizeof(double))     # its children's sum follows
         else:
-            td_crba_rigid_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
+            td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &Ic[10 * i])
     return bad
 
 
@@ -302,4 +375,44 @@ def mass_matrix(ModelCore self, q, data=None, out=None):
         Symmetric, both triangles filled; armature on the diagonal.
         Units: kg, kg·m, kg·m² by the coordinates involved.
     """
+    cdef int code
+    cdef double* M
+    cdef const double* qp
+    if data is not None and out is not None and _crba_direct(self, q, data, out):
+        # the common single call with this model's Data and a matching out: the
+        # kernel on them directly (no Call record, no dispatch); the same checks,
+        # GIL release and errors as the general path below
+        qp = <const double*>cnp.PyArray_DATA(<cnp.ndarray>q)
+        M = <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
+        if self.nv >= _gil_release_nv:
+            with nogil:
+                code = crba_kernel(self, &(<Data>data).c, qp, M)
+        else:
+            code = crba_kernel(self, &(<Data>data).c, qp, M)
+        if code == 0 and not _finite_diagonal(M, self.nv * self.nv):
+            code = CODE_OVERFLOW
+        if code:
+            self._raise_code(code, -1, "mass_matrix: M")
+        return out
     return self._spd_matrix_call(_k_crba, q, data, out, "mass_matrix: M")
+
+
+cdef inline bint _crba_direct(ModelCore m, object q, object data, object out):
+    """q, data and out are those of mass_matrix's direct call: q a finite float64
+    C-contiguous ndarray of shape (nq,), data a Data of this model, out a writable
+    float64 C-contiguous ndarray of shape (nv, nv) (anything else: False, and the
+    general path checks it and names what is wrong)."""
+    cdef cnp.ndarray qa, oa
+    if not (isinstance(data, Data) and (<Data>data).model_serial == m.serial
+            and cnp.PyArray_CheckExact(q) and cnp.PyArray_CheckExact(out)):
+        return False
+    qa = <cnp.ndarray>q
+    oa = <cnp.ndarray>out
+    return (cnp.PyArray_TYPE(qa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(qa) == 1
+            and cnp.PyArray_DIMS(qa)[0] == m.nq and cnp.PyArray_IS_C_CONTIGUOUS(qa)
+            and cnp.PyArray_ISNOTSWAPPED(qa)
+            and cnp.PyArray_TYPE(oa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(oa) == 2
+            and cnp.PyArray_DIMS(oa)[0] == m.nv and cnp.PyArray_DIMS(oa)[1] == m.nv
+            and cnp.PyArray_IS_C_CONTIGUOUS(oa) and cnp.PyArray_ISWRITEABLE(oa)
+            and cnp.PyArray_ISNOTSWAPPED(oa)
+            and _all_finite(<const double*>cnp.PyArray_DATA(qa), m.nq))
