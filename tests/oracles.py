@@ -98,8 +98,7 @@ ERD_ROBOTS = {
 def example_module(name):
     """examples/<name>.py imported as a module (its ``main`` not run)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(f"_example_{name}",
-                                                  os.path.join(REPO, "examples", f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "examples", f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

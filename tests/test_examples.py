@@ -1,15 +1,5 @@
 """The examples run (short versions) and write what they promise."""
-import importlib.util
-import os
-
-from oracles import REPO
-
-
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from oracles import example_module as load_example
 
 
 def test_configuration_space_study_short_run(tmp_path):

@@ -1,6 +1,5 @@
 """The viewer examples (heavy top, Cassie, a rollout) and the README's video
 command run (short versions) and produce what they promise."""
-import importlib.util
 import os
 import re
 import shlex
@@ -12,16 +11,12 @@ import numpy as np
 import pytest
 
 from oracles import REPO
+from oracles import example_module as load_example
 
 pytest.importorskip("viser")
 pytest.importorskip("imageio_ffmpeg")
 
 
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_view_heavy_top(tmp_path):
