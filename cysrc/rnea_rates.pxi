@@ -236,20 +236,24 @@ cdef inline void _jounce(const double* T, const double* J3p, const double* Jp,
     twist_add(J3, u3)
 
 
-# The body kernel in two specialisations (Cython fuses them at compile time): τ̇
-# alone (int) and τ̇ with τ̈ (long), so that the τ̇-only one has none of τ̈'s branches
-# and values (the compiler does not specialise one function called with tau2 NULL).
+# The body kernel in four specialisations (Cython makes them at compile time), so
+# that each has only its own branches and values (the compiler does not specialise
+# one function called with tau2 or fext NULL): τ̇ alone (int), τ̇ and τ̈ (long), each
+# also with external wrenches (float, double).
 ctypedef fused _rates_order:
     int
     long
+    float
+    double
 
 
 cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
                                 const double* acc, const double* g, const double* fext,
                                 int fext_frame, double* tau1, double* tau2,
                                 _rates_order order) noexcept nogil:
-    """τ̇ (tau1, nv) and, for the long specialisation (order: its type only; tau2 not
-    NULL), τ̈.  acc packs (q̈, q⃛) or (q̈, q⃛, q⁗),
+    """τ̇ (tau1, nv) and, for the long and double specialisations (order: its type
+    only; tau2 not NULL), τ̈; external wrenches fext for float and double (not NULL).
+    acc packs (q̈, q⃛) or (q̈, q⃛, q⁗),
     nv each; fext (if not NULL) packs (W^ext, Ẇ^ext, Ẅ^ext), (nb, 6) each, in frame
     fext_frame.  Fills d.liMi, d.S, d.v, d.a (V̇, no gravity), d.a_gf (Ā), d.f (W),
     d.rjerk (V̈), d.rjounce (V⃛), d.rfd (Ẇ), d.rfdd (Ẅ), d.ru (u, u̇; joints other
@@ -257,11 +261,15 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
     world/hybrid wrenches, d.oMi.  Returns 0 or i + 1 for a non-unit quaternion of
     joint i."""
     cdef int nb = m.nb, nv = m.nv, i, k, n, par, o, nvi, kax, bad = 0
-    cdef bint second, massless
-    if _rates_order is long:
+    cdef bint second, ext, massless
+    if _rates_order is long or _rates_order is double:
         second = True
     else:
         second = False
+    if _rates_order is float or _rates_order is double:
+        ext = True
+    else:
+        ext = False
     cdef const double* qdd = acc
     cdef const double* q3 = &acc[nv]
     cdef const double* q4 = &acc[2 * nv] if second else NULL
@@ -502,7 +510,7 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
             for n in range(6):
                 F2[n] += 2.0 * t6[n]
             add_gyroscopic(V, hJ, F2)
-        if fext != NULL:
+        if ext:
             if fext_frame == 1:
                 for n in range(6):
                     F[n] -= fext[6 * i + n]
@@ -621,11 +629,17 @@ cdef int rnea_rates_body_kernel(ModelCore m, DataC* d, const double* q, const do
 cdef int _k_rnea_rates_body(ModelCore m, DataC* d, const Call* c) noexcept nogil:
     """out = τ̇, out2 = τ̈ (or NULL).  c.a packs (q̈, q⃛[, q⁗]) per sample (stride
     c.sa), c.fext packs (W, Ẇ[, Ẅ]) per sample (stride c.sf)."""
+    if c.fext == NULL:
+        if c.out2 == NULL:
+            return rnea_rates_body_kernel(m, d, c.q, c.v, c.a, c.g, NULL, c.fframe, c.out,
+                                          NULL, <int>0)
+        return rnea_rates_body_kernel(m, d, c.q, c.v, c.a, c.g, NULL, c.fframe, c.out,
+                                      c.out2, <long>0)
     if c.out2 == NULL:
         return rnea_rates_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
-                                      NULL, <int>0)
+                                      NULL, <float>0)
     return rnea_rates_body_kernel(m, d, c.q, c.v, c.a, c.g, c.fext, c.fframe, c.out,
-                                  c.out2, <long>0)
+                                  c.out2, <double>0)
 
 
 # ---------------------------------------------------------------- entry
