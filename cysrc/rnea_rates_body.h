@@ -8,14 +8,46 @@
 #define TREEDYN_RNEA_RATES_BODY_H
 #include "simd.h"
 
-/* c = a × b, each element a_i b_j − (a_j b_i) with the difference fused (td_fms) */
+/* se3_lanes.h's products for one state, twice: td_rates_* with the multiply-adds
+ * fused (td_fma; the cross product a_i b_j − (a_j b_i) with the difference fused) and
+ * td_rates_plain_* (a product, then a sum: se3.pxd's bits), the latter for the scalar
+ * fallbacks below (TD_SIMD 0) */
+#define T_ double
+#define TD_SPLAT(x) (x)
+#define TD_MUL0(a, b) ((a) * (b))
+#define TD_PR(name) td_rates_##name
+#define TD_MADD(a, b, c) td_fma(a, b, c)
+#define TD_MSUB(a, b, c) td_fms(a, b, c)
+#define TD_NMADD(a, b, c) td_fnma(a, b, c)
+#include "se3_lanes.h"
+#undef TD_PR
+#undef TD_MADD
+#undef TD_MSUB
+#undef TD_NMADD
+#define TD_PR(name) td_rates_plain_##name
+#define TD_MADD(a, b, c) ((a) * (b) + (c))
+#define TD_MSUB(a, b, c) ((a) * (b) - (c))
+#define TD_NMADD(a, b, c) ((c) - (a) * (b))
+#include "se3_lanes.h"
+#undef TD_PR
+#undef TD_MADD
+#undef TD_MSUB
+#undef TD_NMADD
+#undef T_
+#undef TD_SPLAT
+#undef TD_MUL0
+
+/* c = a × b as td_rates_cross, written out as a macro: called as a function (inlined
+ * or not at gcc's choice) it spends the inlining budget of the kernel's loops, which
+ * then calls joint_pose_rev out of line (measured: τ̇ about 2 % slower) */
 #define TD_CROSS(a, b, c) do { \
     (c)[0] = td_fms((a)[1], (b)[2], (a)[2] * (b)[1]); \
     (c)[1] = td_fms((a)[2], (b)[0], (a)[0] * (b)[2]); \
     (c)[2] = td_fms((a)[0], (b)[1], (a)[1] * (b)[0]); } while (0)
 
 #if TD_SIMD
-/* Σ_k x_k r_k for three rows (or columns) r_k as 4-wide vectors, the sum fused */
+/* Σ_k x_k r_k for three rows (or columns) r_k as 4-wide vectors, the sum fused (the
+ * elements of one product in the lanes: se3_lanes.h's lanes hold states, not elements) */
 #define TD_ROWS3(x0, x1, x2, r0, r1, r2) \
     td_fma4(td_s4(x2), (r2), td_fma4(td_s4(x1), (r1), td_s4(x0) * (r0)))
 #endif
@@ -74,17 +106,12 @@ static inline void td_rates_ad_inv3g(const double* T, const double* x0, const do
 TD_ALWAYS_INLINE
 static inline void td_rates_ad_inv(const double* T, const double* x, double* y)
 {
-    const double* R = T;
     const double* p = &T[9];
     double t[3];
     TD_CROSS(p, x, t);
     t[0] = x[3] - t[0]; t[1] = x[4] - t[1]; t[2] = x[5] - t[2];
-    y[0] = R[0] * x[0] + R[3] * x[1] + R[6] * x[2];
-    y[1] = R[1] * x[0] + R[4] * x[1] + R[7] * x[2];
-    y[2] = R[2] * x[0] + R[5] * x[1] + R[8] * x[2];
-    y[3] = R[0] * t[0] + R[3] * t[1] + R[6] * t[2];
-    y[4] = R[1] * t[0] + R[4] * t[1] + R[7] * t[2];
-    y[5] = R[2] * t[0] + R[5] * t[1] + R[8] * t[2];
+    td_rates_plain_rotT_vec(T, x, y);
+    td_rates_plain_rotT_vec(T, t, &y[3]);
 }
 
 TD_ALWAYS_INLINE
@@ -101,13 +128,10 @@ static inline void td_rates_ad_inv3g(const double* T, const double* x0, const do
                                      const double* x2, const double* g, double* y0,
                                      double* y1, double* y2, double* out)
 {
-    const double* R = T;
     td_rates_ad_inv(T, x0, y0);
     td_rates_ad_inv(T, x1, y1);
     td_rates_ad_inv(T, x2, y2);
-    out[0] = R[0] * g[0] + R[3] * g[1] + R[6] * g[2];
-    out[1] = R[1] * g[0] + R[4] * g[1] + R[7] * g[2];
-    out[2] = R[2] * g[0] + R[5] * g[1] + R[8] * g[2];
+    td_rates_plain_rotT_vec(T, g, out);
 }
 #endif
 
@@ -156,15 +180,9 @@ static inline void td_rates_wrench(const double* inr, const double* V, const dou
         hj[0] = hjv[0]; hj[1] = hjv[1]; hj[2] = hjv[2];
     }
 #else
-    h[0] = Th[0] * V[0] + Th[1] * V[1] + Th[2] * V[2];
-    h[1] = Th[3] * V[0] + Th[4] * V[1] + Th[5] * V[2];
-    h[2] = Th[6] * V[0] + Th[7] * V[1] + Th[8] * V[2];
-    ha[0] = Th[0] * A[0] + Th[1] * A[1] + Th[2] * A[2];
-    ha[1] = Th[3] * A[0] + Th[4] * A[1] + Th[5] * A[2];
-    ha[2] = Th[6] * A[0] + Th[7] * A[1] + Th[8] * A[2];
-    hj[0] = Th[0] * J[0] + Th[1] * J[1] + Th[2] * J[2];
-    hj[1] = Th[3] * J[0] + Th[4] * J[1] + Th[5] * J[2];
-    hj[2] = Th[6] * J[0] + Th[7] * J[1] + Th[8] * J[2];
+    td_rates_plain_rot_vec_cR(Th, V, h);
+    td_rates_plain_rot_vec_cR(Th, A, ha);
+    td_rates_plain_rot_vec_cR(Th, J, hj);
 #endif
     TD_CROSS(V, h, s);
     TD_CROSS(d, c2, t);
@@ -182,6 +200,8 @@ static inline void td_rates_wrench(const double* inr, const double* V, const dou
 TD_ALWAYS_INLINE
 static inline void td_rates_to_parent(const double* T, const double* W, double* out)
 {
+    /* R x written out (td_rates_plain_rot_vec's terms): this one runs in the AVX2
+     * build's loops too, where a function spends their inlining budget (TD_CROSS) */
     const double* R = T;
     const double* p = &T[9];
     double f[3], pf[3];
