@@ -59,7 +59,13 @@ cdef inline void body_regressor(const double* V, const double* A, double* K) noe
             K[6 * (4 + c) + 3 + n] = 0.0
 
 
-cdef extern from "regressor_out.h" nogil:
+cdef extern from "regressor.h" nogil:
+    int TD_REG_KT
+    ctypedef struct td_chk:
+        pass
+    td_chk td_chk_zero()
+    bint td_chk_ok(td_chk c)
+    td_chk td_reg_row(const double* s, const double* Kt, double* row, td_chk chk)
     ctypedef struct td_out:
         double* p               # the next value's address
     void td_out_begin(td_out* o, double* p, int stream)
@@ -69,10 +75,9 @@ cdef extern from "regressor_out.h" nogil:
 
 
 cdef enum:
-    _REG_STACK = 1024           # doubles: blocks this small live on the kernel's stack
-    _REG_COMPACT_MAX = 65536    # doubles: larger blocks go straight into Y (scratch
-                                # per thread beyond the caches would not pay)
     _REG_STREAM_MIN = 262144    # doubles: a batch's Y this large is written streaming
+    _REG_COMPACT_MAX = 65536    # doubles of blocks per thread at most for that (larger
+                                # blocks, beyond the caches, go straight into Y)
 
 
 cdef inline Py_ssize_t regressor_nnz(ModelCore m) noexcept nogil:
@@ -105,8 +110,9 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
     CHECK_KERNEL)."""
     cdef int nb = m.nb, ncol = 10 * m.nb, i, j, k, c, o, par, n, t
     cdef Py_ssize_t boff = 0
-    cdef unsigned long long bits = 0
+    cdef td_chk chk = td_chk_zero()
     cdef double K[60]
+    cdef double Kt[72]
     cdef double X[12]
     cdef double X2[12]
     cdef double s6[6]
@@ -117,6 +123,11 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
         memset(Y, 0, m.nv * ncol * sizeof(double))
     for i in range(nb):
         body_regressor(&d.v[6 * i], &d.a_gf[6 * i], K)
+        for n in range(6):
+            for c in range(10):
+                Kt[TD_REG_KT * n + c] = K[6 * c + n]
+            Kt[TD_REG_KT * n + 10] = 0.0
+            Kt[TD_REG_KT * n + 11] = 0.0
         j = i
         t = 0
         while True:
@@ -132,10 +143,7 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 else:
                     row = &Y[(o + k) * ncol + 10 * i]
                 t += 1
-                for c in range(10):
-                    row[c] = dot6(s6, &K[6 * c])
-                if B == NULL:
-                    bits = td_bits_above(row, 10, TD_BITS_DBL_MAX, bits)
+                chk = td_reg_row(s6, Kt, row, chk)
             par = m.parent[j]
             if par < 0:
                 break
@@ -148,9 +156,8 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
             j = par
         boff += 10 * t
     if B != NULL:
-        bits = td_bits_above(B, boff, TD_BITS_DBL_MAX, bits)
         _regressor_write(m, B, Y, stream)
-    if bad == 0 and (bits >> 63) != 0:
+    if bad == 0 and not td_chk_ok(chk):
         return CODE_OVERFLOW
     return bad
 
@@ -191,16 +198,12 @@ cdef void _regressor_write(ModelCore m, const double* B, double* Y, bint stream)
 # ---------------------------------------------------------------- adapters
 # (Call -> the kernel's own arguments; ModelCore._dispatch runs them)
 cdef int _k_regressor(ModelCore m, DataC* d, const Call* c) noexcept nogil:
-    cdef double small[_REG_STACK]
     cdef double* B = NULL
     cdef int tid
-    if c.swork > 0:
-        if c.work == NULL:
-            B = small
-        else:
-            tid = openmp.omp_get_thread_num()
-            if tid < c.nwork:
-                B = c.work + tid * c.swork
+    if c.work != NULL:
+        tid = openmp.omp_get_thread_num()
+        if tid < c.nwork:
+            B = c.work + tid * c.swork
     return regressor_kernel(m, d, c.q, c.v, c.a, c.g, c.out, B, c.stream)
 
 
@@ -255,18 +258,17 @@ def inverse_dynamics_regressor(ModelCore self, q, v, a, gravity=None, data=None,
     c.out = <double*>cnp.PyArray_DATA(res)
     c.so = 10 * self.nv * self.nb
     c.check = CHECK_KERNEL
-    # the compact blocks' scratch (regressor_kernel): on the kernel's stack if small,
-    # else one slice per thread here
+    # a large batch: Y streamed from the compact blocks (regressor_kernel), one
+    # scratch slice per thread
     cdef Py_ssize_t N = self._batch(qa), nnz = regressor_nnz(self)
     cdef cnp.npy_intp wdims[1]
     cdef cnp.ndarray work
-    if nnz <= _REG_COMPACT_MAX:
-        c.swork = nnz
-        if nnz > _REG_STACK:
-            c.nwork = 1 if N < 0 else _batch_threads()
-            wdims[0] = c.nwork * nnz
-            work = _new_output(1, wdims)
-            c.work = <double*>cnp.PyArray_DATA(work)
     c.stream = N > 0 and N * c.so >= _REG_STREAM_MIN
+    if c.stream and nnz <= _REG_COMPACT_MAX:
+        c.swork = nnz
+        c.nwork = _batch_threads()
+        wdims[0] = c.nwork * nnz
+        work = _new_output(1, wdims)
+        c.work = <double*>cnp.PyArray_DATA(work)
     self._dispatch(_k_regressor, &c, N, data, -1, "inverse_dynamics_regressor: Y")
     return res
