@@ -3,7 +3,10 @@
  * td_reg_row: one row of a body's block, row[c] = s · K_c for its ten wrenches K_c,
  * from K transposed (Kt[TD_REG_KT n + c] = K_c[n]) so that the ten sums run side by side
  * in vector lanes; each is summed in n order, s[0] K_c[0] + s[1] K_c[1] + …, the
- * order of dot6 (se3.pxd): the same bits (the builds do not contract a * b + c).
+ * order of dot6 (se3.pxd; the builds do not contract a * b + c).  The rotational-
+ * inertia columns (c >= 4) are pure torques (K_c[3..5] = 0): their sums stop after
+ * the three angular terms, which leaves every value as dot6 has it (adding exact
+ * zeros; only the sign of an exactly zero entry may differ).
  * It returns chk plus the entries times zero (a register's worth, td_chk): zero
  * while the entries are finite, NaN for good from the first that is not (an
  * overflow; td_bits_above on each row of ten cost a quarter of the kernel).
@@ -50,12 +53,16 @@ static inline td_chk td_reg_row(const double* s, const double* Kt, double* row, 
     __m256d a0 = _mm256_mul_pd(b, _mm256_loadu_pd(Kt));
     __m256d a1 = _mm256_mul_pd(b, _mm256_loadu_pd(Kt + 4));
     __m256d a2 = _mm256_mul_pd(b, _mm256_loadu_pd(Kt + 8));
-    for (int n = 1; n < 6; n++) {
+    for (int n = 1; n < 3; n++) {
         const double* k = Kt + TD_REG_KT * n;
         b = _mm256_set1_pd(s[n]);
         a0 = _mm256_add_pd(a0, _mm256_mul_pd(b, _mm256_loadu_pd(k)));
         a1 = _mm256_add_pd(a1, _mm256_mul_pd(b, _mm256_loadu_pd(k + 4)));
         a2 = _mm256_add_pd(a2, _mm256_mul_pd(b, _mm256_loadu_pd(k + 8)));
+    }
+    for (int n = 3; n < 6; n++) {
+        b = _mm256_set1_pd(s[n]);
+        a0 = _mm256_add_pd(a0, _mm256_mul_pd(b, _mm256_loadu_pd(Kt + TD_REG_KT * n)));
     }
     _mm256_storeu_pd(row, a0);
     _mm256_storeu_pd(row + 4, a1);
@@ -67,10 +74,14 @@ static inline td_chk td_reg_row(const double* s, const double* Kt, double* row, 
 #else
     const double s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3], s4 = s[4], s5 = s[5];
     double t = 0.0;
-    for (int c = 0; c < 10; c++) {
+    for (int c = 0; c < 4; c++) {
         row[c] = s0 * Kt[c] + s1 * Kt[TD_REG_KT + c] + s2 * Kt[2 * TD_REG_KT + c]
                  + s3 * Kt[3 * TD_REG_KT + c] + s4 * Kt[4 * TD_REG_KT + c]
                  + s5 * Kt[5 * TD_REG_KT + c];
+        t += row[c] * 0.0;
+    }
+    for (int c = 4; c < 10; c++) {
+        row[c] = s0 * Kt[c] + s1 * Kt[TD_REG_KT + c] + s2 * Kt[2 * TD_REG_KT + c];
         t += row[c] * 0.0;
     }
     return chk + t;

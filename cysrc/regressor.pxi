@@ -80,6 +80,24 @@ cdef enum:
                                 # blocks, beyond the caches, go straight into Y)
 
 
+cdef inline void _axis_Ad_inv(const double* R, const double* p, int k, double sg,
+                              double* out) noexcept nogil:
+    """out = Ad_{(R,p)⁻¹} (sg e_k, 0) for sg = ±1 (an axis revolute's S, joints.pxi):
+    twist_Ad_inv without its products by the zeros of S, each remaining sum in its
+    order (the same values; only the sign of an exact zero may differ)."""
+    cdef int n, a = (k + 1) % 3, b = (k + 2) % 3, lo, hi
+    cdef double t[3]
+    for n in range(3):
+        out[n] = R[3 * k + n] * sg                     # Rᵀ ω
+    t[k] = 0.0                                          # t = v − p × ω = sg e_k × p
+    t[a] = -(p[b] * sg)
+    t[b] = p[a] * sg
+    lo = a if a < b else b
+    hi = a + b - lo
+    for n in range(3):
+        out[3 + n] = R[3 * lo + n] * t[lo] + R[3 * hi + n] * t[hi]
+
+
 cdef inline Py_ssize_t regressor_nnz(ModelCore m) noexcept nogil:
     """Doubles of Y's blocks that are not structural zeros: 10 per body and freedom
     on its path (the compact layout of regressor_kernel)."""
@@ -136,6 +154,9 @@ cdef int regressor_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 if j == i:
                     for n in range(6):
                         s6[n] = d.S[6 * (o + k) + n]
+                elif FAST_REV_X <= m.fast[j] <= FAST_REV_X + 2:
+                    _axis_Ad_inv(X, &X[9], m.fast[j] - FAST_REV_X,
+                                 d.S[6 * o + m.fast[j] - FAST_REV_X], s6)
                 else:
                     twist_Ad_inv(X, &X[9], &d.S[6 * (o + k)], s6)
                 if B != NULL:
