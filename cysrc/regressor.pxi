@@ -75,7 +75,9 @@ cdef extern from "regressor.h" nogil:
 
 
 cdef enum:
-    _REG_STREAM_MIN = 262144    # doubles: a batch's Y this large is written streaming
+    _REG_STREAM_MIN = 262144    # doubles: a batch's Y this large (2 MiB) is written
+    _REG_STREAM_STATE = 4096    # streaming if a state's Y has this many (32 KiB; below,
+                                # panda's 810, the spans are too short to pay)
     _REG_COMPACT_MAX = 65536    # doubles of blocks per thread at most for that (larger
                                 # blocks, beyond the caches, go straight into Y)
 
@@ -284,7 +286,7 @@ def inverse_dynamics_regressor(ModelCore self, q, v, a, gravity=None, data=None,
     cdef Py_ssize_t N = self._batch(qa), nnz = regressor_nnz(self)
     cdef cnp.npy_intp wdims[1]
     cdef cnp.ndarray work
-    c.stream = N > 0 and N * c.so >= _REG_STREAM_MIN
+    c.stream = N > 0 and c.so >= _REG_STREAM_STATE and N * c.so >= _REG_STREAM_MIN
     if c.stream and nnz <= _REG_COMPACT_MAX:
         c.swork = nnz
         c.nwork = _batch_threads()

@@ -1,7 +1,7 @@
 """Batches of the inertial-parameter regressor (cysrc/regressor.pxi, regressor.h).
 
-A batch whose Y is large (N · nv · 10 nb ≥ _REG_STREAM_MIN = 262144 doubles) takes
-its own path: each state's blocks go to a compact per-thread scratch, then Y is
+A batch whose Y is large (N · nv · 10 nb ≥ _REG_STREAM_MIN = 262144 doubles, and
+nv · 10 nb ≥ _REG_STREAM_STATE = 4096 per state) takes its own path: each state's blocks go to a compact per-thread scratch, then Y is
 written once in address order (zeros and blocks; non-temporal stores in the AVX2
 build).  Oracle: single calls, which write the blocks straight into Y, with the
 same arithmetic, so the two agree bitwise; and τ = Y π + armature ⊙ a.  The models:
@@ -21,7 +21,8 @@ from treedyn import _ext
 from treedyn.errors import InputError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STREAM_MIN = 262144          # cysrc/regressor.pxi _REG_STREAM_MIN
+STREAM_MIN = 262144          # cysrc/regressor.pxi _REG_STREAM_MIN, _REG_STREAM_STATE
+STREAM_STATE = 4096
 
 
 def states(m, N, seed):
@@ -32,9 +33,14 @@ def states(m, N, seed):
 
 
 def streamed_n(m, extra=3):
-    """A batch size whose Y is streamed, not a multiple of 4 (the lane width)."""
+    """A batch size whose Y is streamed (if a state's is large enough), not a
+    multiple of 4 (the lane width)."""
     n = -(-STREAM_MIN // (m.nv * 10 * m.n_bodies))
     return 4 * (n // 4 + 1) + extra
+
+
+def streams(m):
+    return m.nv * 10 * m.n_bodies >= STREAM_STATE
 
 
 def chain(n):
@@ -52,17 +58,20 @@ def chain(n):
 
 
 MODELS = {
-    "panda": lambda: td.load(td.robots.path("panda.urdf")),
+    "panda": lambda: td.load(td.robots.path("panda.urdf")),     # too small to stream
     "talos_ff": lambda: load_erd("talos_full_v2", True),
     "tree": lambda: random_tree(np.random.default_rng(11), n=18),
-    "tree_b": lambda: random_tree(np.random.default_rng(4), n=12, free_group_mix=False),
+    "tree_b": lambda: random_tree(np.random.default_rng(4), n=16, free_group_mix=False),
     "long_chain": lambda: chain(120),          # Σ path_nv = 7260: 72600 > 65536 doubles
 }
+STREAMED = ("talos_ff", "tree", "tree_b", "long_chain")
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
 def model(request):
-    return MODELS[request.param]()
+    m = MODELS[request.param]()
+    assert streams(m) == (request.param in STREAMED)
+    return m
 
 
 def test_streamed_batch_equals_single_calls_bitwise(model):
@@ -104,18 +113,21 @@ def test_structural_zeros_of_a_streamed_batch(model):
     assert np.count_nonzero(Y[:, mask]) > 0.5 * N * mask.sum()
 
 
-@pytest.mark.parametrize("N", [1, 2, 3, 5, 7, 31, 33])
-def test_batch_sizes(N):
-    """Batches of every size around the lane width and the streaming threshold."""
+def test_batch_sizes():
+    """Batches of sizes around the lane width and the streaming threshold."""
     m = MODELS["tree"]()
-    Q, V, A = states(m, N, 3)
-    Y = m.inverse_dynamics_regressor(Q, V, A)
-    for k in range(N):
-        np.testing.assert_array_equal(Y[k], m.inverse_dynamics_regressor(Q[k], V[k], A[k]))
+    assert streams(m)
+    n0 = -(-STREAM_MIN // (m.nv * 10 * m.n_bodies))         # the first streamed size
+    for N in (1, 2, 3, 5, 7, n0 - 1, n0, n0 + 1, n0 + 2):
+        Q, V, A = states(m, N, 3)
+        Y = m.inverse_dynamics_regressor(Q, V, A)
+        for k in range(N):
+            np.testing.assert_array_equal(Y[k], m.inverse_dynamics_regressor(Q[k], V[k], A[k]))
 
 
 def test_out_is_checked():
     m = MODELS["tree"]()
+    assert streams(m)
     N = streamed_n(m)
     Q, V, A = states(m, N, 4)
     shape = (N, m.nv, 10 * m.n_bodies)
@@ -169,6 +181,7 @@ from treedyn import _ext
 from oracles import random_tree
 m = random_tree(np.random.default_rng(8), n=16)
 rng = np.random.default_rng(0)
+assert m.nv * 10 * m.n_bodies >= 4096
 N = 1 + 262144 // (m.nv * 10 * m.n_bodies) + 2
 Q = np.array([m.random_configuration(rng) for _ in range(N)])
 V, A = rng.normal(size=(2, N, m.nv))
