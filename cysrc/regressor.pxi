@@ -86,18 +86,19 @@ cdef inline void _axis_Ad_inv(const double* R, const double* p, int k, double sg
                               double* out) noexcept nogil:
     """out = Ad_{(R,p)⁻¹} (sg e_k, 0) for sg = ±1 (an axis revolute's S, joints.pxi):
     twist_Ad_inv without its products by the zeros of S, each remaining sum in its
-    order (the same values; only the sign of an exact zero may differ)."""
-    cdef int n, a = (k + 1) % 3, b = (k + 2) % 3, lo, hi
-    cdef double t[3]
+    order (the same values; only the sign of an exact zero may differ).  The linear
+    part is Rᵀ t, t = −p × ω = sg e_k × p, of which t_k = 0: t_lo, t_hi the others."""
+    cdef int n, lo, hi
+    cdef double tlo, thi
+    if k == 0:
+        lo = 1; hi = 2; tlo = -(p[2] * sg); thi = p[1] * sg
+    elif k == 1:
+        lo = 0; hi = 2; tlo = p[2] * sg; thi = -(p[0] * sg)
+    else:
+        lo = 0; hi = 1; tlo = -(p[1] * sg); thi = p[0] * sg
     for n in range(3):
         out[n] = R[3 * k + n] * sg                     # Rᵀ ω
-    t[k] = 0.0                                          # t = v − p × ω = sg e_k × p
-    t[a] = -(p[b] * sg)
-    t[b] = p[a] * sg
-    lo = a if a < b else b
-    hi = a + b - lo
-    for n in range(3):
-        out[3 + n] = R[3 * lo + n] * t[lo] + R[3 * hi + n] * t[hi]
+        out[3 + n] = R[3 * lo + n] * tlo + R[3 * hi + n] * thi
 
 
 cdef inline Py_ssize_t regressor_nnz(ModelCore m) noexcept nogil:
