@@ -121,6 +121,12 @@ cdef struct Call:
     double* out3
     # per-sample strides in doubles (0: shared)
     Py_ssize_t sq, sv, sa, sf, so, so2, so3
+    # a kernel's scratch from its entry point, shared by the samples: nwork slices of
+    # swork doubles, one per thread (omp_get_thread_num); NULL: none
+    double* work
+    Py_ssize_t swork
+    int nwork
+    int stream                 # the outputs are a large batch's: non-temporal stores
 
 ctypedef int (*kernel_t)(ModelCore m, DataC* d, const Call* c) noexcept nogil
 
