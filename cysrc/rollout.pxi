@@ -136,6 +136,7 @@ cdef int _rollout_steps(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp
     if sh.step.constrained:         # d's joint steps and rows of this sample's q
         code = project_kernel(m, d, &xs[(k0 & 1) * w], NULL, sh.step.tol, 0, 1e-10, &rk)
         if code:
+            memcpy(&xs[((k0 + 1) & 1) * w], &xs[(k0 & 1) * w], w * sizeof(double))
             return code
     for k in range(k0, k1):
         qi = &xs[(k & 1) * w]
@@ -144,7 +145,8 @@ cdef int _rollout_steps(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp
         vo = &qo[nq]
         _rollout_torque(m, sh, smp, k, qi, vi, tau, dx)
         code = step_project(m, d, &sa, k * sh.step.h, qi, vi, qo, vo, &rk)
-        if code:
+        if code:                    # both rows of S: the last state (a controller's view)
+            memcpy(qo, qi, w * sizeof(double))
             sh.failed[smp] = k
             return STEP_DIVERGED if code == STEP_Q_NONFINITE else code
         row = _rollout_row(k + 1, sh.save_every, sh.nsteps, sh.rows)
@@ -240,6 +242,7 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
             if code == 0 and sh.step.check_q and not _finite_bits(qo[l], nq):
                 code = STEP_Q_NONFINITE
             if code:
+                memcpy(qo[l], qi[l], w * sizeof(double))
                 sh.failed[smp] = k
                 sh.status[smp] = STEP_DIVERGED if code == STEP_Q_NONFINITE else code
                 active[l] = False
@@ -284,6 +287,7 @@ cdef int _rollout_start(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp
         sh.R[smp * sh.rows] = rk
         if code:
             sh.failed[smp] = 0
+            memcpy(&sh.S[(sh.N + smp) * (nq + nv)], q, (nq + nv) * sizeof(double))
     memcpy(&sh.Q[smp * sh.rows * nq], q, nq * sizeof(double))
     memcpy(&sh.V[smp * sh.rows * nv], &q[nq], nv * sizeof(double))
     return code
@@ -320,7 +324,7 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     passive forces then apply even without passive tables: zero stiffness).
     controller(t, Q, V, status) -> (N, nv): evaluated before every step for all
     samples (views of the current states; the samples that stopped, status != 0,
-    hold their last state).  Rows as _run's save_every.
+    hold their last state: both rows of S are set to it when a sample stops).  Rows as _run's save_every.
     Between chunks (blocks of samples × up to 1024 steps, 10–40 ms) ``progress(sample
     steps done)`` is called and signals are handled (Ctrl-C: KeyboardInterrupt, the
     partial run dropped)."""
