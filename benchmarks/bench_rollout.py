@@ -24,7 +24,8 @@ Closed loops (four-bar, Delta): one constrained RKMK4 step inside a rollout
 same model's forward dynamics, per state), both on ``--threads`` threads (the
 batch's OpenMP team is sized by OMP_NUM_THREADS, which main sets to ``--threads``
 before treedyn is imported), and the rollout on one thread (its thread scaling),
-timed alternately; the ratio of the minima and of the medians; Cassie (examples/cassie.py, cassie_v2.sdf):
+timed alternately; the ratio of the minima and of the medians; Cassie
+(examples/cassie.py, cassie_v2.sdf):
 constrained RKMK4 steps per second in a rollout.
 
 --dask: ur5 rollouts on LocalClusters of 1 and 2 worker processes (one thread

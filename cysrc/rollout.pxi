@@ -324,7 +324,8 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     passive forces then apply even without passive tables: zero stiffness).
     controller(t, Q, V, status) -> (N, nv): evaluated before every step for all
     samples (views of the current states; the samples that stopped, status != 0,
-    hold their last state: both rows of S are set to it when a sample stops).  Rows as _run's save_every.
+    hold their last state: both rows of S are set to it when a sample stops).  Rows
+    as _run's save_every.
     Between chunks (blocks of samples × up to 1024 steps, 10–40 ms) ``progress(sample
     steps done)`` is called and signals are handled (Ctrl-C: KeyboardInterrupt, the
     partial run dropped)."""
