@@ -23,8 +23,9 @@ Closed loops (four-bar, Delta): one constrained RKMK4 step inside a rollout
 (save_every = n_steps, as the trees' rows) against one ABA call (a batch of the
 same model's forward dynamics, per state), both on ``--threads`` threads (the
 batch's OpenMP team is sized by OMP_NUM_THREADS, which main sets to ``--threads``
-before treedyn is imported), timed alternately; the ratio of the minima and of the
-medians; Cassie (examples/cassie.py, cassie_v2.sdf):
+before treedyn is imported), and the rollout on one thread (its thread scaling),
+timed alternately; the ratio of the minima and of the medians; Cassie
+(examples/cassie.py, cassie_v2.sdf):
 constrained RKMK4 steps per second in a rollout.
 
 --dask: ur5 rollouts on LocalClusters of 1 and 2 worker processes (one thread
@@ -192,8 +193,10 @@ def bench_loops(threads, repeat, quick, rng):
         tau = np.zeros((N, m.nv))
         calls = (lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads,
                                     save_every=nstep),
-                 lambda: m.forward_dynamics(Q0, V0, tau))
-        ts = ([], [])
+                 lambda: m.forward_dynamics(Q0, V0, tau),
+                 lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=1,
+                                    save_every=nstep))
+        ts = ([], [], [])
         for fn in calls:
             fn()                        # warm-up: thread teams, first touch of memory
         for _ in range(max(repeat, 3)):
@@ -204,6 +207,7 @@ def bench_loops(threads, repeat, quick, rng):
         per = (N * nstep / 1e6, N / 1e6)
         out[name] = tuple(min(t) / p for t, p in zip(ts, per))
         out[name + "_median"] = tuple(float(np.median(t)) / p for t, p in zip(ts, per))
+        out[name + "_1thread"] = min(ts[2]) / per[0]
     cassie = aligned_cassie()
     if cassie is not None:
         m, q = cassie
@@ -309,11 +313,13 @@ def main(argv=None):
         print(f"(closed loops: the ABA batch ran on {loops['aba_threads']} threads, the "
               f"rollouts on {args.threads}: the ratios are not comparable)")
     for name in ("four_bar", "delta"):
-        step, aba = loops[name]
-        ms, ma = loops[name + "_median"]
+        step, aba = loops[name][:2]
+        ms, ma = loops[name + "_median"][:2]
+        s1 = loops[name + "_1thread"]
         print(f"{name:<16} constrained RKMK4 step in a rollout {step:.3g} µs, ABA {aba:.3g} µs "
               f"per state (minima): {step / aba:.2f}x (target <= 5); medians {ms:.3g} / "
-              f"{ma:.3g} µs: {ms / ma:.2f}x")
+              f"{ma:.3g} µs: {ms / ma:.2f}x; the rollout on 1 thread {s1:.3g} µs "
+              f"({s1 / step:.2f}x slower)")
     if "cassie" in loops:
         print(f"{'cassie':<16} constrained RKMK4 in a rollout: {loops['cassie']:.4g} steps/s")
     if args.dask:

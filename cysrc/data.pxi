@@ -297,9 +297,9 @@ _DATA_TABLE = (
 # thread of a batch, off each other's cache lines); the lanes' buffer is 64-byte
 # aligned after its front spare (up to 7 more doubles), within its back spare
 cdef int _SPARE[BUF_COUNT]
-_SPARE[:] = [8, 16, 8, 0, 8, 16, 8]
+_SPARE[:] = [8, 16, 8, 16, 8, 16, 8]
 cdef int _SPARE_BACK[BUF_COUNT]
-_SPARE_BACK[:] = [8, 16, 8, 0, 8, 16, 24]
+_SPARE_BACK[:] = [8, 16, 8, 16, 8, 16, 24]
 
 cdef struct _Field:
     size_t offset

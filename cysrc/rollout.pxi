@@ -86,9 +86,26 @@ cdef inline void _rollout_torque(ModelCore m, const RolloutShared* sh, Py_ssize_
 cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp,
                          Py_ssize_t k0, Py_ssize_t k1, double* ws) noexcept nogil:
     """Steps k0 … k1 − 1 of sample smp (its state after k0 steps in sh.S); ws:
-    step_ws_size + 3 nv doubles.  Returns 0 or the code that stopped it."""
+    step_ws_size + 3 nv + 2 (nq + nv) doubles.  Returns 0 or the code that stopped it.
+    The sample's two rows of S are stepped in ws and written back at the end: the
+    threads step neighbouring samples, whose rows of S share cache lines, so writing
+    S at every step would move those lines between the cores at every step."""
+    cdef int w = sh.nq + sh.nv, code
+    cdef Py_ssize_t N = sh.N
+    cdef double* xs = &ws[step_ws_size(m.nb, sh.nq, sh.nv, sh.step.s) + 3 * sh.nv]
+    memcpy(xs, &sh.S[smp * w], w * sizeof(double))
+    memcpy(&xs[w], &sh.S[(N + smp) * w], w * sizeof(double))
+    code = _rollout_steps(m, d, sh, smp, k0, k1, ws, xs)
+    memcpy(&sh.S[smp * w], xs, w * sizeof(double))
+    memcpy(&sh.S[(N + smp) * w], &xs[w], w * sizeof(double))
+    return code
+
+
+cdef int _rollout_steps(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp,
+                        Py_ssize_t k0, Py_ssize_t k1, double* ws, double* xs) noexcept nogil:
+    """_rollout_sample's steps, the state after k steps in xs[(k & 1) w …]."""
     cdef int nq = sh.nq, nv = sh.nv, w = nq + nv, code = 0
-    cdef Py_ssize_t k, row, N = sh.N
+    cdef Py_ssize_t k, row
     cdef double* tau = &ws[step_ws_size(m.nb, nq, nv, sh.step.s)]
     cdef double* dx = &tau[nv]
     cdef double* qi
@@ -117,18 +134,19 @@ cdef int _rollout_sample(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t sm
         sa.torque = passive_torque
         sa.tctx = <void*>&pt
     if sh.step.constrained:         # d's joint steps and rows of this sample's q
-        code = project_kernel(m, d, &sh.S[((k0 & 1) * N + smp) * w], NULL, sh.step.tol, 0,
-                              1e-10, &rk)
+        code = project_kernel(m, d, &xs[(k0 & 1) * w], NULL, sh.step.tol, 0, 1e-10, &rk)
         if code:
+            memcpy(&xs[((k0 + 1) & 1) * w], &xs[(k0 & 1) * w], w * sizeof(double))
             return code
     for k in range(k0, k1):
-        qi = &sh.S[((k & 1) * N + smp) * w]
+        qi = &xs[(k & 1) * w]
         vi = &qi[nq]
-        qo = &sh.S[(((k + 1) & 1) * N + smp) * w]
+        qo = &xs[((k + 1) & 1) * w]
         vo = &qo[nq]
         _rollout_torque(m, sh, smp, k, qi, vi, tau, dx)
         code = step_project(m, d, &sa, k * sh.step.h, qi, vi, qo, vo, &rk)
-        if code:
+        if code:                    # both rows of S: the last state (a controller's view)
+            memcpy(qo, qi, w * sizeof(double))
             sh.failed[smp] = k
             return STEP_DIVERGED if code == STEP_Q_NONFINITE else code
         row = _rollout_row(k + 1, sh.save_every, sh.nsteps, sh.rows)
@@ -147,7 +165,8 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
     torques, steps and checks per sample.  A sample that stops gets its status and
     step as there; its lane then steps a copy of another sample's state into scratch
     (the others are not affected).  ws: TD_VL blocks of wl doubles (step_ws_size +
-    3 nv, then 2 (nq + nv) of scratch)."""
+    3 nv, then 3 (nq + nv) of scratch: the lane's two rows of S, stepped there and
+    written back at the end as in _rollout_sample, and a stopped lane's output)."""
     cdef int L = TD_VL, nq = sh.nq, nv = sh.nv, w = nq + nv, l, a, code
     cdef Py_ssize_t k, row, smp, N = sh.N
     cdef Py_ssize_t sws = step_ws_size(m.nb, nq, nv, sh.step.s)
@@ -160,12 +179,19 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
     cdef const double* vi[LANES_CAP]
     cdef double* qo[LANES_CAP]
     cdef double* vo[LANES_CAP]
+    cdef double* xs[LANES_CAP]
     cdef bint active[LANES_CAP]
+    cdef bint loaded[LANES_CAP]
     cdef int codes[LANES_CAP]
     for l in range(L):              # as _rollout_sample: each sample's torques, gravity
         smp = s0 + l                # and scratch
         active[l] = sh.status[smp] == 0
+        loaded[l] = active[l]
         wsl[l] = &ws[l * wl]
+        xs[l] = &wsl[l][sws + 3 * nv]
+        if loaded[l]:
+            memcpy(xs[l], &sh.S[smp * w], w * sizeof(double))
+            memcpy(&xs[l][w], &sh.S[(N + smp) * w], w * sizeof(double))
         ct[l].nv = nv
         ct[l].tau = &wsl[l][sws]
         sa[l] = sh.step
@@ -191,19 +217,19 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
             if a < 0:
                 a = l
             smp = s0 + l
-            qi[l] = &sh.S[((k & 1) * N + smp) * w]
+            qi[l] = &xs[l][(k & 1) * w]
             vi[l] = &qi[l][nq]
-            qo[l] = &sh.S[(((k + 1) & 1) * N + smp) * w]
+            qo[l] = &xs[l][((k + 1) & 1) * w]
             vo[l] = &qo[l][nq]
             sap[l] = &sa[l]
             _rollout_torque(m, sh, smp, k, qi[l], vi[l], &wsl[l][sws], &wsl[l][sws + nv])
         if a < 0:
-            return
+            break
         for l in range(L):          # a stopped sample's lane: a copy of lane a
             if not active[l]:
                 qi[l] = qi[a]
                 vi[l] = vi[a]
-                qo[l] = &wsl[l][sws + 3 * nv]
+                qo[l] = &xs[l][2 * w]
                 vo[l] = &qo[l][nq]
                 sap[l] = &sa[a]
         rk_step_lanes(m, d, sap, wsl, k * sh.step.h, qi, vi, qo, vo, codes)
@@ -216,6 +242,7 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
             if code == 0 and sh.step.check_q and not _finite_bits(qo[l], nq):
                 code = STEP_Q_NONFINITE
             if code:
+                memcpy(qo[l], qi[l], w * sizeof(double))
                 sh.failed[smp] = k
                 sh.status[smp] = STEP_DIVERGED if code == STEP_Q_NONFINITE else code
                 active[l] = False
@@ -223,6 +250,11 @@ cdef void _rollout_group(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t s0
             if row >= 0:
                 memcpy(&sh.Q[(smp * sh.rows + row) * nq], qo[l], nq * sizeof(double))
                 memcpy(&sh.V[(smp * sh.rows + row) * nv], vo[l], nv * sizeof(double))
+    for l in range(L):
+        if loaded[l]:
+            smp = s0 + l
+            memcpy(&sh.S[smp * w], xs[l], w * sizeof(double))
+            memcpy(&sh.S[(N + smp) * w], &xs[l][w], w * sizeof(double))
 
 
 cdef inline Py_ssize_t _unit_start(Py_ssize_t u, Py_ssize_t ng, int L) noexcept nogil:
@@ -255,6 +287,7 @@ cdef int _rollout_start(ModelCore m, DataC* d, RolloutShared* sh, Py_ssize_t smp
         sh.R[smp * sh.rows] = rk
         if code:
             sh.failed[smp] = 0
+            memcpy(&sh.S[(sh.N + smp) * (nq + nv)], q, (nq + nv) * sizeof(double))
     memcpy(&sh.Q[smp * sh.rows * nq], q, nq * sizeof(double))
     memcpy(&sh.V[smp * sh.rows * nv], &q[nq], nv * sizeof(double))
     return code
@@ -291,7 +324,8 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     passive forces then apply even without passive tables: zero stiffness).
     controller(t, Q, V, status) -> (N, nv): evaluated before every step for all
     samples (views of the current states; the samples that stopped, status != 0,
-    hold their last state).  Rows as _run's save_every.
+    hold their last state: both rows of S are set to it when a sample stops).  Rows
+    as _run's save_every.
     Between chunks (blocks of samples × up to 1024 steps, 10–40 ms) ``progress(sample
     steps done)`` is called and signals are handled (Ctrl-C: KeyboardInterrupt, the
     partial run dropped)."""
@@ -423,7 +457,7 @@ def _rollout(ModelCore self, Q0, V0, double h, Py_ssize_t nsteps, int scheme, A,
     cdef bint lanes = (_lanes_enabled and L > 1 and L <= LANES_CAP and not constrained
                        and nv > 0 and N >= L)
     cdef Py_ssize_t ng = N // L if lanes else 0, nunits = N - ng * (L - 1) if lanes else N
-    cdef Py_ssize_t wsz = step_ws_size(self.nb, nq, nv, sh.step.s) + 3 * nv + 8
+    cdef Py_ssize_t wsz = step_ws_size(self.nb, nq, nv, sh.step.s) + 3 * nv + 2 * w + 8
     cdef Py_ssize_t wl = wsz + w + 8
     if lanes:
         wsz = L * wl
