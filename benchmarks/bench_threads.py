@@ -119,6 +119,9 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("threads", "gil")):
         for n in (QUICK_GIL_CHAINS if quick else GIL_CHAINS):
             models.append((f"chain {n}", chain_treedyn(random_chain_links(n, seed=n))))
         default = K.GIL_RELEASE_NV
+        # "release" measures the release's own cost: with one thread the kernels keep
+        # the GIL below GIL_RELEASE_ALONE_NV unless told otherwise
+        alone = K._set_gil_release_alone_nv(0) if hasattr(K, "_set_gil_release_alone_nv") else None
         try:
             for key, m in models:
                 q, v, a = _state(m)
@@ -141,6 +144,8 @@ def worker(quick=False, min_time=0.2, repeat=5, sections=("threads", "gil")):
                                                              3 if quick else repeat)
         finally:
             K._set_gil_release_nv(default)
+            if alone is not None:
+                K._set_gil_release_alone_nv(alone)
     return out
 
 

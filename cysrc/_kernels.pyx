@@ -17,7 +17,7 @@ The binding is one dispatcher (``ModelCore._dispatch``): an entry point checks
 its inputs, fills a ``Call`` with pointers and per-sample strides, and the
 dispatcher runs the kernel once (on the caller's Data or one from the model's
 pool, releasing the GIL for models with at least ``GIL_RELEASE_NV`` velocity
-coordinates) or over a batch in an OpenMP ``prange`` with one Data per thread.
+coordinates while another Python thread exists) or over a batch in an OpenMP ``prange`` with one Data per thread.
 """
 import os
 from types import MappingProxyType
@@ -50,6 +50,38 @@ globals().update(KIND_SCREWS=KIND_SCREWS, KIND_SPHERICAL=KIND_SPHERICAL,
 #: the release/acquire costs more than the concurrency it allows).
 GIL_RELEASE_NV = 20
 cdef int _gil_release_nv = GIL_RELEASE_NV
+#: ... but only while another Python thread exists (one that could take the GIL),
+#: or from this many freedoms on (calls of ≥ ~10 µs: a thread that attaches itself
+#: to Python from C during the call need not wait for it)
+GIL_RELEASE_ALONE_NV = 256
+cdef int _gil_release_alone_nv = GIL_RELEASE_ALONE_NV
+cdef Py_ssize_t _gil_releases = 0           # single-state calls that released it (a test hook)
+
+cdef extern from *:
+    """
+    /* Another Python thread state exists (in any interpreter): a thread that may
+       wait for the GIL.  Read without the runtime's head lock: a thread state
+       being created meanwhile is seen at the next call. */
+    static int td_other_threads(void) {
+        PyInterpreterState* i = PyInterpreterState_Head();
+        PyThreadState* t;
+        if (i == NULL || PyInterpreterState_Next(i) != NULL) return 1;
+        t = PyInterpreterState_ThreadHead(i);
+        return t == NULL || PyThreadState_Next(t) != NULL;
+    }
+    """
+    int td_other_threads() noexcept
+
+
+cdef inline bint _release_gil(int work) noexcept:
+    """Whether a single-state kernel visiting ``work`` freedoms runs without the GIL
+    (called with it held): releasing and taking it back costs ~50 ns, worth it only
+    when another thread can use the GIL meanwhile."""
+    global _gil_releases
+    if work >= _gil_release_nv and (work >= _gil_release_alone_nv or td_other_threads()):
+        _gil_releases += 1
+        return True
+    return False
 # batches run their group kernels (TD_VL samples side by side); a test hook
 # (_set_lanes) turns them off
 cdef bint _lanes_enabled = True
@@ -279,6 +311,21 @@ cdef cnp.ndarray _new_output(int nd, cnp.npy_intp* dims):
     arr = cnp.PyArray_SimpleNewFromData(nd, dims, cnp.NPY_DOUBLE, ptr)
     cnp.set_array_base(arr, blk)
     return arr
+
+
+cdef inline bint _output_ok(object out, int nd, const cnp.npy_intp* dims):
+    """out is a writable C-contiguous native float64 ndarray of shape dims[:nd]."""
+    cdef int k
+    if not (cnp.PyArray_CheckExact(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
+            and cnp.PyArray_NDIM(<cnp.ndarray>out) == nd
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>out)):
+        return False
+    for k in range(nd):
+        if cnp.PyArray_DIMS(<cnp.ndarray>out)[k] != dims[k]:
+            return False
+    return True
 
 
 # kernel adapters: Call -> the kernel's own arguments
@@ -567,15 +614,25 @@ cdef class ModelCore:
         cdef Data d
         cdef int code = 0
         if N < 0:
-            d = self._data(data)
+            if data is None and self._idle is not None:
+                d = self._idle                  # the pool's idle slot (_data, _done)
+                self._idle = None
+            elif type(data) is Data and (<Data>data).model_serial == self.serial:
+                d = <Data>data
+            else:
+                d = self._data(data)
             if work < 0:
                 work = self.nv
-            if work >= _gil_release_nv:
+            if _release_gil(work):
                 with nogil:
                     code = _checked_outputs(fn(self, &d.c, c), c)
             else:
                 code = _checked_outputs(fn(self, &d.c, c), c)
-            self._done(d, data)
+            if data is None:
+                if self._idle is None:
+                    self._idle = d
+                else:
+                    self._done(d, data)
             if code:
                 self._raise_code(code, -1, what)
             return 0
@@ -705,6 +762,8 @@ cdef class ModelCore:
             full[lead + k] = dims[k]
         if out is None:
             return _new_output(lead + nd, full)
+        if _output_ok(out, lead + nd, full):
+            return <cnp.ndarray>out
         ok = (cnp.PyArray_Check(out) and cnp.PyArray_TYPE(<cnp.ndarray>out) == cnp.NPY_DOUBLE
               and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out)
               and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)
@@ -990,8 +1049,22 @@ cdef class ModelCore:
         return 0
 
 
-cdef cnp.ndarray _as_states(object x, int width, str name):
+cdef inline cnp.ndarray _as_states(object x, int width, str name):
     """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
+    cdef int nd
+    if cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
+        nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
+        if ((nd == 1 or nd == 2) and cnp.PyArray_DIMS(<cnp.ndarray>x)[nd - 1] == width
+                and _all_finite(<double*>cnp.PyArray_DATA(<cnp.ndarray>x),
+                                cnp.PyArray_SIZE(<cnp.ndarray>x))):
+            return <cnp.ndarray>x
+    return _as_states_checked(x, width, name)
+
+
+cdef cnp.ndarray _as_states_checked(object x, int width, str name):
+    """_as_states off its fast path: converts x, or names what is wrong with it."""
     cdef cnp.ndarray arr
     cdef int nd
     if cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
@@ -1057,6 +1130,21 @@ def _set_gil_release_nv(int n):
     return old
 
 
+def _set_gil_release_alone_nv(int n):
+    """Set the threshold from which single-state calls release the GIL with no other
+    Python thread (0: always, as bench_threads.py measures the release's cost);
+    returns the previous value."""
+    global _gil_release_alone_nv
+    old = _gil_release_alone_nv
+    _gil_release_alone_nv = n
+    return old
+
+
+def _gil_release_count():
+    """How many single-state calls have released the GIL so far (a test hook)."""
+    return _gil_releases
+
+
 # OpenMP and fork: GNU OpenMP's thread pool does not survive fork(), so a child
 # forked after this process ran a parallel region would wait forever on the
 # first one it starts.  Such a child runs its batches on one thread.
@@ -1087,7 +1175,7 @@ def batch_threads():
     return _batch_threads()
 
 
-cdef bint _all_finite(const double* x, Py_ssize_t n) noexcept nogil:
+cdef inline bint _all_finite(const double* x, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t k
     for k in range(n):
         if not isfinite(x[k]):

@@ -384,7 +384,7 @@ def mass_matrix(ModelCore self, q, data=None, out=None):
         # GIL release and errors as the general path below
         qp = <const double*>cnp.PyArray_DATA(<cnp.ndarray>q)
         M = <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
-        if self.nv >= _gil_release_nv:
+        if _release_gil(self.nv):
             with nogil:
                 code = crba_kernel(self, &(<Data>data).c, qp, M)
         else:
