@@ -21,6 +21,8 @@ cdef enum:
 
 cdef enum:
     STAGE_CAP = 15                  # _rk_step_vector: nonzero weights of a stage listed
+                                    # (tableaux of up to STAGE_CAP + 1 stages; longer ones
+                                    # take rk_step's general form, the same operations)
 
 cdef enum:
     SCHEME_RKMK = 0
@@ -186,7 +188,7 @@ cdef int rk_step(ModelCore m, DataC* d, int scheme, int s, const double* A, cons
     cdef double* vs = &qs[3 * nq + nv]
     cdef double* tau = &vs[nv]
     cdef double w
-    if scheme == SCHEME_RKMK and nq == nv:
+    if scheme == SCHEME_RKMK and nq == nv and s <= STAGE_CAP + 1:
         return _rk_step_vector(m, d, s, A, b, c, bhat, t, h, q, v, torque, tctx, g, fext,
                                fframe, ws, q_out, v_out, err, constrained, k1, k2,
                                joints_ready)
@@ -256,30 +258,17 @@ cdef int _rk_step_vector(ModelCore m, DataC* d, int s, const double* A, const do
             for l in range(j):
                 w = h * A[s * j + l]
                 if w != 0.0:
-                    if nw == STAGE_CAP:
-                        break
                     wl[nw] = w
                     kl[nw] = nv * l
                     nw += 1
-            if nw == STAGE_CAP:             # longer tableaux: the terms in place
-                for n in range(nv):
-                    x = v[n]
-                    w = 0.0
-                    for l in range(j):
-                        if h * A[s * j + l] != 0.0:
-                            x += h * A[s * j + l] * Kv[nv * l + n]
-                            w += h * A[s * j + l] * Kp[nv * l + n]
-                    vs[n] = x
-                    qs[n] = q[n] + w
-            else:
-                for n in range(nv):
-                    x = v[n]
-                    w = 0.0
-                    for l in range(nw):
-                        x += wl[l] * Kv[kl[l] + n]
-                        w += wl[l] * Kp[kl[l] + n]
-                    vs[n] = x
-                    qs[n] = q[n] + w
+            for n in range(nv):
+                x = v[n]
+                w = 0.0
+                for l in range(nw):
+                    x += wl[l] * Kv[kl[l] + n]
+                    w += wl[l] * Kp[kl[l] + n]
+                vs[n] = x
+                qs[n] = q[n] + w
             qj = qs
         code = torque(tctx, t + c[j] * h, qj, vs, tau)
         if code:
