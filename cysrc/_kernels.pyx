@@ -17,7 +17,8 @@ The binding is one dispatcher (``ModelCore._dispatch``): an entry point checks
 its inputs, fills a ``Call`` with pointers and per-sample strides, and the
 dispatcher runs the kernel once (on the caller's Data or one from the model's
 pool, releasing the GIL for models with at least ``GIL_RELEASE_NV`` velocity
-coordinates while another Python thread exists) or over a batch in an OpenMP ``prange`` with one Data per thread.
+coordinates while another Python thread exists) or over a batch in an OpenMP
+``prange`` with one Data per thread.
 """
 import os
 from types import MappingProxyType
