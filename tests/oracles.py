@@ -427,6 +427,33 @@ def rollout_states(m, N, rng, scale=0.3):
     return q0, v0
 
 
+def assert_rollouts_equal(a, b):
+    """Two rollouts bit for bit: states, status, failed steps and (loops) residuals."""
+    assert np.array_equal(a.q, b.q, equal_nan=True)
+    assert np.array_equal(a.v, b.v, equal_nan=True)
+    assert np.array_equal(a.status, b.status)
+    assert np.array_equal(a.failed_step, b.failed_step)
+    ra, rb = getattr(a, "constraint_residual", None), getattr(b, "constraint_residual", None)
+    if ra is not None or rb is not None:
+        assert np.array_equal(ra, rb, equal_nan=True)
+
+
+def outputs_of_both_builds(tmp_path, script, *args):
+    """{isa: arrays} of ``python -c script out.npz *args`` run once with each kernel
+    build (TREEDYN_KERNELS = baseline, avx2; two OpenMP threads).  The script saves
+    its arrays and ``isa`` (the build it ran, checked here and removed)."""
+    import subprocess
+    res = {}
+    for isa in ("baseline", "avx2"):
+        path = tmp_path / f"{isa}.npz"
+        env = dict(os.environ, TREEDYN_KERNELS=isa, OMP_NUM_THREADS="2")
+        subprocess.run([sys.executable, "-c", script, str(path), *args], env=env, check=True,
+                       timeout=300)
+        res[isa] = dict(np.load(path))
+        assert str(res[isa].pop("isa")) == isa
+    return res
+
+
 def massless_leaf_model(armature=0.0, tip="revolute"):
     """A revolute shoulder and a ``tip`` wrist joint whose outer body is massless: M
     is singular unless the wrist has armature (singular-model tests)."""

@@ -3,8 +3,6 @@ td.simulate (and td.Simulator for torques that change per step) of each sample,
 compared bit for bit."""
 import copy
 import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -13,7 +11,7 @@ import pytest
 import treedyn as td
 from treedyn import _ext
 from treedyn.errors import InputError
-from oracles import rollout_states as states
+from oracles import outputs_of_both_builds, rollout_states as states
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -240,15 +238,7 @@ np.savez(sys.argv[1], **out)
 @pytest.mark.skipif(not _ext._cpu_runs_avx2_build(), reason="this CPU has no AVX2 and FMA")
 def test_both_kernel_builds_give_the_same_rollouts_to_the_last_bits(tmp_path):
     pytest.importorskip("treedyn._kernels_avx2")
-    res = {}
-    for isa in ("baseline", "avx2"):
-        path = tmp_path / f"{isa}.npz"
-        env = dict(os.environ, TREEDYN_KERNELS=isa, OMP_NUM_THREADS="2")
-        subprocess.run([sys.executable, "-c", DUMP, str(path), HERE], env=env, check=True,
-                       timeout=300)
-        res[isa] = dict(np.load(path))
-    assert str(res["baseline"].pop("isa")) == "baseline"
-    assert str(res["avx2"].pop("isa")) == "avx2"
+    res = outputs_of_both_builds(tmp_path, DUMP, HERE)
     for k in res["baseline"]:
         # the AVX2 build fuses the ABA's multiply-adds (setup.py): the last bits differ
         b, w = res["baseline"][k], res["avx2"][k]

@@ -7,7 +7,6 @@ import copy
 import functools
 import os
 import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -18,7 +17,8 @@ from treedyn import _ext
 from treedyn.errors import SingularModelError
 from treedyn.rollout import sample_model
 
-from oracles import massless_leaf_model, rollout_states as states
+from oracles import assert_rollouts_equal as assert_same
+from oracles import massless_leaf_model, outputs_of_both_builds, rollout_states as states
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 K = _ext.kernels
@@ -80,13 +80,6 @@ def rollout_both(m, q0, v0, *args, **kw):
     finally:
         K._set_lanes(old)
     return on, off
-
-
-def assert_same(a, b):
-    assert np.array_equal(a.q, b.q, equal_nan=True)
-    assert np.array_equal(a.v, b.v, equal_nan=True)
-    assert np.array_equal(a.status, b.status)
-    assert np.array_equal(a.failed_step, b.failed_step)
 
 
 @pytest.mark.parametrize("name", ["ur5", "humanoid", "humanoid_damped", "flyer"])
@@ -241,15 +234,7 @@ def test_both_kernel_builds_give_the_same_lane_rollouts_to_the_last_bits(tmp_pat
     results but for the last bits of the AVX2 build's fused multiply-adds, and each
     bitwise the same with its lanes off."""
     pytest.importorskip("treedyn._kernels_avx2")
-    res = {}
-    for isa in ("baseline", "avx2"):
-        path = tmp_path / f"{isa}.npz"
-        env = dict(os.environ, TREEDYN_KERNELS=isa, OMP_NUM_THREADS="2")
-        subprocess.run([sys.executable, "-c", DUMP, str(path), HERE], env=env, check=True,
-                       timeout=300)
-        res[isa] = dict(np.load(path))
-    assert str(res["baseline"].pop("isa")) == "baseline"
-    assert str(res["avx2"].pop("isa")) == "avx2"
+    res = outputs_of_both_builds(tmp_path, DUMP, HERE)
     assert (int(res["baseline"].pop("vl")), int(res["avx2"].pop("vl"))) == (2, 4)
     for k in res["baseline"]:
         # the AVX2 build fuses the ABA's multiply-adds (setup.py): the last bits differ

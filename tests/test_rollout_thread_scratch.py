@@ -8,12 +8,11 @@ one chunk of steps (1024), a Python controller (a chunk per step: it reads S), a
 sample that diverges; oracles td.simulate / td.Simulator bit for bit, and the other
 kernel build."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from oracles import rollout_states
+from oracles import assert_rollouts_equal as assert_same
+from oracles import outputs_of_both_builds, rollout_states
 from test_metric_fused import MODELS as LOOP_MODELS
 
 import treedyn as td
@@ -42,15 +41,6 @@ def states(m, n, rng, scale=0.2):
     Q = np.array([m.assemble(m.integrate(q0, 0.05 * rng.normal(size=m.nv))) for _ in range(n)])
     V = np.array([m.project_velocity(q, scale * rng.normal(size=m.nv)) for q in Q])
     return Q, V
-
-
-def assert_same(a, b):
-    assert np.array_equal(a.q, b.q, equal_nan=True)
-    assert np.array_equal(a.v, b.v, equal_nan=True)
-    assert np.array_equal(a.status, b.status)
-    assert np.array_equal(a.failed_step, b.failed_step)
-    if a.constraint_residual is not None or b.constraint_residual is not None:
-        assert np.array_equal(a.constraint_residual, b.constraint_residual, equal_nan=True)
 
 
 @pytest.mark.parametrize("name", LOOPS)
@@ -152,14 +142,7 @@ def test_both_kernel_builds(tmp_path):
     """In each build, two threads give td.simulate's bits; the builds agree but for
     the AVX2 build's fused multiply-adds."""
     pytest.importorskip("treedyn._kernels_avx2")
-    res = {}
-    for isa in ("baseline", "avx2"):
-        path = tmp_path / f"{isa}.npz"
-        env = dict(os.environ, TREEDYN_KERNELS=isa, OMP_NUM_THREADS="2")
-        subprocess.run([sys.executable, "-c", DUMP, str(path), HERE], env=env, check=True,
-                       timeout=300)
-        res[isa] = dict(np.load(path))
-        assert str(res[isa].pop("isa")) == isa
+    res = outputs_of_both_builds(tmp_path, DUMP, HERE)
     for k in res["baseline"]:
         b, w = res["baseline"][k], res["avx2"][k]
         assert np.abs(b - w).max() <= 1e-10 * np.abs(b).max(), k
