@@ -1050,17 +1050,26 @@ cdef class ModelCore:
         return 0
 
 
+cdef inline int _states_ok(object x, int width) noexcept:
+    """x's ndim (1 or 2) if it needs no conversion or message: an exact native
+    float64 C-contiguous ndarray of shape (width,) or (N, width), finite; else 0."""
+    cdef int nd
+    if not (cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x)):
+        return 0
+    nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
+    if ((nd == 1 or nd == 2) and cnp.PyArray_DIMS(<cnp.ndarray>x)[nd - 1] == width
+            and _all_finite(<double*>cnp.PyArray_DATA(<cnp.ndarray>x),
+                            cnp.PyArray_SIZE(<cnp.ndarray>x))):
+        return nd
+    return 0
+
+
 cdef inline cnp.ndarray _as_states(object x, int width, str name):
     """x as a C-contiguous float64 array of shape (width,) or (N, width); finite."""
-    cdef int nd
-    if cnp.PyArray_CheckExact(x) and cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE \
-            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>x) \
-            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x):
-        nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
-        if ((nd == 1 or nd == 2) and cnp.PyArray_DIMS(<cnp.ndarray>x)[nd - 1] == width
-                and _all_finite(<double*>cnp.PyArray_DATA(<cnp.ndarray>x),
-                                cnp.PyArray_SIZE(<cnp.ndarray>x))):
-            return <cnp.ndarray>x
+    if _states_ok(x, width):
+        return <cnp.ndarray>x
     return _as_states_checked(x, width, name)
 
 

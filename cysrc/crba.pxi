@@ -398,21 +398,11 @@ def mass_matrix(ModelCore self, q, data=None, out=None):
 
 
 cdef inline bint _crba_direct(ModelCore m, object q, object data, object out):
-    """q, data and out are those of mass_matrix's direct call: q a finite float64
-    C-contiguous ndarray of shape (nq,), data a Data of this model, out a writable
-    float64 C-contiguous ndarray of shape (nv, nv) (anything else: False, and the
-    general path checks it and names what is wrong)."""
-    cdef cnp.ndarray qa, oa
-    if not (isinstance(data, Data) and (<Data>data).model_serial == m.serial
-            and cnp.PyArray_CheckExact(q) and cnp.PyArray_CheckExact(out)):
-        return False
-    qa = <cnp.ndarray>q
-    oa = <cnp.ndarray>out
-    return (cnp.PyArray_TYPE(qa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(qa) == 1
-            and cnp.PyArray_DIMS(qa)[0] == m.nq and cnp.PyArray_IS_C_CONTIGUOUS(qa)
-            and cnp.PyArray_ISNOTSWAPPED(qa)
-            and cnp.PyArray_TYPE(oa) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(oa) == 2
-            and cnp.PyArray_DIMS(oa)[0] == m.nv and cnp.PyArray_DIMS(oa)[1] == m.nv
-            and cnp.PyArray_IS_C_CONTIGUOUS(oa) and cnp.PyArray_ISWRITEABLE(oa)
-            and cnp.PyArray_ISNOTSWAPPED(oa)
-            and _all_finite(<const double*>cnp.PyArray_DATA(qa), m.nq))
+    """q, data and out are those of mass_matrix's direct call: q a state _as_states
+    takes as it is, of shape (nq,); data a Data of this model; out an array _output
+    takes as it is, of shape (nv, nv) (anything else: False, and the general path
+    checks it and names what is wrong)."""
+    cdef cnp.npy_intp dims[2]
+    dims[0] = m.nv; dims[1] = m.nv
+    return (type(data) is Data and (<Data>data).model_serial == m.serial
+            and _states_ok(q, m.nq) == 1 and _output_ok(out, 2, dims))
