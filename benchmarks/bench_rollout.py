@@ -20,13 +20,16 @@ steps per second and treedyn / MuJoCo ratios (Lie–Euler, semi-implicit Euler,
 RKMK4 against MuJoCo's semi-implicit Euler).
 
 Closed loops (four-bar, Delta): one constrained RKMK4 step inside a rollout
-(save_every = n_steps, as the trees' rows) against one ABA call (a batch of the
-same model's forward dynamics, per state), both on ``--threads`` threads (the
-batch's OpenMP team is sized by OMP_NUM_THREADS, which main sets to ``--threads``
-before treedyn is imported), and the rollout on one thread (its thread scaling),
-timed alternately; the ratio of the minima and of the medians; Cassie
-(examples/cassie.py, cassie_v2.sdf):
-constrained RKMK4 steps per second in a rollout.
+(save_every = n_steps, as the trees' rows; on ``--threads`` threads and on one)
+against one ABA call of the same model: the issue's yardstick, a call for one
+state with its Python binding (``m.forward_dynamics(q, v, tau)``, as in
+bench_loops' "step / ABA" column, which gave the issue's 6.4–7.9× through
+``td.simulate``), and, stricter, the ABA of a batch per state (vector lanes, on
+``--threads`` threads: the batch's OpenMP team is sized by OMP_NUM_THREADS, which
+main sets to ``--threads`` before treedyn is imported); also a ``td.simulate``
+step (one trajectory) in that yardstick.  All timed alternately in one process;
+ratios of the minima (medians beside them).  Cassie (examples/cassie.py,
+cassie_v2.sdf): constrained RKMK4 steps per second in a rollout.
 
 --dask: ur5 rollouts on LocalClusters of 1 and 2 worker processes (one thread
 each, chunks of 1 000 samples) against the local call on one thread, the three
@@ -178,36 +181,48 @@ def bench_tree(name, N, batch, nstep, threads, repeat, tmpdir, rng):
 
 
 def bench_loops(threads, repeat, quick, rng):
-    """Closed loops: per model (four-bar, Delta) the constrained RKMK4 step in a rollout
-    and the ABA batch call per state, the two timed alternately ``repeat`` times after
-    a warm-up each, so that both see the same machine: (step, ABA) in µs as the
-    minimum and as the median of the runs.  Cassie: steps per second (median)."""
+    """Closed loops: per model (four-bar, Delta), in µs, the constrained RKMK4 step in
+    a rollout on ``threads`` threads (``step``) and on one (``step1``), per sample step;
+    the ABA of a batch per state (``aba_batch``); one ABA call for one state, Python
+    binding included (``aba_call``, a loop of ``ncall`` calls over the states); a
+    ``td.simulate`` step (one trajectory of ``nsim`` steps).  All timed alternately
+    ``repeat`` times after a warm-up each, so that they see the same machine: minima
+    under ``name``, medians under ``name + "_median"`` (dicts).  Cassie: steps per
+    second (median)."""
     import treedyn as td
     out = {"aba_threads": td.batch_threads()}
-    N, nstep = (200, 20) if quick else (2000, 100)
+    N, nstep, ncall, nsim = (200, 20, 200, 200) if quick else (2000, 100, 2000, 2000)
     for name in ("four_bar", "delta"):
         m = td.load(td.robots.path(name + ".toml"))
         q = m.assemble(m.neutral())
         Q0 = np.repeat(q[None], N, axis=0)
         V0 = np.array([m.project_velocity(q, 0.1 * rng.normal(size=m.nv)) for _ in range(N)])
         tau = np.zeros((N, m.nv))
-        calls = (lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads,
-                                    save_every=nstep),
-                 lambda: m.forward_dynamics(Q0, V0, tau),
-                 lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=1,
-                                    save_every=nstep))
-        ts = ([], [], [])
-        for fn in calls:
+        states = [(Q0[k], V0[k], tau[k]) for k in range(ncall)]
+
+        def aba_calls(fd=m.forward_dynamics, states=states):
+            for qk, vk, tk in states:
+                fd(qk, vk, tk)
+
+        calls = {"step": (lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=threads,
+                                             save_every=nstep), N * nstep),
+                 "aba_batch": (lambda: m.forward_dynamics(Q0, V0, tau), N),
+                 "step1": (lambda: td.rollout(m, Q0, V0, nstep * 1e-4, 1e-4, threads=1,
+                                              save_every=nstep), N * nstep),
+                 "aba_call": (aba_calls, ncall),
+                 "simulate": (lambda: td.simulate(m, Q0[0], V0[0], t_final=nsim * 1e-4,
+                                                  dt=1e-4, method="rkmk4"), nsim)}
+        ts = {k: [] for k in calls}
+        for fn, _ in calls.values():
             fn()                        # warm-up: thread teams, first touch of memory
         for _ in range(max(repeat, 3)):
-            for fn, t in zip(calls, ts):
+            for k, (fn, _) in calls.items():
                 t0 = time.perf_counter()
                 fn()
-                t.append(time.perf_counter() - t0)
-        per = (N * nstep / 1e6, N / 1e6)
-        out[name] = tuple(min(t) / p for t, p in zip(ts, per))
-        out[name + "_median"] = tuple(float(np.median(t)) / p for t, p in zip(ts, per))
-        out[name + "_1thread"] = min(ts[2]) / per[0]
+                ts[k].append(time.perf_counter() - t0)
+        out[name] = {k: 1e6 * min(ts[k]) / n for k, (_, n) in calls.items()}
+        out[name + "_median"] = {k: 1e6 * float(np.median(ts[k])) / n
+                                 for k, (_, n) in calls.items()}
     cassie = aligned_cassie()
     if cassie is not None:
         m, q = cassie
@@ -226,7 +241,12 @@ def bench_dask(quick, repeat, rng):
     1 and 2 worker processes of one thread each (chunks of 1 000 samples; the two
     clusters up at once, idle between their calls), the three interleaved repeat
     times (local, 1 worker, 2 workers, local, …) after a warm-up call each, so that
-    they see the same machine.  Medians."""
+    they see the same machine.  Medians.  Then the fault injection: the 2-worker call
+    again, one worker SIGKILLed once the first chunk is back (its nanny starts a
+    new one; Dask reruns the lost chunks): its time and whether the arrays equal
+    the local call's bit for bit."""
+    import signal
+
     from distributed import Client, LocalCluster
 
     import treedyn as td
@@ -260,6 +280,23 @@ def bench_dask(quick, repeat, rng):
                 ts[key].append(time.perf_counter() - t)
         for key in calls:
             out[key] = float(np.median(ts[key]))
+        pids = clients[2].run(os.getpid)        # {worker address: pid}
+        victim = sorted(pids)[0]
+        killed = []
+
+        def kill_one(done, total):
+            if not killed:
+                killed.append(done)
+                os.kill(pids[victim], signal.SIGKILL)
+
+        t = time.perf_counter()
+        r = td.rollout(m, q0, v0, nstep * DT, DT, client=clients[2], chunk=chunk,
+                       **dict(kw, progress=kill_one))
+        out["killed"] = dict(seconds=time.perf_counter() - t, killed=bool(killed),
+                             gone=victim not in clients[2].scheduler_info()["workers"],
+                             equal=bool(np.array_equal(r.q, ref.q)
+                                        and np.array_equal(r.v, ref.v)
+                                        and np.array_equal(r.status, ref.status)))
     finally:
         for c in clients.values():
             c.close()
@@ -275,7 +312,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=500, help="samples per call (default 500)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=None, help="timing repeats (default 3)")
-    ap.add_argument("--robots", default=",".join(ROBOTS))
+    ap.add_argument("--robots", default=",".join(ROBOTS),
+                    help="comma-separated; empty: the closed-loop section only")
     ap.add_argument("--dask", action="store_true",
                     help="also time the Dask path (LocalCluster of 1 and 2 worker processes)")
     args = ap.parse_args(argv)
@@ -294,7 +332,7 @@ def main(argv=None):
     print(f"{'robot':<16}{'nv':>4}{'MuJoCo':>12}{'Lie-Euler':>12}{'semi-Euler':>12}"
           f"{'RKMK4':>12}   ratios to MuJoCo (steps/s)")
     with tempfile.TemporaryDirectory() as tmpdir:
-        for name in args.robots.split(","):
+        for name in filter(None, args.robots.split(",")):
             r = bench_tree(name, N, batch, nstep, args.threads, repeat, tmpdir, rng)
             mj = r["mujoco"]
             print(f"{name:<16}{r['nv']:>4}{mj:>12.4g}{r['euler']:>12.4g}{r['semi_euler']:>12.4g}"
@@ -312,14 +350,21 @@ def main(argv=None):
     if loops["aba_threads"] != args.threads:
         print(f"(closed loops: the ABA batch ran on {loops['aba_threads']} threads, the "
               f"rollouts on {args.threads}: the ratios are not comparable)")
+    print(f"closed loops: one constrained RKMK4 step (with its projection) against one ABA "
+          f"call, minima (medians); target <= 5x")
     for name in ("four_bar", "delta"):
-        step, aba = loops[name][:2]
-        ms, ma = loops[name + "_median"][:2]
-        s1 = loops[name + "_1thread"]
-        print(f"{name:<16} constrained RKMK4 step in a rollout {step:.3g} µs, ABA {aba:.3g} µs "
-              f"per state (minima): {step / aba:.2f}x (target <= 5); medians {ms:.3g} / "
-              f"{ma:.3g} µs: {ms / ma:.2f}x; the rollout on 1 thread {s1:.3g} µs "
-              f"({s1 / step:.2f}x slower)")
+        r, rm = loops[name], loops[name + "_median"]
+        call, callm = r["aba_call"], rm["aba_call"]
+        print(f"{name:<16} ABA call (one state, Python binding) {call:.3g} µs: rollout step "
+              f"on {args.threads} threads {r['step']:.3g} µs = {r['step'] / call:.2f}x "
+              f"({rm['step'] / callm:.2f}x), on 1 thread {r['step1']:.3g} µs = "
+              f"{r['step1'] / call:.2f}x ({rm['step1'] / callm:.2f}x); td.simulate step "
+              f"{r['simulate']:.3g} µs = {r['simulate'] / call:.2f}x "
+              f"({rm['simulate'] / callm:.2f}x)")
+        print(f"{'':<16} stricter, the ABA of a batch per state on {loops['aba_threads']} "
+              f"threads {r['aba_batch']:.3g} µs: rollout step {r['step'] / r['aba_batch']:.2f}x "
+              f"({rm['step'] / rm['aba_batch']:.2f}x); thread scaling of the rollout "
+              f"{r['step1'] / r['step']:.2f}x")
     if "cassie" in loops:
         print(f"{'cassie':<16} constrained RKMK4 in a rollout: {loops['cassie']:.4g} steps/s")
     if args.dask:
@@ -330,6 +375,12 @@ def main(argv=None):
               f"{100 * (d[1] / d['local'] - 1):+.1f} %, target <= 15 %); 2 workers "
               f"{d[2]:.3g} s (1 -> 2 workers: {d[1] / d[2]:.2f}x, overhead against half the "
               f"local call {100 * (2 * d[2] / d['local'] - 1):+.1f} %)")
+        k = d["killed"]
+        print(f"dask fault injection (2 workers, one SIGKILLed after the first chunk came "
+              f"back): {'completed' if k['killed'] else 'no kill happened'} in "
+              f"{k['seconds']:.3g} s ({k['seconds'] / d[2]:.2f}x the undisturbed call), "
+              f"worker gone from the scheduler: {k['gone']}, arrays bitwise equal to the "
+              f"local call: {k['equal']}")
     return 0
 
 
