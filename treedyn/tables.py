@@ -80,6 +80,7 @@ def core_tables(arrays):
     ints = dict(parent=parent, kind=kind, qoff=arrays["qoff"], voff=voff, nqj=nqj, nvj=nvj,
                 fast=fast, screw_rev=screw_rev, turns=turns,
                 turn_idx=np.flatnonzero(turns) if turns.any() else np.zeros(1, np.int32),
+                **angle_slots(turns, univ, np.asarray(arrays["qoff"]), nb),
                 screw_runs=screw_runs, group_body=group_body,
                 univ=univ, root=root, path_nv=path_nv,
                 anc_ptr=anc_ptr, anc_run=anc_run, crba_grp=crba_grp,
@@ -231,6 +232,22 @@ def lie_segments(kind, qoff, voff, nvj):
             runs.append([int(qoff[i]), int(voff[i]), int(nvj[i])])
     return (np.array(runs if runs else [[0, 0, 0]], dtype=np.int32).reshape(-1, 3),
             np.array(other if other else [0], dtype=np.int32))
+
+
+def angle_slots(turns, univ, qoff, nb):
+    """The angles of the kernels' angle prepass (sweep.pxi angle_prepass): the
+    coordinate ``ang_q[k]`` of each whose sine and cosine go to slot ``ang_slot[k]``
+    of d.sc_q (slot s: sc_q[2 s], sc_q[2 s + 1]).  Slot i is the angle of the turning
+    one-freedom joint of body i, or the first angle of its universal joint; slot
+    nb + i the second angle of a universal joint."""
+    tb = np.flatnonzero(turns)
+    ub = np.flatnonzero(univ)
+    slot = np.concatenate([tb, ub, nb + ub]).astype(np.int32)
+    qi = np.concatenate([qoff[tb], qoff[ub], qoff[ub] + 1]).astype(np.int32)
+    if slot.size == 0:
+        slot = np.zeros(1, np.int32)
+        qi = np.zeros(1, np.int32)
+    return dict(ang_slot=slot, ang_q=qi)
 
 
 def universal_points(kind, nvj, voff, X):
