@@ -19,11 +19,14 @@ K = _ext.kernels
 VL = K._lanes()[0]
 AXES = ([[0, 1, 0], [0, 0, 1]],                       # body axes (the Delta's elbows)
         [[0.8, 0, -0.6], [0, 1, 0]],                   # oblique, then a body axis
-        [[1, 2, 2], [2, -2, 1]])                       # two oblique axes (orthogonal)
+        [[1, 2, 2], [2, -2, 1]],                       # two oblique axes (orthogonal)
+        [[0, 0, 1], [-1, 0, 0]],                       # body axes, the second reversed
+        [[-1, 0, 0], [0, 0, -1]])                      # both reversed, z after x
+UNIV = [1, 1, 1, 1, 1]                                 # kernel table univ: universal_calc
 
 
 def universal_chain(split=False):
-    """Three bodies hung by universal joints (AXES, offset points, the first from the
+    """Five bodies hung by universal joints (AXES, offset points, the first from the
     world), or the same chain with each universal joint split into two revolute
     joints through its point and a massless body between."""
     g = td.JointGraph("univ_chain", gravity=(0.3, -0.2, -9.81))
@@ -49,11 +52,30 @@ def universal_chain(split=False):
 
 def test_universal_chain_takes_the_closed_form():
     m = universal_chain()
-    assert list(np.asarray(m._tables["univ"])) == [1, 1, 1]
+    assert list(np.asarray(m._tables["univ"])) == UNIV
     # both angles of each universal joint in the prepass: slots i and nb + i
     slots = sorted(np.asarray(m._tables["ang_slot"]).tolist())
-    assert slots == [0, 1, 2, 3, 4, 5]
-    assert sorted(np.asarray(m._tables["ang_q"]).tolist()) == list(range(6))
+    assert slots == list(range(10))
+    assert sorted(np.asarray(m._tables["ang_q"]).tolist()) == list(range(10))
+
+
+def test_universal_joints_against_two_revolute_joints():
+    """Poses, inverse dynamics (S and Ṡq̇) and the mass matrix of the universal chain
+    (universal_calc's closed form, with body axes in either order and sign) equal those of the split
+    chain (one-freedom joint steps) to round-off."""
+    m, split = universal_chain(), universal_chain(split=True)
+    bodies = [split.body_names.index(f"b{k}") for k in range(len(AXES))]
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q, v, a = rng.uniform(-3.0, 3.0, (3, m.nv))
+        np.testing.assert_allclose(np.asarray(m.forward_kinematics(q)),
+                                   np.asarray(split.forward_kinematics(q))[bodies],
+                                   rtol=0, atol=1e-14)
+        tau = split.inverse_dynamics(q, v, a)
+        np.testing.assert_allclose(m.inverse_dynamics(q, v, a), tau, rtol=0,
+                                   atol=1e-13 * np.abs(tau).max())
+        M = split.mass_matrix(q)
+        np.testing.assert_allclose(m.mass_matrix(q), M, rtol=0, atol=1e-14 * np.abs(M).max())
 
 
 @pytest.mark.parametrize("rep", ["body", "spatial"])
@@ -62,14 +84,14 @@ def test_path_sweep_steps_universal_joints_at_its_own_q(rep):
     prepass sines are left in the Data) equals the split chain's Jacobian."""
     m, split = universal_chain(), universal_chain(split=True)
     rng = np.random.default_rng(4)
-    tip = split.body_names.index("b2")
+    tip = split.body_names.index("b4")
     for _ in range(3):
         q1, q2 = rng.uniform(-2.0, 2.0, (2, m.nq))
         m.forward_kinematics(q1)
-        J = m.jacobian(q2, "b2", representation=rep)
-        Js = split.jacobian(q2, "b2", representation=rep)
+        J = m.jacobian(q2, "b4", representation=rep)
+        Js = split.jacobian(q2, "b4", representation=rep)
         np.testing.assert_allclose(J, Js, rtol=0, atol=1e-13)
-        np.testing.assert_allclose(np.asarray(m.forward_kinematics(q2)[2]),
+        np.testing.assert_allclose(np.asarray(m.forward_kinematics(q2)[4]),
                                    np.asarray(split.forward_kinematics(q2)[tip]),
                                    rtol=0, atol=1e-14)
 
@@ -131,7 +153,7 @@ def test_first_stage_chain_rates_equal_the_python_stages(name):
     from treedyn.simulate import _simulate_constrained_reference
     m = _loop_models()[name]
     if name == "delta":
-        assert np.asarray(m._tables["univ"]).sum() == 4
+        assert list(np.asarray(m._tables["univ"])) == [0, 1, 1, 0, 1, 0, 1]
     else:
         assert list(np.asarray(m._tables["nvj"])) == [1, 3, 1]
         assert np.asarray(m._tables["univ"]).sum() == 0
@@ -145,3 +167,41 @@ def test_first_stage_chain_rates_equal_the_python_stages(name):
         assert np.abs(ref.v[-1] - ref.v[0]).max() > 1e-3         # it moves
         assert np.abs(r.q[s] - ref.q).max() < 1e-12
         assert np.abs(r.v[s] - ref.v).max() < 1e-11 * max(1.0, np.abs(ref.v).max())
+
+
+def test_axes_within_round_off_take_the_offset_closed_form():
+    """The Delta's three motor axes are its upper arms' body y axes; in legs 2 and 3
+    the 120° and 240° frames leave ~3e-16 in the body-fixed screws (model X).  They
+    take the closed form of a hinge about an offset body axis (screw_rev, its sines
+    from the prepass) like leg 1, and the poses equal B exp(X q) with the model's
+    screws (lie.se3_exp) to round-off."""
+    from treedyn import lie
+    m = td.load(td.robots.path("delta.toml"))
+    t = m._tables
+    X, voff = np.asarray(t["X"]), np.asarray(t["voff"])
+    motors = [0, 3, 5]
+    assert [i for i in range(7) if np.asarray(t["parent"])[i] < 0] == motors
+    assert [int(np.asarray(t["screw_rev"])[i]) for i in motors] == [2, 2, 2]
+    assert np.abs(X[voff[motors[1]], :3] - [0, 1, 0]).max() > 0.0        # not exact
+    B = np.asarray(t["Bref"])
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        q = rng.uniform(-3.0, 3.0, m.nq)
+        C = np.asarray(m.forward_kinematics(q))
+        for i in motors:
+            Bi = np.eye(4)
+            Bi[:3, :3] = B[i, :9].reshape(3, 3)
+            Bi[:3, 3] = B[i, 9:]
+            ref = Bi @ np.asarray(lie.se3_exp(X[voff[i]] * q[np.asarray(t["qoff"])[i]]))
+            np.testing.assert_allclose(C[i], ref, rtol=0, atol=2e-15)
+
+
+def test_oblique_axes_keep_the_general_exponential():
+    """An axis 1e-9 off a body axis is not round-off: the screw exponential."""
+    g = td.JointGraph("tilted")
+    g.add_body("a", mass=1.0, com=[0.1, 0, 0], inertia=np.diag([0.01, 0.02, 0.03]))
+    g.add_joint("ja", "revolute", "world", "a", axis=[1e-9, 1.0, 0.0], point=[0.2, 0.0, 0.1])
+    g.add_body("b", mass=1.0, com=[0.1, 0, 0], inertia=np.diag([0.01, 0.02, 0.03]))
+    g.add_joint("jb", "revolute", "a", "b", axis=[1e-13, 1.0, 0.0], point=[0.2, 0.0, 0.1])
+    m = g.compile()
+    assert list(np.asarray(m._tables["screw_rev"])) == [0, 2]

@@ -180,8 +180,9 @@ def fast_codes(kind, nvj, voff, X):
 
 def offset_axes(fast, voff, X):
     """Per body: 1 + k for a FAST_SCREW revolute joint whose axis direction is the
-    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k exactly), else 0; and
-    r = e × v, the axis point nearest the body origin (v = r × e = −e × r)."""
+    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k, both up to round-off:
+    _body_axis), else 0; and r = e × v, the axis point nearest the body origin
+    (v = r × e = −e × r)."""
     nb = len(fast)
     codes = np.zeros(nb, dtype=np.int32)
     pts = np.zeros((max(nb, 1), 3))
@@ -190,12 +191,22 @@ def offset_axes(fast, voff, X):
         if fast[i] != _C["FAST_SCREW"]:
             continue
         x = X[voff[i]]
-        e, v = x[:3], x[3:]
-        k = int(np.argmax(np.abs(e)))
-        if abs(e[k]) == 1.0 and np.count_nonzero(e) == 1 and e @ v == 0.0:
+        k = _body_axis(x[:3])
+        if k >= 0 and abs(x[:3] @ x[3:]) <= 1e-12 * max(1.0, np.abs(x[3:]).max()):
             codes[i] = 1 + k
-            pts[i] = np.cross(e, v)
+            pts[i] = np.cross(np.sign(x[k]) * np.eye(3)[k], x[3:])
     return codes, pts
+
+
+def _body_axis(e):
+    """k if the unit direction e is ±e_k up to the round-off of the file's transforms
+    (components within 1e-12 of 0 and ±1, as in fast_codes: a frame turned by 120°
+    leaves 3e-16), else −1; the kernels' closed forms then use the exact axis."""
+    k = int(np.argmax(np.abs(e)))
+    others = [j for j in range(3) if j != k]
+    if abs(abs(e[k]) - 1.0) <= 1e-12 and np.all(np.abs(e[others]) <= 1e-12):
+        return k
+    return -1
 
 
 def turning_joints(fast, voff, X):
