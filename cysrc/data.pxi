@@ -51,7 +51,8 @@ cdef struct DataC:
                       #          (backward pass), then their accelerations (forward pass)
     int* sub_end      # (nb,)    one past the last freedom of body i's subtree
     # scratch
-    double* sc_q      # (nb, 2)  sin, cos of the turning one-freedom joints (angle_prepass)
+    double* sc_q      # (2 nb, 2) sin, cos of the turning one-freedom joints and of the
+                      #          universal joints' angles (angle_prepass; tables.angle_slots)
     int* path         # (nb,)    ancestor chain of one body (Jacobians)
     # loop closures (loops.pxi; NULL for models without closures or mimic couplings)
     double* oJ        # (nv, 6)  world screws about the world origin
@@ -194,7 +195,7 @@ _DATA_TABLE = (
     (_at(&_proto.sa_gf), BUF_MAIN, R_NB, 6, "sa_gf"),
     (_at(&_proto.sf), BUF_MAIN, R_NB, 6, "sf"),
     (_at(&_proto.sJ), BUF_MAIN, R_NV1, 6, "sJ"),
-    (_at(&_proto.sc_q), BUF_MAIN, R_NB, 2, None),
+    (_at(&_proto.sc_q), BUF_MAIN, R_NB, 4, None),
     (_at(&_proto.S), BUF_MAIN, R_NV1, 6, "S"),
     (_at(&_proto.v), BUF_MAIN, R_NB, 6, "v"),
     (_at(&_proto.a_gf), BUF_MAIN, R_NB, 6, "a_gf"),

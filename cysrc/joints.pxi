@@ -131,23 +131,19 @@ cdef inline int joint_calc(int kind, int nv, const double* X, const double* c,
     return bad
 
 
-cdef inline void universal_calc(const double* X, const double* c, const double* q,
-                                const double* qd, double* R, double* p, double* S,
-                                double* cJ) noexcept nogil:
-    """joint_calc of a universal joint (ModelCore.univ): unit revolute screws
-    X_k = (ω_k, c × ω_k) whose axes meet at c (body frame).  J = exp(X₁q₁) exp(X₂q₂)
-    is the rotation R = Rot(ω₁, q₁) Rot(ω₂, q₂) about c, p = c − R c;
-    S₂ = X₂, S₁ = Ad_{exp(X₂q₂)⁻¹} X₁ = (b, c × b) with b = R₂ᵀ ω₁; and
-    Ṡq̇ = ad_{S₁q̇₁} S₂q̇₂ = q̇₁q̇₂ (n, c × n), n = b × ω₂ (both screws pass through
-    c).  S NULL: the transform only; qd NULL: cJ = 0."""
+cdef inline void universal_calc(const double* X, const double* c, double s1, double c1,
+                                double s2, double c2, const double* qd, double* R,
+                                double* p, double* S, double* cJ) noexcept nogil:
+    """joint_calc of a universal joint (ModelCore.univ) given the sines and cosines of
+    its two angles (angle_prepass): unit revolute screws X_k = (ω_k, c × ω_k) whose
+    axes meet at c (body frame).  J = exp(X₁q₁) exp(X₂q₂) is the rotation
+    R = Rot(ω₁, q₁) Rot(ω₂, q₂) about c, p = c − R c;
+    S₂ = X₂, S₁ = Ad_{exp(X₂q₂)⁻¹} X₁ = (b, c × b) with b = R₂ᵀ ω₁; and Ṡq̇
+    (universal_bias).  S NULL: the transform only; qd NULL: cJ = 0."""
     cdef double R1[9]
     cdef double R2[9]
     cdef double b[3]
-    cdef double n3[3]
-    cdef double s1, c1, s2, c2, w
     cdef int k
-    sincos(q[0], &s1, &c1)
-    sincos(q[1], &s2, &c2)
     rot_axis_sc(X, s1, c1, R1)
     rot_axis_sc(&X[6], s2, c2, R2)
     rot_mul(R1, R2, R)
@@ -160,6 +156,17 @@ cdef inline void universal_calc(const double* X, const double* c, const double* 
         S[6 + k] = X[6 + k]
     rotT_vec(R2, X, S)
     cross(c, S, &S[3])
+    universal_bias(X, c, S, qd, cJ)
+
+
+cdef inline void universal_bias(const double* X, const double* c, const double* S,
+                                const double* qd, double* cJ) noexcept nogil:
+    """Ṡq̇ of a universal joint from its subspace S (universal_calc):
+    ad_{S₁q̇₁} S₂q̇₂ = q̇₁q̇₂ (n, c × n), n = b × ω₂ (both screws pass through c);
+    qd NULL: 0."""
+    cdef double n3[3]
+    cdef double w
+    cdef int k
     for k in range(6):
         cJ[k] = 0.0
     if qd != NULL:

@@ -35,10 +35,14 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
                           int fext_frame, double* tau, bint joints_ready=False) noexcept nogil:
     """τ (nv); fills d.liMi, d.S, d.v, d.a_gf, d.f (and d.oMi for world/hybrid
     external wrenches).  Returns 0 or i + 1 for a non-unit quaternion of joint i.
-    ``joints_ready``: d.liMi of the one-freedom (fast-path) joints already holds
-    this q's joint steps (another kernel just ran on q); the other joints are
-    stepped as usual (their Ṡ q̇ depends on q̇)."""
+    ``joints_ready``: d.liMi and d.S already hold this q's joint steps (another
+    kernel just stepped every joint on q, with S): the one-freedom (fast-path) joints
+    and the screw chains are not stepped again, the chains' Ṡ q̇ (which depends on
+    q̇) is formed from d.S as their joint step forms it; spherical and free joints are
+    stepped as usual.  qdd = d.zero_v (the constrained dynamics' bias forces): its
+    terms are left out (the same bits, up to the sign of a zero)."""
     cdef int nb = m.nb, i, k, n, par, o, nvi, fast, bad = 0
+    cdef bint a0 = qdd == d.zero_v
     cdef double sg
     cdef double* T = d.liMi
     cdef double* C = d.oMi
@@ -69,9 +73,14 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
         Ti = &T[12 * i]
         par = m.parent[i]
         fast = m.fast[i]
-        if (fast == FAST_NONE or not joints_ready) and joint_step(m, d, i, q, qd, cJ, True) \
-                and bad == 0:
-            bad = i + 1
+        if not joints_ready or (fast == FAST_NONE and m.kind[i] != KIND_SCREWS):
+            if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
+                bad = i + 1
+        elif fast == FAST_NONE:
+            if m.univ[i]:
+                universal_bias(&m.X[o, 0], &m.univ_pt[i, 0], &S[6 * o], &qd[o], cJ)
+            else:
+                _screw_chain_bias(nvi, &S[6 * o], &qd[o], cJ)
         if fast != FAST_NONE and fast != FAST_SCREW:
             # revolute about body axis k through the origin: S = ±e_k (angular)
             k = fast - FAST_REV_X
@@ -89,18 +98,17 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
             cross_add_axis(k, sg * qd[o], &V[6 * i], &A[6 * i])
             cross_add_axis(k, sg * qd[o], &V[6 * i + 3], &A[6 * i + 3])
             V[6 * i + k] += sg * qd[o]
-            A[6 * i + k] += sg * qdd[o]
+            if not a0:
+                A[6 * i + k] += sg * qdd[o]
         else:
             if fast == FAST_SCREW:
                 Si = &m.X[o, 0]
                 for n in range(6):
                     vr[n] = Si[n] * qd[o]
-                    ar[n] = Si[n] * qdd[o]
                     cJ[n] = 0.0
             else:
                 Si = &S[6 * o]
                 subspace_times(nvi, Si, &qd[o], vr)
-                subspace_times(nvi, Si, &qdd[o], ar)
             if par < 0:
                 for n in range(6):
                     V[6 * i + n] = vr[n]
@@ -113,8 +121,17 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
                 twist_Ad_inv(Ti, &Ti[9], &A[6 * par], &A[6 * i])
                 twist_bracket(&V[6 * i], vr, t6)
                 twist_add(&A[6 * i], t6)
-            for n in range(6):
-                A[6 * i + n] += ar[n] + cJ[n]
+            if a0:
+                for n in range(6):
+                    A[6 * i + n] += cJ[n]
+            else:
+                if fast == FAST_SCREW:
+                    for n in range(6):
+                        ar[n] = Si[n] * qdd[o]
+                else:
+                    subspace_times(nvi, Si, &qdd[o], ar)
+                for n in range(6):
+                    A[6 * i + n] += ar[n] + cJ[n]
         inr = &m.inert[i, 0]
         if td_massless(inr):
             for n in range(6):
@@ -136,8 +153,9 @@ cdef int rnea_body_kernel(ModelCore m, DataC* d, const double* q, const double* 
     for i in range(nb - 1, -1, -1):
         o = m.voff[i]
         subspace_T_times(m.nvj[i], &S[6 * o], &F[6 * i], &tau[o])
-        for k in range(m.nvj[i]):
-            tau[o + k] += m.armature[o + k] * qdd[o + k]
+        if not a0:
+            for k in range(m.nvj[i]):
+                tau[o + k] += m.armature[o + k] * qdd[o + k]
         par = m.parent[i]
         if par >= 0:
             wrench_to_parent(&T[12 * i], &T[12 * i + 9], &F[6 * i], &F[6 * par])

@@ -162,19 +162,18 @@ static inline void td_sincos4(const double* xs, double* s4, double* c4)
     td_sincos4v(x, s4, c4);
 }
 
-/* sin and cos of the angles q[qoff[i]] of the n <= 8 joints i = idx[0 .. n) into
- * sc[2 i], sc[2 i + 1] (td_sincos4's lanes, the same bits as td_sincos): two
- * vectors in one sequence, so that their latency chains overlap.  The lanes are
- * filled from q element by element (a vector load over the stores that just wrote
- * a gathered copy would wait for them); unused lanes hold 1.0, in the polynomial's
- * range. */
-static inline void td_sincos_joints(int n, const int* idx, const int* qoff, const double* q,
+/* sin and cos of the n <= 8 angles q[qi[k]], k < n, into sc[2 s], sc[2 s + 1] with
+ * s = slot[k] (td_sincos4's lanes, the same bits as td_sincos): two vectors in one
+ * sequence, so that their latency chains overlap.  The lanes are filled from q
+ * element by element (a vector load over the stores that just wrote a gathered
+ * copy would wait for them); unused lanes hold 1.0, in the polynomial's range. */
+static inline void td_sincos_joints(int n, const int* slot, const int* qi, const double* q,
                                     double* sc)
 {
     double s4[8], c4[8];
-#define TD_ANGLE(l) ((l) < n ? q[qoff[idx[l]]] : 1.0)
+#define TD_ANGLE(l) ((l) < n ? q[qi[l]] : 1.0)
     if (n == 1) {
-        td_sincos(q[qoff[idx[0]]], &sc[2 * idx[0]], &sc[2 * idx[0] + 1]);
+        td_sincos(q[qi[0]], &sc[2 * slot[0]], &sc[2 * slot[0] + 1]);
         return;
     }
     {
@@ -187,8 +186,8 @@ static inline void td_sincos_joints(int n, const int* idx, const int* qoff, cons
     }
 #undef TD_ANGLE
     for (int l = 0; l < n; l++) {
-        sc[2 * idx[l]] = s4[l];
-        sc[2 * idx[l] + 1] = c4[l];
+        sc[2 * slot[l]] = s4[l];
+        sc[2 * slot[l] + 1] = c4[l];
     }
 }
 
@@ -246,11 +245,11 @@ static inline void td_sincos4(const double* xs, double* s4, double* c4)
         td_sincos(xs[l], &s4[l], &c4[l]);
 }
 
-static inline void td_sincos_joints(int n, const int* idx, const int* qoff, const double* q,
+static inline void td_sincos_joints(int n, const int* slot, const int* qi, const double* q,
                                     double* sc)
 {
     for (int k = 0; k < n; k++)
-        td_sincos(q[qoff[idx[k]]], &sc[2 * idx[k]], &sc[2 * idx[k] + 1]);
+        td_sincos(q[qi[k]], &sc[2 * slot[k]], &sc[2 * slot[k] + 1]);
 }
 
 static inline void td_sincos_lanes(int nb, const int* fast, int lo, int hi, const int* qoff,

@@ -12,8 +12,8 @@
 
 cdef extern from "simd.h" nogil:
     void td_sincos4(const double* x, double* s, double* c)     # four td_sincos, same bits
-    void td_sincos_joints(int n, const int* idx, const int* qoff, const double* q,
-                          double* sc)     # td_sincos of q[qoff[idx[k]]], four at a time
+    void td_sincos_joints(int n, const int* slot, const int* qi, const double* q,
+                          double* sc)     # td_sincos of q[qi[k]] into slot[k], four at a time
 
 
 cdef inline bint _screw_turns(ModelCore m, int i) noexcept nogil:
@@ -25,15 +25,26 @@ cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept 
     """sin and cos of the angle of every one-freedom joint that turns into d.sc_q: the
     revolute fast-path ones and the other screws with a rotation part (FAST_SCREW with
     e ≠ 0: hinges about an offset body axis (screw_rev) or an oblique axis, helical
-    joints), read by their joint steps (joint_step, joint_step_screw, spatial_step).
-    The model lists them (m.turn_idx, compiled once: treedyn.tables.turning_joints).
-    Every kernel runs this before its forward loop: the evaluations are independent,
-    eight at a time in two vectors of lanes (td_sincos_joints, td_sincos's bits), and
-    the serial recursion that follows has only products left."""
-    cdef int k = 0, n = m.n_turn
+    joints), and of both angles of every universal joint (second angle: slot nb + i),
+    read by their joint steps (joint_step, joint_step_screw, joint_step_general,
+    spatial_step).  The model lists them (m.ang_slot, m.ang_q, compiled once:
+    treedyn.tables.angle_slots).  Every kernel runs this before its forward loop: the
+    evaluations are independent, eight at a time in two vectors of lanes
+    (td_sincos_joints, td_sincos's bits), and the serial recursion that follows has
+    only products left."""
+    cdef int k = 0, n = m.n_ang
     while k < n:
-        td_sincos_joints(min(8, n - k), &m.turn_idx[k], &m.qoff[0], q, d.sc_q)
+        td_sincos_joints(min(8, n - k), &m.ang_slot[k], &m.ang_q[k], q, d.sc_q)
         k += 8
+
+
+cdef inline void universal_angles(ModelCore m, DataC* d, int i,
+                                  const double* q) noexcept nogil:
+    """angle_prepass's two slots of body i's universal joint alone (for the paths that
+    step some joints without the prepass)."""
+    cdef int j = m.qoff[i]
+    sincos(q[j], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+    sincos(q[j + 1], &d.sc_q[2 * (m.nb + i)], &d.sc_q[2 * (m.nb + i) + 1])
 
 
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
@@ -79,14 +90,17 @@ cdef void joint_step_screw(ModelCore m, DataC* d, int i, const double* q) noexce
 
 cdef int joint_step_general(ModelCore m, DataC* d, int i, const double* q,
                             const double* qd, double* cJ, bint need_S) noexcept nogil:
-    """joint_step for joints without a fast path (several freedoms, spherical, free)."""
+    """joint_step for joints without a fast path (several freedoms, spherical, free);
+    a universal joint takes its sines from angle_prepass, which must have run for
+    this q."""
     cdef int o = m.voff[i], bad
     cdef double* T = &d.liMi[12 * i]
     cdef const double* B = &m.Bref[i, 0]
     cdef double RJ[9]
     cdef double pJ[3]
     if m.univ[i]:
-        universal_calc(&m.X[o, 0], &m.univ_pt[i, 0], &q[m.qoff[i]],
+        universal_calc(&m.X[o, 0], &m.univ_pt[i, 0], d.sc_q[2 * i], d.sc_q[2 * i + 1],
+                       d.sc_q[2 * (m.nb + i)], d.sc_q[2 * (m.nb + i) + 1],
                        NULL if qd == NULL else &qd[o], RJ, pJ,
                        &d.S[6 * o] if need_S else NULL, cJ)
         pose_mul(B, &B[9], RJ, pJ, T, &T[9])
@@ -239,6 +253,8 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
         n += 1
         if m.turns[i]:
             sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+        elif m.univ[i]:
+            universal_angles(m, d, i, q)
         i = m.parent[i]
     for k in range(n - 1, -1, -1):
         i = d.path[k]

@@ -80,6 +80,7 @@ def core_tables(arrays):
     ints = dict(parent=parent, kind=kind, qoff=arrays["qoff"], voff=voff, nqj=nqj, nvj=nvj,
                 fast=fast, screw_rev=screw_rev, turns=turns,
                 turn_idx=np.flatnonzero(turns) if turns.any() else np.zeros(1, np.int32),
+                **angle_slots(turns, univ, np.asarray(arrays["qoff"]), nb),
                 screw_runs=screw_runs, group_body=group_body,
                 univ=univ, root=root, path_nv=path_nv,
                 anc_ptr=anc_ptr, anc_run=anc_run, crba_grp=crba_grp,
@@ -179,8 +180,9 @@ def fast_codes(kind, nvj, voff, X):
 
 def offset_axes(fast, voff, X):
     """Per body: 1 + k for a FAST_SCREW revolute joint whose axis direction is the
-    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k exactly), else 0; and
-    r = e × v, the axis point nearest the body origin (v = r × e = −e × r)."""
+    body's ±e_k (a unit screw (e, v) with e·v = 0 and e = ±e_k, both up to round-off:
+    _body_axis), else 0; and r = e × v, the axis point nearest the body origin
+    (v = r × e = −e × r)."""
     nb = len(fast)
     codes = np.zeros(nb, dtype=np.int32)
     pts = np.zeros((max(nb, 1), 3))
@@ -189,12 +191,22 @@ def offset_axes(fast, voff, X):
         if fast[i] != _C["FAST_SCREW"]:
             continue
         x = X[voff[i]]
-        e, v = x[:3], x[3:]
-        k = int(np.argmax(np.abs(e)))
-        if abs(e[k]) == 1.0 and np.count_nonzero(e) == 1 and e @ v == 0.0:
+        k = _body_axis(x[:3])
+        if k >= 0 and abs(x[:3] @ x[3:]) <= 1e-12 * max(1.0, np.abs(x[3:]).max()):
             codes[i] = 1 + k
-            pts[i] = np.cross(e, v)
+            pts[i] = np.cross(np.sign(x[k]) * np.eye(3)[k], x[3:])
     return codes, pts
+
+
+def _body_axis(e):
+    """k if the unit direction e is ±e_k up to the round-off of the file's transforms
+    (components within 1e-12 of 0 and ±1, as in fast_codes: a frame turned by 120°
+    leaves 3e-16), else −1; the kernels' closed forms then use the exact axis."""
+    k = int(np.argmax(np.abs(e)))
+    others = [j for j in range(3) if j != k]
+    if abs(abs(e[k]) - 1.0) <= 1e-12 and np.all(np.abs(e[others]) <= 1e-12):
+        return k
+    return -1
 
 
 def turning_joints(fast, voff, X):
@@ -231,6 +243,22 @@ def lie_segments(kind, qoff, voff, nvj):
             runs.append([int(qoff[i]), int(voff[i]), int(nvj[i])])
     return (np.array(runs if runs else [[0, 0, 0]], dtype=np.int32).reshape(-1, 3),
             np.array(other if other else [0], dtype=np.int32))
+
+
+def angle_slots(turns, univ, qoff, nb):
+    """The angles of the kernels' angle prepass (sweep.pxi angle_prepass): the
+    coordinate ``ang_q[k]`` of each whose sine and cosine go to slot ``ang_slot[k]``
+    of d.sc_q (slot s: sc_q[2 s], sc_q[2 s + 1]).  Slot i is the angle of the turning
+    one-freedom joint of body i, or the first angle of its universal joint; slot
+    nb + i the second angle of a universal joint."""
+    tb = np.flatnonzero(turns)
+    ub = np.flatnonzero(univ)
+    slot = np.concatenate([tb, ub, nb + ub]).astype(np.int32)
+    qi = np.concatenate([qoff[tb], qoff[ub], qoff[ub] + 1]).astype(np.int32)
+    if slot.size == 0:
+        slot = np.zeros(1, np.int32)
+        qi = np.zeros(1, np.int32)
+    return dict(ang_slot=slot, ang_q=qi)
 
 
 def universal_points(kind, nvj, voff, X):
