@@ -966,7 +966,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     if not cached:                      # K's factor with c's forward solve alongside
         fused = _metric_cholesky(m, d, rcond, c)
         _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, c, lam != NULL, False, fused)
+    _metric_solve(m, d, c, lam != NULL, False, fused, lam != NULL)
     if lam != NULL:
         for i in range(mr):
             lam[i] = c[i]
@@ -992,8 +992,15 @@ cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
     projection factored, so it skips CRBA and both factorizations."""
     # invariant: while d.cfac holds, d.cG is G at d.cfq (the two kernels that write
     # d.cG, constrained_fd_kernel and project_kernel, clear d.cfac before they do)
-    return (d.cfac and d.cfrcond == rcond
-            and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
+    cdef const uint64_t* a = <const uint64_t*>q
+    cdef const uint64_t* b = <const uint64_t*>d.cfq
+    cdef int k
+    if not (d.cfac and d.cfrcond == rcond):
+        return False
+    for k in range(m.nq):               # memcmp's answer, a word at a time, no call
+        if a[k] != b[k]:
+            return False
+    return True
 
 
 cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
@@ -1069,7 +1076,8 @@ cdef bint _metric_cholesky(ModelCore m, DataC* d, double rcond,
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
-                        bint solve_L=True, bint fused=False) noexcept nogil:
+                        bint solve_L=True, bint fused=False,
+                        bint want_c=True) noexcept nogil:
     """With the factors of _metric_factor: c ← λ and d.cw2 = M⁻¹ Gᵀ λ = L⁻¹ Y λ — the
     least change of v̇ (or v, or q) in the kinetic-energy metric that moves the rows
     by the original c.  Without ``minimal``: λ a basic solution of K λ = c (the r
@@ -1080,8 +1088,10 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
     space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
     pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
     condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L).
-    ``fused``: _metric_cholesky returned True for this c (full rank, F⁻¹ c in d.cS)."""
+    ``fused``: _metric_cholesky returned True for this c (full rank, F⁻¹ c in d.cS).
+    Without ``want_c``: λ is not written to c (c is left undefined)."""
     cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, k
+    cdef bint ordered
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
     cdef const int* perm = d.cperm
@@ -1109,12 +1119,18 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
         w[i] = 0.0
     if lsq:
         _remove_null_part(d.cS, mz, mz - r, w)
-    for i in range(mr):
-        c[i] = 0.0
+    ordered = True
     for i in range(mz):
-        c[nz[perm[i]]] = w[i]
-    for k in range(mz):
-        w[k] = c[nz[k]]
+        if perm[i] != i:
+            ordered = False
+    if want_c or not ordered:
+        for i in range(mr):
+            c[i] = 0.0
+        for i in range(mz):
+            c[nz[perm[i]]] = w[i]
+    if not ordered:                     # w back in the rows' order (Y's columns)
+        for k in range(mz):
+            w[k] = c[nz[k]]
     td_y_times(nv, mz, Y, w, d.cw2)                     # M⁻¹ Gᵀ λ = L⁻¹ Y λ
     if solve_L:
         _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
@@ -1190,7 +1206,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         for k in range(mr):
             d.cb[k] = d.cg[k]
         _metric_factor(m, d, rcond)
-        _metric_solve(m, d, d.cb, False)
+        _metric_solve(m, d, d.cb, False, True, False, False)
         for j in range(nv):
             d.cw2[j] = -d.cw2[j]
         config_retract(m, q, d.cw2, LOCAL_EXP, d.cq)
@@ -1211,7 +1227,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
     _metric_gram(m, d)
     fused = _metric_cholesky(m, d, rcond, d.cb)
     _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, d.cb, False, True, fused)
+    _metric_solve(m, d, d.cb, False, True, fused, False)
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0
