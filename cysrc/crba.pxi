@@ -341,7 +341,20 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
     those of frame s: only the positions are formed.  ``lower``: only the entries
     the tree factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k)
     are written, nothing else."""
-    cdef int bad
+    cdef int bad, i
+    cdef double* Ci
+    if joints_ready and world_ready and lower:
+        # the constrained dynamics' call (a stage, the projection): pass 1 with the
+        # flags folded by hand, no quaternion code (the joint steps were checked)
+        for i in range(m.nb):
+            _crba_from_world(m, d, i)
+            Ci = &d.sMi[12 * i]
+            if td_massless(&m.inert[i, 0]):
+                memset(&d.sIc[10 * i], 0, 10 * sizeof(double))
+            else:
+                td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &d.sIc[10 * i])
+        _crba_composite_columns(m, d, M, True)
+        return 0
     if not (joints_ready or world_ready or lower):
         # the plain call with constant flags: the compiler inlines both passes here
         # with the flags folded (measured: 3 % of a 7-body mass_matrix call)

@@ -522,28 +522,32 @@ cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
     zero wrenches): left at zero, no products."""
     cdef int nv = m.nv, r, i, j, side, r0 = 0 if xP == NULL else 3
     cdef const double* oJ = d.oJ
+    cdef const double* oj
     cdef const double* w
     cdef const double* x
-    cdef double sg
+    cdef double* Gk = &G[k0 * nv]
     cdef double u[3]
-    for r in range(nrows):
-        for j in range(nv):
-            G[(k0 + r) * nv + j] = 0.0
+    memset(Gk, 0, nrows * nv * sizeof(double))
     for side in range(2):
+        # side P subtracts (the sign −1 of its product: the same bits)
         i = P.body if side == 0 else C.body
         x = xP if side == 0 else xC
-        sg = -1.0 if side == 0 else 1.0
         while i >= 0:
             for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
+                oj = &oJ[6 * j]
                 if r0:
-                    cross(&oJ[6 * j], x, u)
-                    for r in range(3):
-                        G[(k0 + r) * nv + j] += sg * (oJ[6 * j + 3 + r] + u[r])
+                    cross(oj, x, u)
+                    if side == 0:
+                        for r in range(3):
+                            Gk[r * nv + j] -= oj[3 + r] + u[r]
+                    else:
+                        for r in range(3):
+                            Gk[r * nv + j] += oj[3 + r] + u[r]
                 for r in range(r0, nrows):
                     if zero_rows & (1 << r):
                         continue
                     w = &W[12 * r + 6 * side]
-                    G[(k0 + r) * nv + j] += dot6(w, &oJ[6 * j])
+                    Gk[r * nv + j] += dot6(w, oj)
             i = m.parent[i]
 
 
@@ -937,13 +941,15 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     # arithmetic whether the factors are cached or not (and as in project_kernel),
     # so that a call's result never depends on what the Data held before
     _motion_from_rnea(m, d, grav, not cached)
-    d.q_loop = q
-    loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
+        # the factor first: the rows' arithmetic, independent of it, then fills the
+        # latency of its chain of square roots and divisions
         d.cfac = False
         crba_kernel(m, d, q, M, True, True, True)       # RNEA's joint steps, rows' poses
         if not _ltl(M, nv, &m.dof_parent[0]):
             return CODE_MASS_NOT_PD
+    d.q_loop = q
+    loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
     _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)         # z = L⁻ᵀ (τ − h)
