@@ -256,6 +256,17 @@ cdef extern from *:
                                double* Ic) noexcept nogil
 
 
+cdef inline void _screw_Ad(const double* C, const double* S, double* J) noexcept nogil:
+    """J = Ad_C S (twist_Ad, C a 12-double pose); a screw through the body origin
+    (S's linear part exactly zero) skips the rotation of that zero: J = (R ω, r × R ω),
+    twist_Ad's values up to the sign of a zero."""
+    if S[3] == 0.0 and S[4] == 0.0 and S[5] == 0.0:
+        rot_vec(C, S, J)
+        cross(&C[9], J, &J[3])
+    else:
+        twist_Ad(C, &C[9], S, J)
+
+
 cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
     """spatial_pose_and_screws with the rotation of sMi[i] copied from d.oMi (the
     same product of the same factors), which leaves only the position
@@ -276,7 +287,7 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
         for k in range(m.nvj[i]):
-            twist_Ad(C, &C[9], &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
+            _screw_Ad(C, &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
 
 
 cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,

@@ -794,8 +794,7 @@ cdef void _rows_world_screws(ModelCore m, DataC* d) noexcept nogil:
                 spatial_screw_1dof(f, X, &d.oMi[12 * i], &d.oJ[6 * o])
                 continue
         for k in range(m.nvj[i]):
-            twist_Ad(&d.oMi[12 * i], &d.oMi[12 * i + 9], &d.S[6 * (o + k)],
-                     &d.oJ[6 * (o + k)])
+            _screw_Ad(&d.oMi[12 * i], &d.S[6 * (o + k)], &d.oJ[6 * (o + k)])
 
 
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
