@@ -896,7 +896,9 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
     dpstrf does).  Pivot: the row keeping the largest fraction of its own weight
     ref[i] (A's diagonal before factoring) outside the span of the rows already
     taken; stop when no row keeps more than rcond of it (the rule _metric_factor
-    gives _cholesky, so that scaling a row changes nothing).  Returns the rank r;
+    gives _cholesky, so that scaling a row changes nothing).  Reads and writes
+    only the diagonal and the lower triangle (the swaps are those of the symmetric
+    A, kept at entries i ≥ j).  Returns the rank r;
     F (n, r) is the lower trapezoid of A's first r columns (entries above the
     diagonal are not part of it), perm[i] the row of A moved to i, dinv[i] =
     1 / F_ii for i < r."""
@@ -915,10 +917,15 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
         if p < 0:
             return r
         if p != r:
+            # rows and columns r and p swapped in the lower triangle (the entry
+            # (i, j) of the symmetric matrix kept at i ≥ j, as dpstrf's lower form)
             tmp = perm[r]; perm[r] = perm[p]; perm[p] = tmp
-            for k in range(n):
+            for k in range(r):
                 s = A[r * n + k]; A[r * n + k] = A[p * n + k]; A[p * n + k] = s
-            for k in range(n):
+            s = A[r * n + r]; A[r * n + r] = A[p * n + p]; A[p * n + p] = s
+            for k in range(r + 1, p):
+                s = A[k * n + r]; A[k * n + r] = A[p * n + k]; A[p * n + k] = s
+            for k in range(p + 1, n):
                 s = A[k * n + r]; A[k * n + r] = A[k * n + p]; A[k * n + p] = s
         s = sqrt(A[r * n + r])
         A[r * n + r] = s
@@ -926,11 +933,11 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
         dinv[r] = s
         for i in range(r + 1, n):
             A[i * n + r] *= s
-        for i in range(r + 1, n):                       # trailing block, both triangles
+        for i in range(r + 1, n):                       # trailing block, lower triangle
             f = A[i * n + r]
             if f != 0.0:
                 Ai = &A[i * n]
-                for j in range(r + 1, n):
+                for j in range(r + 1, i + 1):
                     Ai[j] -= f * A[j * n + r]
     return n
 
