@@ -257,14 +257,37 @@ cdef extern from *:
 
 
 cdef inline void _screw_Ad(const double* C, const double* S, double* J) noexcept nogil:
-    """J = Ad_C S (twist_Ad, C a 12-double pose); a screw through the body origin
-    (S's linear part exactly zero) skips the rotation of that zero: J = (R ω, r × R ω),
-    twist_Ad's values up to the sign of a zero."""
+    """J = Ad_C S = (R ω, r × R ω + R v) for S = (ω, v) (twist_Ad, C a 12-double pose)
+    without the products with S's exact zeros: a screw through the body origin
+    (v = 0), a slider (ω = 0: spatial_screw_1dof's form), a hinge along a body axis
+    (one nonzero component of ω: R ω is a column of R times it).  twist_Ad's values
+    up to the sign of a zero."""
+    cdef double t[3]
+    cdef int k
     if S[3] == 0.0 and S[4] == 0.0 and S[5] == 0.0:
         rot_vec(C, S, J)
         cross(&C[9], J, &J[3])
-    else:
+        return
+    if S[0] == 0.0 and S[1] == 0.0 and S[2] == 0.0:
+        J[0] = 0.0; J[1] = 0.0; J[2] = 0.0
+        rot_vec(C, &S[3], &J[3])
+        return
+    k = -1
+    if S[1] == 0.0 and S[2] == 0.0:
+        k = 0
+    elif S[0] == 0.0 and S[2] == 0.0:
+        k = 1
+    elif S[0] == 0.0 and S[1] == 0.0:
+        k = 2
+    if k < 0:
         twist_Ad(C, &C[9], S, J)
+        return
+    J[0] = C[k] * S[k]
+    J[1] = C[3 + k] * S[k]
+    J[2] = C[6 + k] * S[k]
+    rot_vec(C, &S[3], &J[3])
+    cross(&C[9], J, t)
+    J[3] += t[0]; J[4] += t[1]; J[5] += t[2]
 
 
 cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
@@ -283,7 +306,9 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         C[9] = td_crba_dot3(&Cp[0], &T[9]) + Cp[9]
         C[10] = td_crba_dot3(&Cp[3], &T[9]) + Cp[10]
         C[11] = td_crba_dot3(&Cp[6], &T[9]) + Cp[11]
-    if m.fast[i] != FAST_NONE:
+    if m.fast[i] == FAST_SCREW:
+        _screw_Ad(C, &m.X[o, 0], &d.sJ[6 * o])
+    elif m.fast[i] != FAST_NONE:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
         for k in range(m.nvj[i]):
