@@ -1027,13 +1027,14 @@ cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
     projection factored, so it skips CRBA and both factorizations."""
     # invariant: while d.cfac holds, d.cG is G at d.cfq (the two kernels that write
     # d.cG, constrained_fd_kernel and project_kernel, clear d.cfac before they do)
-    cdef const uint64_t* a = <const uint64_t*>q
-    cdef const uint64_t* b = <const uint64_t*>d.cfq
+    cdef uint64_t a, b
     cdef int k
     if not (d.cfac and d.cfrcond == rcond):
         return False
     for k in range(m.nq):               # memcmp's answer, a word at a time, no call
-        if a[k] != b[k]:
+        memcpy(&a, &q[k], sizeof(uint64_t))         # (the bits, without type punning)
+        memcpy(&b, &d.cfq[k], sizeof(uint64_t))
+        if a != b:
             return False
     return True
 
