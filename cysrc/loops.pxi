@@ -522,28 +522,32 @@ cdef void _closure_jacobian(ModelCore m, DataC* d, const Side* P, const Side* C,
     zero wrenches): left at zero, no products."""
     cdef int nv = m.nv, r, i, j, side, r0 = 0 if xP == NULL else 3
     cdef const double* oJ = d.oJ
+    cdef const double* oj
     cdef const double* w
     cdef const double* x
-    cdef double sg
+    cdef double* Gk = &G[k0 * nv]
     cdef double u[3]
-    for r in range(nrows):
-        for j in range(nv):
-            G[(k0 + r) * nv + j] = 0.0
+    memset(Gk, 0, nrows * nv * sizeof(double))
     for side in range(2):
+        # side P subtracts (the sign −1 of its product: the same bits)
         i = P.body if side == 0 else C.body
         x = xP if side == 0 else xC
-        sg = -1.0 if side == 0 else 1.0
         while i >= 0:
             for j in range(m.voff[i], m.voff[i] + m.nvj[i]):
+                oj = &oJ[6 * j]
                 if r0:
-                    cross(&oJ[6 * j], x, u)
-                    for r in range(3):
-                        G[(k0 + r) * nv + j] += sg * (oJ[6 * j + 3 + r] + u[r])
+                    cross(oj, x, u)
+                    if side == 0:
+                        for r in range(3):
+                            Gk[r * nv + j] -= oj[3 + r] + u[r]
+                    else:
+                        for r in range(3):
+                            Gk[r * nv + j] += oj[3 + r] + u[r]
                 for r in range(r0, nrows):
                     if zero_rows & (1 << r):
                         continue
                     w = &W[12 * r + 6 * side]
-                    G[(k0 + r) * nv + j] += dot6(w, &oJ[6 * j])
+                    Gk[r * nv + j] += dot6(w, oj)
             i = m.parent[i]
 
 
@@ -768,7 +772,29 @@ cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g,
             d.a[6 * i + n] = d.a_gf[6 * i + n]
             d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
     if screws:
-        world_screws(m, d, d.oJ)
+        _rows_world_screws(m, d)
+
+
+cdef void _rows_world_screws(ModelCore m, DataC* d) noexcept nogil:
+    """world_screws (kinematics.pxi) into d.oJ for the rows: a revolute joint about
+    a body axis whose screw is exactly ±e_k takes spatial_screw_1dof's form (ω the
+    column of R, ω then r × ω), the values of Ad_{oMi} S without its products with
+    S's zeros (at most the sign of a zero differs)."""
+    cdef int i, k, o, f
+    cdef const double* X
+    for i in range(m.nb):
+        o = m.voff[i]
+        f = m.fast[i]
+        if FAST_REV_X <= f <= FAST_REV_Z:
+            k = f - FAST_REV_X
+            X = &d.S[6 * o]
+            if (X[k] == 1.0 or X[k] == -1.0) and X[(k + 1) % 3] == 0.0 \
+                    and X[(k + 2) % 3] == 0.0 and X[3] == 0.0 and X[4] == 0.0 \
+                    and X[5] == 0.0:
+                spatial_screw_1dof(f, X, &d.oMi[12 * i], &d.oJ[6 * o])
+                continue
+        for k in range(m.nvj[i]):
+            _screw_Ad(&d.oMi[12 * i], &d.S[6 * (o + k)], &d.oJ[6 * (o + k)])
 
 
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -782,7 +808,7 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
         memset(d.a, 0, 6 * m.nb * sizeof(double))
     else:
         bad = body_motion_kernel(m, d, q, qd, d.zero_v)
-    world_screws(m, d, d.oJ)
+    _rows_world_screws(m, d)
     d.q_loop = q
     loop_rows(m, d, g, G, gam, NULL, qd == NULL)
     return bad
@@ -870,7 +896,9 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
     dpstrf does).  Pivot: the row keeping the largest fraction of its own weight
     ref[i] (A's diagonal before factoring) outside the span of the rows already
     taken; stop when no row keeps more than rcond of it (the rule _metric_factor
-    gives _cholesky, so that scaling a row changes nothing).  Returns the rank r;
+    gives _cholesky, so that scaling a row changes nothing).  Reads and writes
+    only the diagonal and the lower triangle (the swaps are those of the symmetric
+    A, kept at entries i ≥ j).  Returns the rank r;
     F (n, r) is the lower trapezoid of A's first r columns (entries above the
     diagonal are not part of it), perm[i] the row of A moved to i, dinv[i] =
     1 / F_ii for i < r."""
@@ -889,10 +917,15 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
         if p < 0:
             return r
         if p != r:
+            # rows and columns r and p swapped in the lower triangle (the entry
+            # (i, j) of the symmetric matrix kept at i ≥ j, as dpstrf's lower form)
             tmp = perm[r]; perm[r] = perm[p]; perm[p] = tmp
-            for k in range(n):
+            for k in range(r):
                 s = A[r * n + k]; A[r * n + k] = A[p * n + k]; A[p * n + k] = s
-            for k in range(n):
+            s = A[r * n + r]; A[r * n + r] = A[p * n + p]; A[p * n + p] = s
+            for k in range(r + 1, p):
+                s = A[k * n + r]; A[k * n + r] = A[p * n + k]; A[p * n + k] = s
+            for k in range(p + 1, n):
                 s = A[k * n + r]; A[k * n + r] = A[k * n + p]; A[k * n + p] = s
         s = sqrt(A[r * n + r])
         A[r * n + r] = s
@@ -900,11 +933,11 @@ cdef int _pivoted_cholesky(double* A, int n, double rcond, const double* ref, in
         dinv[r] = s
         for i in range(r + 1, n):
             A[i * n + r] *= s
-        for i in range(r + 1, n):                       # trailing block, both triangles
+        for i in range(r + 1, n):                       # trailing block, lower triangle
             f = A[i * n + r]
             if f != 0.0:
                 Ai = &A[i * n]
-                for j in range(r + 1, n):
+                for j in range(r + 1, i + 1):
                     Ai[j] -= f * A[j * n + r]
     return n
 
@@ -937,13 +970,15 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     # arithmetic whether the factors are cached or not (and as in project_kernel),
     # so that a call's result never depends on what the Data held before
     _motion_from_rnea(m, d, grav, not cached)
-    d.q_loop = q
-    loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     if not cached:
+        # the factor first: the rows' arithmetic, independent of it, then fills the
+        # latency of its chain of square roots and divisions
         d.cfac = False
         crba_kernel(m, d, q, M, True, True, True)       # RNEA's joint steps, rows' poses
         if not _ltl(M, nv, &m.dof_parent[0]):
             return CODE_MASS_NOT_PD
+    d.q_loop = q
+    loop_rows(m, d, gres, NULL if cached else G, gam)   # cached: d.cG is G at this q
     for j in range(nv):
         qdd[j] = tau[j] - qdd[j]
     _solve_Lt_tree(M, nv, &m.dof_parent[0], qdd)         # z = L⁻ᵀ (τ − h)
@@ -966,7 +1001,7 @@ cdef int constrained_fd_kernel(ModelCore m, DataC* d, const double* q, const dou
     if not cached:                      # K's factor with c's forward solve alongside
         fused = _metric_cholesky(m, d, rcond, c)
         _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, c, lam != NULL, False, fused)
+    _metric_solve(m, d, c, lam != NULL, False, fused, lam != NULL)
     if lam != NULL:
         for i in range(mr):
             lam[i] = c[i]
@@ -992,8 +1027,16 @@ cdef inline bint _factors_cached(ModelCore m, DataC* d, const double* q,
     projection factored, so it skips CRBA and both factorizations."""
     # invariant: while d.cfac holds, d.cG is G at d.cfq (the two kernels that write
     # d.cG, constrained_fd_kernel and project_kernel, clear d.cfac before they do)
-    return (d.cfac and d.cfrcond == rcond
-            and memcmp(q, d.cfq, m.nq * sizeof(double)) == 0)
+    cdef uint64_t a, b
+    cdef int k
+    if not (d.cfac and d.cfrcond == rcond):
+        return False
+    for k in range(m.nq):               # memcmp's answer, a word at a time, no call
+        memcpy(&a, &q[k], sizeof(uint64_t))         # (the bits, without type punning)
+        memcpy(&b, &d.cfq[k], sizeof(uint64_t))
+        if a != b:
+            return False
+    return True
 
 
 cdef inline void _factors_done(ModelCore m, DataC* d, const double* q,
@@ -1069,7 +1112,8 @@ cdef bint _metric_cholesky(ModelCore m, DataC* d, double rcond,
 
 
 cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
-                        bint solve_L=True, bint fused=False) noexcept nogil:
+                        bint solve_L=True, bint fused=False,
+                        bint want_c=True) noexcept nogil:
     """With the factors of _metric_factor: c ← λ and d.cw2 = M⁻¹ Gᵀ λ = L⁻¹ Y λ — the
     least change of v̇ (or v, or q) in the kinetic-energy metric that moves the rows
     by the original c.  Without ``minimal``: λ a basic solution of K λ = c (the r
@@ -1080,8 +1124,10 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
     space of K, spanned by the orthonormalized (−F₁⁻ᵀ F₂ᵀ e_t, e_t) (F = [F₁; F₂]
     pivoted, F₁ r × r), which K⁺ = F (FᵀF)⁻² Fᵀ gives without squaring K's
     condition.  Without ``solve_L``: d.cw2 = Y λ (the caller solves with L).
-    ``fused``: _metric_cholesky returned True for this c (full rank, F⁻¹ c in d.cS)."""
+    ``fused``: _metric_cholesky returned True for this c (full rank, F⁻¹ c in d.cS).
+    Without ``want_c``: λ is not written to c (c is left undefined)."""
     cdef int nv = m.nv, mr = m.n_crows, mz = d.cmz, r = d.crank, i, k
+    cdef bint ordered
     cdef const int* nz = d.cnz
     cdef const double* F = d.cK
     cdef const int* perm = d.cperm
@@ -1109,12 +1155,18 @@ cdef void _metric_solve(ModelCore m, DataC* d, double* c, bint minimal=True,
         w[i] = 0.0
     if lsq:
         _remove_null_part(d.cS, mz, mz - r, w)
-    for i in range(mr):
-        c[i] = 0.0
+    ordered = True
     for i in range(mz):
-        c[nz[perm[i]]] = w[i]
-    for k in range(mz):
-        w[k] = c[nz[k]]
+        if perm[i] != i:
+            ordered = False
+    if want_c or not ordered:
+        for i in range(mr):
+            c[i] = 0.0
+        for i in range(mz):
+            c[nz[perm[i]]] = w[i]
+    if not ordered:                     # w back in the rows' order (Y's columns)
+        for k in range(mz):
+            w[k] = c[nz[k]]
     td_y_times(nv, mz, Y, w, d.cw2)                     # M⁻¹ Gᵀ λ = L⁻¹ Y λ
     if solve_L:
         _solve_L_tree(d.cM, nv, &m.dof_parent[0], d.cw2)
@@ -1190,7 +1242,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
         for k in range(mr):
             d.cb[k] = d.cg[k]
         _metric_factor(m, d, rcond)
-        _metric_solve(m, d, d.cb, False)
+        _metric_solve(m, d, d.cb, False, True, False, False)
         for j in range(nv):
             d.cw2[j] = -d.cw2[j]
         config_retract(m, q, d.cw2, LOCAL_EXP, d.cq)
@@ -1211,7 +1263,7 @@ cdef int project_kernel(ModelCore m, DataC* d, double* q, double* v, double tol,
     _metric_gram(m, d)
     fused = _metric_cholesky(m, d, rcond, d.cb)
     _factors_done(m, d, q, rcond)
-    _metric_solve(m, d, d.cb, False, True, fused)
+    _metric_solve(m, d, d.cb, False, True, fused, False)
     for j in range(nv):
         v[j] -= d.cw2[j]
     return 0

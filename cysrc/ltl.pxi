@@ -59,8 +59,19 @@ cdef bint _ltl(double* M, int n, const int* lam) noexcept nogil:
 
 cdef inline void _solve_Lt_tree(const double* L, int n, const int* lam,
                                 double* x) noexcept nogil:
-    """x = L⁻ᵀ x (L from _ltl): one right-hand side of _solve_Lt_tree_cols."""
-    _solve_Lt_tree_cols(L, n, lam, x, 1)
+    """x = L⁻ᵀ x (L from _ltl): _solve_Lt_tree_cols with one right-hand side (the same
+    operations, without the loops over the columns)."""
+    cdef int k, i
+    cdef double l, xk
+    for k in range(n - 1, -1, -1):
+        xk = x[k] * L[k * n + k]
+        x[k] = xk
+        i = lam[k]
+        while i >= 0:
+            l = L[k * n + i]
+            if l != 0.0:
+                x[i] -= l * xk
+            i = lam[i]
 
 
 cdef void _solve_L_tree(const double* L, int n, const int* lam, double* x) noexcept nogil:
