@@ -8,10 +8,12 @@ chunks run on the cluster's workers (docs/rollout.md).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .errors import InputError
-from .validation import _shape_text, model_of, number, vectors
+from .validation import _shape_text, model_of, number, real_array, vectors
 from .dynamics import passive_tables
 from .simulate import (_baumgarte_gains, _progress_bar, _run_options, _save_every,
                        _saved_times, _step_count)
@@ -41,8 +43,10 @@ class LinearFeedback:
     __slots__ = ("K", "x_ref")
 
     def __init__(self, K, x_ref):
-        self.K = np.asarray(K, dtype=np.float64)
-        self.x_ref = np.asarray(x_ref, dtype=np.float64)
+        # real numbers only (bool, complex, str refused); shapes and finiteness are
+        # checked by rollout, which knows nq, nv, N and n_steps
+        self.K = real_array(K, "K", "LinearFeedback", finite=False)
+        self.x_ref = real_array(x_ref, "x_ref", "LinearFeedback", finite=False)
 
     def __repr__(self):
         return f"LinearFeedback(K {self.K.shape}, x_ref {self.x_ref.shape})"
@@ -160,15 +164,20 @@ class _VectorController:
         self.fn, self.N, self.nv = fn, N, nv
 
     def __call__(self, t, Q, V, status):
-        out = self.fn(t, np.array(Q), np.array(V))
         where = f"rollout at t = {t:.6g} s: controller"
+        try:
+            out = self.fn(t, np.array(Q), np.array(V))
+        except Exception as exc:            # Ctrl-C (KeyboardInterrupt) goes through
+            raise InputError(f"{where}: raised {type(exc).__name__}: {exc}") from exc
         try:
             arr = np.asarray(out)
         except Exception:
             arr = None
         if arr is None or arr.dtype.kind not in "fiu":
+            got = (type(out).__name__ if arr is None or not isinstance(out, np.ndarray)
+                   else f"dtype {arr.dtype}")
             raise InputError(f"{where}: expected real numbers of shape ({self.N}, {self.nv}), "
-                             f"got {type(out).__name__}")
+                             f"got {got}")
         if arr.shape != (self.N, self.nv):
             raise InputError(f"{where}: returned shape {_shape_text(arr.shape)}, expected "
                              f"({self.N}, {self.nv}) (one row of torques per sample)")
@@ -195,11 +204,7 @@ def _states(x, width, name, N=None):
 def _per_step(x, N, T, width, name, allow_rows=True):
     """x of shape (width,), (N, width) or (N, T, width) as an array broadcastable to
     (N, T, width) (float64, finite, C-contiguous)."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"rollout: {name}: expected real numbers, got "
-                         f"{type(x).__name__}") from None
+    arr = real_array(x, name, "rollout", finite=False)
     shapes = [(width,), (N, width), (N, T, width)] if allow_rows else [(width,), (N, T, width)]
     if arr.shape not in shapes:
         raise InputError(f"rollout: {name}: expected shape "
@@ -303,19 +308,31 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
         tau_u = model.actuators.torques(u, "rollout")
         if tau is not None:
             try:
-                tau_u = np.asarray(tau, dtype=float) + tau_u
+                tau_u = real_array(tau, "tau", "rollout", finite=False) + tau_u
             except (TypeError, ValueError):
                 raise InputError(f"rollout: tau {np.shape(tau)} and the actuator torques of u "
                                  f"{np.shape(tau_u)} do not broadcast") from None
         tau = tau_u
     args = _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params,
                     passive, gravity, local_map, stabilization, baumgarte, max_steps)
+    threads = _threads(threads)
+    if chunk is not None:
+        chunk = _chunk(chunk)
+    if not (progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress)):
+        raise InputError(f"rollout: progress: expected None, True, False or a callable "
+                         f"progress(done, N), got {type(progress).__name__} {progress!r:.60}")
     if out is not None and client is None:
         raise InputError("rollout: out: a Zarr store is written by the Dask path; give a "
                          "client (e.g. dask.distributed.Client(processes=False)) or save "
                          "the Rollout with to_npz")
     if client is not None:
+        if out is not None and not isinstance(out, (str, os.PathLike)):
+            raise InputError(f"rollout: out: expected a path (str) of a Zarr store, got "
+                             f"{type(out).__name__} {out!r:.60}")
+        if out is None:
+            _check_memory(model, args, args["N"])    # gathered into this process
         return _run_distributed(model, args, client, chunk, out, progress)
+    _check_memory(model, args, args["N"])
     n_total = args["N"] * args["nsteps"]
     update, bar = _progress_bar(progress if progress is not None
                                 else (None if n_total >= 1_000_000 else False), n_total)
@@ -327,6 +344,51 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     return _result(model, args, *res)
 
 
+#: most OpenMP threads a rollout takes (each holds its own Data and workspace)
+MAX_THREADS = 1024
+
+
+def _threads(threads):
+    """threads as an int (0: the default, treedyn.batch_threads())."""
+    if threads is None:
+        return 0
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
+            or not 1 <= threads <= MAX_THREADS:
+        raise InputError(f"rollout: threads: expected None or an integer from 1 to "
+                         f"{MAX_THREADS}, got {type(threads).__name__} {threads!r:.60}")
+    return int(threads)
+
+
+def _chunk(chunk):
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
+            or chunk < 1:
+        raise InputError(f"rollout: chunk: expected an integer >= 1, got "
+                         f"{type(chunk).__name__} {chunk!r:.60}")
+    return int(chunk)
+
+
+def _physical_memory():
+    """Bytes of RAM of this machine (None if unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):               # pragma: no cover
+        return None
+
+
+def _check_memory(model, a, n, where="rollout"):
+    """InputError, before anything is allocated, if the result arrays of n samples
+    (q, v and, with loops, the residuals) exceed the machine's RAM."""
+    rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
+    need = 8 * n * rows * (model.nq + model.nv + (1 if a["constrained"] else 0))
+    ram = _physical_memory()
+    if ram is not None and need > ram:
+        raise InputError(f"{where}: the result needs {need / 2**30:.4g} GiB ({n} samples × "
+                         f"{rows} rows × {model.nq + model.nv} numbers), more than this "
+                         f"machine's {ram / 2**30:.4g} GiB of RAM: keep fewer rows "
+                         f"(save_every), run fewer samples per call, or write to a Zarr "
+                         f"store with a Dask client (out=)")
+
+
 def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params, passive,
              gravity, local_map, stabilization, baumgarte, max_steps):
     """Checked arguments as a dict (picklable: what a chunk needs besides the model)."""
@@ -335,16 +397,18 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
     t_final = number(t_final, "t_final", "rollout", minimum=0.0)
     dt = number(dt, "dt", "rollout", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "rollout", minimum=1.0))
-    save_every = _save_every(save_every)
+    save_every = _save_every(save_every, "rollout")
     nq, nv = model.nq, model.nv
     Q0 = _states(q0, nq, "q0")
     N = Q0.shape[0]
     V0 = _states(v0, nv, "v0", N)
     _check_quaternions(model, Q0, "q0")
-    nsteps = _step_count(t_final, dt, max_steps)
+    nsteps = _step_count(t_final, dt, max_steps, "rollout")
     h = t_final / nsteps if nsteps else dt
     T = max(nsteps, 1)
     constrained = bool(model.loop_closures or model.mimic)
+    if constrained:
+        _check_assembled(model, Q0, V0)
     if constrained and tab.scheme == "vector":
         raise InputError(f"rollout: method {tab.name!r} is not available for models with "
                          f"loop closures; use rkmk4, cg4, rkmk2, euler or semi_euler")
@@ -379,7 +443,12 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
                              "both (tau is the feed-forward of a LinearFeedback only)")
         a["controller"] = controller
     if gravity is not None:
-        a["gravity"] = np.ascontiguousarray(_states(gravity, 3, "gravity")[:1])
+        if np.ndim(gravity) == 2:      # (N, 3) would silently keep row 0 only
+            raise InputError(f"rollout: gravity: expected shape (3,) (one gravity for all "
+                             f"samples), got {_shape_text(np.shape(gravity))}; per-sample "
+                             f"gravity goes in params={{'gravity': (N, 3)}}")
+        a["gravity"] = np.ascontiguousarray(vectors(gravity, 3, "gravity", "rollout",
+                                                    batch=False)[None, :])
     _parse_params(model, a, params)
     return a
 
@@ -414,10 +483,12 @@ def _parse_params(model, a, params):
         kept["armature"] = arm
         rows.append(arm)
     if "inertial_parameters" in params:
-        pi = np.asarray(params["inertial_parameters"], dtype=np.float64)
+        pi = real_array(params["inertial_parameters"], "params['inertial_parameters']",
+                        "rollout", finite=False)
         if pi.shape != (N, model.n_bodies, 10) or not np.all(np.isfinite(pi)):
             raise InputError(f"rollout: params['inertial_parameters']: expected finite values "
                              f"of shape ({N}, {model.n_bodies}, 10), got {_shape_text(pi.shape)}")
+        _check_inertial_parameters(model, pi)
         kept["inertial_parameters"] = pi
         rows.append(pi.reshape(N, -1))
     if "payload" in params:
@@ -425,9 +496,17 @@ def _parse_params(model, a, params):
         if not isinstance(pl, dict) or "frame" not in pl or "mass" not in pl:
             raise InputError("rollout: params['payload']: expected a dict {'frame': name, "
                              "'mass': (N,), 'com': (N, 3) optional}")
-        if pl["frame"] not in model.frame_names:
-            raise InputError(f"rollout: params['payload']: unknown frame {pl['frame']!r}")
-        mass = np.asarray(pl["mass"], dtype=np.float64)
+        extra = set(pl) - {"frame", "mass", "com"}
+        if extra:                                   # e.g. a misspelt 'com' would be dropped
+            raise InputError(f"rollout: params['payload']: unknown keys "
+                             f"{sorted(map(str, extra))}; expected 'frame', 'mass', 'com'")
+        if not isinstance(pl["frame"], str) or pl["frame"] not in model.frame_names:
+            raise InputError(f"rollout: params['payload']: unknown frame {pl['frame']!r:.60}")
+        k = model.frame_names.index(pl["frame"])
+        if model.frame_body[k] < 0:
+            raise InputError(f"rollout: params['payload']: frame {pl['frame']!r} is fixed to "
+                             f"the world (a payload there does not move)")
+        mass = real_array(pl["mass"], "params['payload']['mass']", "rollout", finite=False)
         if mass.shape != (N,) or not np.all(np.isfinite(mass)) or np.any(mass < 0):
             raise InputError(f"rollout: params['payload']['mass']: expected {N} finite values "
                              f">= 0, got shape {_shape_text(mass.shape)}")
@@ -442,6 +521,49 @@ def _parse_params(model, a, params):
         a["groups"] = groups.reshape(-1).astype(np.intp)
         a["model_params"] = [_group_params(kept, int(np.flatnonzero(a["groups"] == g)[0]))
                              for g in range(len(uniq))]
+
+
+def _check_inertial_parameters(model, pi):
+    """InputError naming the sample and body unless every set of pi (N, n_bodies, 10)
+    is physical (the checks of Model.with_inertial_parameters, before any run)."""
+    m, mc = pi[..., 0], pi[..., 1:4]
+    bad = (m < 0) | ((m == 0) & np.any(mc != 0, axis=-1))
+    if np.any(bad):
+        s, i = np.argwhere(bad)[0]
+        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
+                         f"'{model.body_names[i]}': expected a mass >= 0 (and m c = 0 when "
+                         f"m = 0), got m = {m[s, i]:g}")
+    xx, xy, yy, xz, yz, zz = np.moveaxis(pi[..., 4:], -1, 0)
+    Io = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1),
+                   np.stack([xz, yz, zz], -1)], -2)
+    c = np.divide(mc, m[..., None], out=np.zeros_like(mc), where=m[..., None] > 0)
+    Ic = Io - m[..., None, None] * (np.einsum("...i,...i", c, c)[..., None, None] * np.eye(3)
+                                    - c[..., :, None] * c[..., None, :])
+    ev = np.linalg.eigvalsh(0.5 * (Ic + np.swapaxes(Ic, -1, -2)))
+    bad = ev[..., 0] < -1e-12 * np.maximum(1.0, np.abs(ev[..., -1]))
+    if np.any(bad):
+        s, i = np.argwhere(bad)[0]
+        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
+                         f"'{model.body_names[i]}': the inertia about the COM is not positive "
+                         f"semi-definite (eigenvalues {ev[s, i]})")
+
+
+def _check_assembled(model, Q0, V0, tol=1e-6):
+    """InputError naming the sample unless every initial state of a model with loops or
+    mimic couplings satisfies its constraints: |g(q)| <= tol and |G v| <= tol (1 + |v|).
+    (The steps keep the constraints; they do not assemble a state.)"""
+    for s in range(Q0.shape[0]):
+        g, G, _ = model._loop_rows(Q0[s], None)
+        r = float(np.max(np.abs(g))) if g.size else 0.0
+        if not r <= tol:
+            raise InputError(f"rollout: q0: sample {s} does not close the model's loops / "
+                             f"mimic couplings (max |g(q)| = {r:.3g} > {tol:g}): assemble it "
+                             f"first, e.g. model.assemble(q)")
+        rv = float(np.max(np.abs(G @ V0[s]))) if g.size else 0.0
+        if not rv <= tol * (1.0 + float(np.max(np.abs(V0[s]), initial=0.0))):
+            raise InputError(f"rollout: v0: sample {s} violates the velocity constraints "
+                             f"(max |G v| = {rv:.3g}): project it first, e.g. "
+                             f"model.project_velocity(q, v)")
 
 
 def _group_params(kept, s):
@@ -632,10 +754,8 @@ def _run_distributed(model, a, client, chunk, out, progress):
     if chunk is None:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         chunk = max(1, -(-N // (2 * workers)))
-    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
-            or chunk < 1:
-        raise InputError(f"rollout: chunk: expected an integer >= 1, got {chunk!r:.60}")
-    chunk = int(chunk)
+    chunk = _chunk(chunk)
+    _check_memory(model, a, min(chunk, N), "rollout: chunk")     # one chunk on a worker
     rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
     if out is not None:
         _create_store(str(out), model, a, rows, chunk)
