@@ -96,6 +96,73 @@ class Rollout:
     def __len__(self):
         return self.q.shape[0]
 
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def __getitem__(self, index):
+        """``r[k]`` (an int): sample k as a :class:`~treedyn.Trajectory` (what
+        :func:`~treedyn.simulate` returns for it); ``r[a:b]``, ``r[[i, j]]``,
+        ``r[mask]``: a Rollout of those samples."""
+        N = len(self)
+        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+            if not -N <= index < N:
+                raise InputError(f"Rollout[{index}]: sample index out of range for {N} samples")
+            return self._trajectory(int(index) % N)
+        if isinstance(index, slice):
+            idx = np.arange(N)[index]
+        else:
+            try:
+                arr = np.asarray(index)
+            except Exception:
+                arr = np.asarray(None)
+            if arr.dtype == np.bool_ and arr.shape == (N,):
+                idx = np.flatnonzero(arr)
+            elif arr.ndim == 1 and (arr.dtype.kind in "iu" or arr.size == 0):
+                idx = arr.astype(np.intp)
+                if idx.size and not (np.all(idx >= -N) and np.all(idx < N)):
+                    raise InputError(f"Rollout[...]: sample indices out of range for {N} "
+                                     f"samples")
+                idx = idx % N if N else idx
+            else:
+                raise InputError(f"Rollout[...]: expected an int, a slice, a list of ints or a "
+                                 f"bool mask of shape ({N},), got {type(index).__name__} "
+                                 f"{index!r:.60}")
+        return self._subset(idx)
+
+    def _subset(self, idx):
+        params = {}
+        for k, val in (self.params or {}).items():
+            if isinstance(val, dict):
+                params[k] = {k2: (v2 if isinstance(v2, str) else np.asarray(v2)[idx])
+                             for k2, v2 in val.items()}
+            else:
+                params[k] = np.asarray(val)[idx]
+        r = Rollout(self.t, self.q[idx], self.v[idx], self.status[idx], self.failed_step[idx],
+                    params, self.method, self.dt, model=self.model, models=self._models,
+                    groups=None if self._groups is None else self._groups[idx],
+                    constraint_residual=(None if self.constraint_residual is None
+                                         else self.constraint_residual[idx]),
+                    gravity=None if self._gravity is None else self._gravity[idx])
+        if self._energy is not None:
+            r._energy = self._energy[idx]
+        return r
+
+    def _trajectory(self, k):
+        from .simulate import Trajectory, _names
+        model = self.model
+        if self._models is not None and self._groups is not None:
+            model = self._models[self._groups[k]]
+        names = _names(model) if model is not None else ([], [])
+        extra = {}
+        if self.constraint_residual is not None:
+            extra["constraint_residual"] = np.asarray(self.constraint_residual[k])
+        return Trajectory(t=self.t, q=np.asarray(self.q[k]), v=np.asarray(self.v[k]),
+                          model=model,
+                          gravity=None if self._gravity is None else self._gravity[k],
+                          joint_names=[] if model is None else list(model.joint_names),
+                          q_names=names[0], v_names=names[1], method=self.method,
+                          extra=extra)
+
     def __repr__(self):
         return (f"<treedyn.Rollout: {len(self)} samples × {len(self.t)} rows, "
                 f"{int(self.diverged.sum())} diverged, method {self.method}>")
@@ -142,7 +209,10 @@ class Rollout:
             arrays["constraint_residual"] = self.constraint_residual
         for k, val in _flat_params(self.params).items():
             arrays["param_" + k] = val
-        np.savez(path, **arrays)
+        try:
+            np.savez(path, **arrays)
+        except OSError as exc:
+            raise InputError(f"Rollout.to_npz: path: cannot write {path}: {exc}") from None
 
 
 def _flat_params(params):
@@ -326,9 +396,13 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
                          "client (e.g. dask.distributed.Client(processes=False)) or save "
                          "the Rollout with to_npz")
     if client is not None:
-        if out is not None and not isinstance(out, (str, os.PathLike)):
-            raise InputError(f"rollout: out: expected a path (str) of a Zarr store, got "
-                             f"{type(out).__name__} {out!r:.60}")
+        if not (callable(getattr(client, "submit", None))
+                and callable(getattr(client, "scatter", None))):
+            raise InputError(f"rollout: client: expected a dask.distributed.Client, got "
+                             f"{type(client).__name__} {client!r:.60} (connect first: "
+                             f"Client('tcp://host:8786'))")
+        if out is not None:
+            out = _store_path(out)
         if out is None:
             _check_memory(model, args, args["N"])    # gathered into this process
         return _run_distributed(model, args, client, chunk, out, progress)
@@ -719,10 +793,53 @@ def _chunk_task(model, sub, i0, i1, out):
         raise ChunkFailed(i0, i1, exc) from exc
 
 
+def _store_path(out):
+    """out as a str, refused unless it names a new path, an empty directory or a
+    store written by rollout (zarr's mode "w" empties any directory it is given)."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise InputError(f"rollout: out: expected a path (str) of a Zarr store, got "
+                         f"{type(out).__name__} {out!r:.60}")
+    out = os.fspath(out)
+    if not isinstance(out, str):
+        raise InputError(f"rollout: out: expected a str path, got {out!r:.60}")
+    if out.lower().endswith(".npz"):
+        raise InputError(f"rollout: out: {out} names a .npz file, but out= writes a Zarr "
+                         f"store (a directory, e.g. 'runs.zarr'); for .npz save the result "
+                         f"with Rollout.to_npz")
+    if os.path.lexists(out):
+        if not os.path.isdir(out):
+            raise InputError(f"rollout: out: {out} exists and is not a directory (a Zarr "
+                             f"store is a directory)")
+        if os.listdir(out) and not _is_rollout_store(out):
+            raise InputError(f"rollout: out: {out} is a non-empty directory that is not a "
+                             f"store written by rollout; it would be emptied: give a new path")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise InputError(f"rollout: out: {parent} (the parent of {out}) is not an existing "
+                         f"directory")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"rollout: out: the directory {parent} of {out} is not writable")
+    return out
+
+
+def _is_rollout_store(path):
+    """Whether path holds a Zarr group written by rollout (its attributes)."""
+    import json
+    try:
+        with open(os.path.join(path, "zarr.json")) as f:
+            attrs = json.load(f).get("attributes", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(attrs, dict) and {"method", "dt", "nq", "nv"} <= set(attrs)
+
+
 def _create_store(out, model, a, rows, chunk):
     import zarr
     N, nq, nv = a["N"], model.nq, model.nv
-    g = zarr.open_group(out, mode="w")
+    try:
+        g = zarr.open_group(out, mode="w")
+    except OSError as exc:
+        raise InputError(f"rollout: out: cannot write the Zarr store {out}: {exc}") from None
     g.create_array("q", shape=(N, rows, nq), chunks=(chunk, rows, nq), dtype="f8")
     g.create_array("v", shape=(N, rows, nv), chunks=(chunk, rows, nv), dtype="f8")
     if a["constrained"]:
@@ -759,6 +876,15 @@ def _run_distributed(model, a, client, chunk, out, progress):
     rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
     if out is not None:
         _create_store(str(out), model, a, rows, chunk)
+    if N == 0:                                  # nothing to run: the local call's result
+        if out is None:
+            return _result(model, a, *_run_samples(model, a))
+        import dask.array as da
+        return _result(model, a, da.from_zarr(str(out), component="q"),
+                       da.from_zarr(str(out), component="v"),
+                       da.from_zarr(str(out), component="constraint_residual")
+                       if a["constrained"] else None,
+                       np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.intp))
     bounds = [(i0, min(N, i0 + chunk)) for i0 in range(0, N, chunk)]
     model_f = client.scatter(model, broadcast=True, hash=False)   # a key of its own per call
     futures = {client.submit(_chunk_task, model_f, _chunk_args(a, i0, i1), i0, i1,
@@ -812,8 +938,21 @@ def _interactive():
 
 
 def open_rollout(path, model=None):
-    """A :class:`Rollout` read lazily (dask arrays) from a Zarr store written by
-    ``rollout(..., out=path)`` or the ``treedyn rollout`` command."""
+    """A :class:`Rollout` read from ``path``: a Zarr store written by
+    ``rollout(..., out=path)`` or ``treedyn rollout --out runs.zarr`` (lazily, as dask
+    arrays), or a ``.npz`` file of :meth:`Rollout.to_npz` / ``treedyn rollout --out
+    runs.npz`` (NumPy arrays, with the parameters and the saved energies).  Give
+    ``model`` to compute energies of a store."""
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(path, str):
+        raise InputError(f"open_rollout: path: expected a str path, got "
+                         f"{type(path).__name__} {path!r:.60}")
+    if not os.path.exists(path):
+        raise InputError(f"open_rollout: path: {path} does not exist")
+    if os.path.isfile(path):
+        return _open_npz(path, model)
+    if not _is_rollout_store(path):
+        raise InputError(f"open_rollout: path: {path} is not a store written by rollout")
     import dask.array as da
     import zarr
     g = zarr.open_group(str(path), mode="r")
@@ -826,3 +965,33 @@ def open_rollout(path, model=None):
                    model=model, constraint_residual=R)
 
 
+
+
+def _open_npz(path, model):
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"open_rollout: path: {path} is not a .npz file: {exc}") from None
+    with z:
+        need = {"t", "q", "v", "status", "failed_step", "method", "dt"}
+        if not need <= set(z.files):
+            raise InputError(f"open_rollout: path: {path} is not a rollout (missing "
+                             f"{sorted(need - set(z.files))})")
+        data = {k: z[k] for k in z.files}
+    params = {}
+    for k, val in data.items():
+        if not k.startswith("param_"):
+            continue
+        key = k[len("param_"):]
+        if key.startswith("payload_"):
+            sub = key[len("payload_"):]
+            params.setdefault("payload", {})[sub] = str(val) if sub == "frame" else val
+        else:
+            params[key] = val
+    grav = params.get("gravity")
+    r = Rollout(data["t"], data["q"], data["v"], data["status"], data["failed_step"], params,
+                str(data["method"]), float(data["dt"]), model=model,
+                constraint_residual=data.get("constraint_residual"), gravity=grav)
+    if "energy" in data:
+        r._energy = data["energy"]
+    return r
