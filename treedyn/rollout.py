@@ -970,8 +970,11 @@ def open_rollout(path, model=None):
 def _open_npz(path, model):
     try:
         z = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"open_rollout: path: {path} is not a .npz file: {exc}") from None
+    except Exception as exc:                    # OSError, EOFError, BadZipFile, ValueError
+        raise InputError(f"open_rollout: path: {path} is not a .npz file: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):    # a plain .npy array
+        raise InputError(f"open_rollout: path: {path} is not a .npz file (one array)")
     with z:
         need = {"t", "q", "v", "status", "failed_step", "method", "dt"}
         if not need <= set(z.files):
