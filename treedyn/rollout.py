@@ -352,13 +352,14 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     passive : bool
         Add the model's damping and spring forces (as :func:`simulate`).
     gravity : array_like (3,), optional
-        Gravity of every sample (default ``model.gravity``; per sample: params).
+        Gravity of every sample (default ``model.gravity``; per sample: params,
+        (N, 3) here is refused).
     local_map, stabilization, baumgarte, max_steps :
         As :func:`simulate` (loops: constrained steps and projection).
     progress : bool or None
         A tqdm progress bar (None: on a terminal for ≥ 10⁶ sample steps).
     threads : int, optional
-        OpenMP threads (default :func:`treedyn.batch_threads`).
+        OpenMP threads, 1 to 1024 (default :func:`treedyn.batch_threads`).
 
     Returns
     -------
@@ -370,8 +371,11 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     Raises
     ------
     InputError
-        Mismatched shapes, non-finite inputs, non-unit quaternions, a controller
-        returning the wrong shape or NaN, a non-picklable controller with a client.
+        Mismatched shapes, non-real or non-finite inputs, non-unit quaternions,
+        loop states off their constraints, unphysical per-sample parameters, a
+        result larger than the RAM, a controller raising or returning the wrong
+        shape or NaN, a non-picklable controller with a client, an ``out`` that
+        would overwrite something else than a rollout store (docs/rollout.md).
     """
     model = model_of(model, "rollout")
     if u is not None:
