@@ -411,3 +411,15 @@ def test_cli_bad_arguments(tmp_path):
     assert time.perf_counter() - t0 < 5                # before drawing 100 000 states
     code, err = _cli(["rollout", "ur5.urdf", "--t-final", "1e9", "--dt", "1e-9"])
     assert code == 1 and "rollout: t_final / dt" in err
+
+
+def test_an_overflowing_sample_leaves_nan_energies_and_the_others_theirs(ur5, x):
+    q0, v0 = x
+    v0 = v0.copy()
+    v0[1] = 1e200                          # finite, but its kinetic energy overflows
+    r = run(ur5, q0, v0)
+    assert list(r.diverged) == [False, True, False] and r.failed_step[1] == 0
+    E = r.energy
+    assert np.all(np.isnan(E[1]))
+    ref = run(ur5, q0[[0, 2]], v0[[0, 2]]).energy
+    assert np.array_equal(E[[0, 2]], ref)

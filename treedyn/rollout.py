@@ -174,7 +174,8 @@ class Rollout:
     @property
     def energy(self):
         """Total energy (N, T), J: kinetic + potential of each sample with its own
-        parameters and gravity (NaN where the state is NaN).  Computed on first use."""
+        parameters and gravity (NaN where the state is NaN or the energy overflows).
+        Computed on first use."""
         if self._energy is None:
             self._energy = self._energies()
         return self._energy
@@ -194,7 +195,15 @@ class Rollout:
                     continue
                 grav = None if self._gravity is None else self._gravity[s]
                 q, v = np.asarray(self.q[s])[ok], np.asarray(self.v[s])[ok]
-                E[s, ok] = m.kinetic_energy(q, v) + m.potential_energy(q, grav)
+                try:
+                    E[s, ok] = m.kinetic_energy(q, v) + m.potential_energy(q, grav)
+                except InputError:       # finite states whose energy overflows: NaN rows
+                    for r in np.flatnonzero(ok):
+                        try:
+                            E[s, r] = (m.kinetic_energy(self.q[s][r], self.v[s][r])
+                                       + m.potential_energy(self.q[s][r], grav))
+                        except InputError:
+                            pass
         return E
 
     def to_npz(self, path, energy=True):
