@@ -455,23 +455,35 @@ def _chunk(chunk):
 
 
 def _physical_memory():
-    """Bytes of RAM of this machine (None if unknown)."""
+    """Bytes of RAM this process can still take: the kernel's MemAvailable where
+    /proc/meminfo exists, else the machine's RAM (None if unknown).  (The arrays are
+    allocated lazily: a result above this would be written until the OOM killer
+    ends the process.)"""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):               # pragma: no cover
-        return None
+        total = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    return avail if total is None else min(avail, total)
+    except (OSError, ValueError, IndexError):                   # pragma: no cover
+        pass
+    return total
 
 
 def _check_memory(model, a, n, where="rollout"):
     """InputError, before anything is allocated, if the result arrays of n samples
-    (q, v and, with loops, the residuals) exceed the machine's RAM."""
+    (q, v and, with loops, the residuals) exceed the RAM available."""
     rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
     need = 8 * n * rows * (model.nq + model.nv + (1 if a["constrained"] else 0))
     ram = _physical_memory()
     if ram is not None and need > ram:
         raise InputError(f"{where}: the result needs {need / 2**30:.4g} GiB ({n} samples × "
-                         f"{rows} rows × {model.nq + model.nv} numbers), more than this "
-                         f"machine's {ram / 2**30:.4g} GiB of RAM: keep fewer rows "
+                         f"{rows} rows × {model.nq + model.nv} numbers), more than the "
+                         f"{ram / 2**30:.4g} GiB of RAM available: keep fewer rows "
                          f"(save_every), run fewer samples per call, or write to a Zarr "
                          f"store with a Dask client (out=)")
 
