@@ -423,3 +423,14 @@ def test_an_overflowing_sample_leaves_nan_energies_and_the_others_theirs(ur5, x)
     assert np.all(np.isnan(E[1]))
     ref = run(ur5, q0[[0, 2]], v0[[0, 2]]).energy
     assert np.array_equal(E[[0, 2]], ref)
+
+
+@pytest.mark.parametrize("name", ["ur5.urdf", "four_bar.toml"])
+def test_a_progress_callable_is_called_locally_in_samples(name):
+    m = model(name)
+    q0, v0 = states(m, 5, np.random.default_rng(8))
+    seen = []
+    r = run(m, q0, v0, t_final=0.003, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (5, 5) and all(t == 5 for _, t in seen)
+    assert [d for d, _ in seen] == sorted(set(d for d, _ in seen))
+    assert np.array_equal(r.q, run(m, q0, v0, t_final=0.003).q)

@@ -421,14 +421,31 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
         return _run_distributed(model, args, client, chunk, out, progress)
     _check_memory(model, args, args["N"])
     n_total = args["N"] * args["nsteps"]
-    update, bar = _progress_bar(progress if progress is not None
-                                else (None if n_total >= 1_000_000 else False), n_total)
+    if callable(progress) and not isinstance(progress, (bool, np.bool_)):
+        update, bar = _progress_callback(progress, args["N"], args["nsteps"]), None
+    else:
+        update, bar = _progress_bar(progress if progress is not None
+                                    else (None if n_total >= 1_000_000 else False), n_total)
     try:
         res = _run_samples(model, args, update, threads)
     finally:
         if bar is not None:
             bar.close()
     return _result(model, args, *res)
+
+
+def _progress_callback(progress, N, nsteps):
+    """The kernel's step counts as ``progress(done, N)`` in samples (whole samples'
+    worth of steps, as the Dask path counts finished samples), called when it grows."""
+    state = [0, -1]
+
+    def update(n):
+        state[0] += n
+        done = state[0] // nsteps if nsteps else N
+        if done != state[1]:
+            state[1] = done
+            progress(done, N)
+    return update
 
 
 #: most OpenMP threads a rollout takes (each holds its own Data and workspace)
