@@ -434,3 +434,11 @@ def test_a_progress_callable_is_called_locally_in_samples(name):
     assert seen and seen[-1] == (5, 5) and all(t == 5 for _, t in seen)
     assert [d for d, _ in seen] == sorted(set(d for d, _ in seen))
     assert np.array_equal(r.q, run(m, q0, v0, t_final=0.003).q)
+
+
+@pytest.mark.parametrize("save_every", [5, 6, 10**6, 2**63, 10**30])
+def test_save_every_above_the_step_count_keeps_the_first_and_last_rows(ur5, x, save_every):
+    r = run(ur5, *x, save_every=save_every)          # 2**63 and up: was an OverflowError
+    full = run(ur5, *x)
+    assert np.array_equal(r.t, full.t[[0, -1]])
+    assert np.array_equal(r.q, full.q[:, [0, -1]]) and np.array_equal(r.v, full.v[:, [0, -1]])

@@ -371,7 +371,7 @@ def cmd_rollout(args, out):
     nsteps = _step_count(args.t_final, args.dt, 10_000_000, "rollout")
     if not zarr_out:
         _check_memory(m, dict(nsteps=nsteps, h=args.t_final / nsteps,
-                              save_every=args.save_every,
+                              save_every=min(args.save_every, nsteps or 1),
                               constrained=bool(m.loop_closures or m.mimic)), args.n)
     rng = np.random.default_rng(args.seed)
     q0 = np.array([m.random_configuration(rng) for _ in range(args.n)]).reshape(args.n, m.nq)

@@ -520,6 +520,8 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
     V0 = _states(v0, nv, "v0", N)
     _check_quaternions(model, Q0, "q0")
     nsteps = _step_count(t_final, dt, max_steps, "rollout")
+    # any save_every >= n_steps keeps rows 0 and n_steps (the kernel takes a C integer)
+    save_every = min(save_every, max(nsteps, 1))
     h = t_final / nsteps if nsteps else dt
     T = max(nsteps, 1)
     constrained = bool(model.loop_closures or model.mimic)
