@@ -442,3 +442,30 @@ def test_save_every_above_the_step_count_keeps_the_first_and_last_rows(ur5, x, s
     full = run(ur5, *x)
     assert np.array_equal(r.t, full.t[[0, -1]])
     assert np.array_equal(r.q, full.q[:, [0, -1]]) and np.array_equal(r.v, full.v[:, [0, -1]])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_any_tau_runs_as_the_simulator_or_is_named(ur5, x, data):
+    N, nv, T = 3, ur5.nv, 5
+    shape = data.draw(st.sampled_from([(), (nv,), (1, nv), (N, nv), (N, T, nv), (N, T + 1, nv),
+                                       (1, T, nv), (N, nv, T), (N, 1), (N, T, nv, 1)]), "shape")
+    dtype = data.draw(st.sampled_from(["f8", "f4", "i8", "bool", "c16", "O"]), "dtype")
+    fill = data.draw(st.sampled_from(["ok", "nan", "inf"]), "fill")
+    tau = (np.arange(int(np.prod(shape))).reshape(shape) % 3 - 1).astype(dtype)
+    if fill != "ok" and tau.size and dtype in ("f8", "f4", "c16"):
+        tau.flat[-1] = np.nan if fill == "nan" else np.inf
+    try:
+        r = run(ur5, *x, tau=tau)
+    except InputError as exc:
+        assert str(exc).startswith("rollout: tau: ")
+        return
+    assert shape in ((nv,), (N, nv), (N, T, nv)) and dtype in ("f8", "f4", "i8")
+    assert fill == "ok" or dtype == "i8"
+    full = np.broadcast_to(tau.astype(float).reshape(shape if len(shape) == 3 else
+                                                     (-1, 1, nv)), (N, T, nv))
+    for k in range(N):
+        sim = td.Simulator(ur5, x[0][k], x[1][k], dt=1e-3)
+        for step in range(T):
+            sim.step(full[k, step])
+            assert np.array_equal(sim.q, r.q[k, step + 1]), (k, step)
