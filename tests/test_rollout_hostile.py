@@ -469,3 +469,28 @@ def test_any_tau_runs_as_the_simulator_or_is_named(ur5, x, data):
         for step in range(T):
             sim.step(full[k, step])
             assert np.array_equal(sim.q, r.q[k, step + 1]), (k, step)
+
+
+def _cassie():
+    import importlib.metadata
+    try:
+        files = importlib.metadata.files("example-robot-data") or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+    for f in files:
+        if str(f).endswith("cassie_description/robots/cassie.sdf"):
+            return str(f.locate())
+    pytest.skip("example-robot-data has no cassie.sdf")
+
+
+def test_cli_runs_a_model_whose_random_configurations_do_not_assemble(tmp_path):
+    path, out = _cassie(), str(tmp_path / "cassie.npz")
+    m = td.load(path, strict_inertia=False)
+    q = m.random_configuration(np.random.default_rng(0))     # the CLI's first draw
+    with pytest.raises(TreedynError, match="assemble"):
+        m.assemble(q)                                         # was the CLI's error
+    code, err = _cli(["rollout", path, "--lenient-inertia", "--n", "3", "--t-final", "0.003",
+                      "--v-scale", "0.3", "--no-progress", "--out", out])
+    assert code == 0, err
+    r = td.open_rollout(out)
+    assert not r.diverged.any() and np.all(r.constraint_residual[:, 0] <= 1e-10)

@@ -332,6 +332,34 @@ def _pinocchio_pair(args, m, q, v, a, env):
     return pin
 
 
+def _assembled(m, Q):
+    """Each configuration of Q assembled onto the loops; where a random one does not
+    converge (e.g. Cassie's), the nearest point towards the assembled neutral
+    configuration that does (fractions 1/3, 1/10, 1/30 of the way, then the neutral
+    one itself)."""
+    out, home = np.empty_like(Q), None
+    for k, q in enumerate(Q):
+        try:
+            out[k] = m.assemble(q)
+            continue
+        except TreedynError:
+            pass
+        if home is None:
+            try:
+                home = m.assemble(m.neutral())
+            except TreedynError as exc:
+                raise TreedynError(f"rollout: cannot assemble the loops of {m.name} from a "
+                                   f"random or the neutral configuration ({exc}); give "
+                                   f"assembled states through td.rollout") from None
+        for frac in (1 / 3, 0.1, 1 / 30, 0.0):
+            try:
+                out[k] = m.assemble(m.integrate(home, frac * m.difference(home, q)))
+                break
+            except TreedynError:
+                continue
+    return out
+
+
 def _connect(Client, address, timeout):
     """A Client of the scheduler at ``address``, or TreedynError within ``timeout`` s
     (a malformed address is a usage error)."""
@@ -377,7 +405,7 @@ def cmd_rollout(args, out):
     q0 = np.array([m.random_configuration(rng) for _ in range(args.n)]).reshape(args.n, m.nq)
     v0 = rng.normal(size=(args.n, m.nv)) * args.v_scale
     if m.loop_closures or m.mimic:
-        q0 = np.array([m.assemble(q) for q in q0]).reshape(args.n, m.nq)
+        q0 = _assembled(m, q0)
         v0 = np.array([m.project_velocity(q, v) for q, v in zip(q0, v0)]).reshape(args.n, m.nv)
     client = None
     try:
