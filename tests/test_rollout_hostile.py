@@ -494,3 +494,17 @@ def test_cli_runs_a_model_whose_random_configurations_do_not_assemble(tmp_path):
     assert code == 0, err
     r = td.open_rollout(out)
     assert not r.diverged.any() and np.all(r.constraint_residual[:, 0] <= 1e-10)
+
+
+def test_u_for_a_model_without_actuators_is_named(ur5, x):
+    assert len(ur5.actuators) == 0
+    with pytest.raises(InputError, match=r"rollout: u: ur5 has no actuators .*tau"):
+        run(ur5, *x, u=np.zeros((3, 1)))
+
+
+def test_to_npz_returns_the_path_it_wrote(tmp_path, ur5, x):
+    r = run(ur5, *x)
+    written = r.to_npz(str(tmp_path / "runs"))            # np.savez adds .npz
+    assert written == str(tmp_path / "runs.npz") and os.path.isfile(written)
+    assert np.array_equal(td.open_rollout(written).q, r.q)
+    assert r.to_npz(tmp_path / "b.npz") == str(tmp_path / "b.npz")

@@ -208,7 +208,9 @@ class Rollout:
 
     def to_npz(self, path, energy=True):
         """Save t, q, v, status, failed_step, diverged, the parameters
-        (``param_<name>``) and, if ``energy``, the energies to ``path`` (.npz)."""
+        (``param_<name>``) and, if ``energy``, the energies to ``path`` (.npz; the
+        suffix is added if missing, as np.savez does).  Returns the path written;
+        :func:`open_rollout` reads it back."""
         arrays = dict(t=self.t, q=self.q, v=self.v, status=self.status,
                       failed_step=self.failed_step, diverged=self.diverged,
                       method=np.array(self.method), dt=np.array(self.dt))
@@ -218,10 +220,15 @@ class Rollout:
             arrays["constraint_residual"] = self.constraint_residual
         for k, val in _flat_params(self.params).items():
             arrays["param_" + k] = val
+        if isinstance(path, (str, os.PathLike)):
+            path = os.fspath(path)
+            if isinstance(path, str) and not path.endswith(".npz"):
+                path += ".npz"                    # what np.savez writes; returned
         try:
             np.savez(path, **arrays)
         except OSError as exc:
             raise InputError(f"Rollout.to_npz: path: cannot write {path}: {exc}") from None
+        return path
 
 
 def _flat_params(params):
@@ -388,6 +395,10 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     """
     model = model_of(model, "rollout")
     if u is not None:
+        if len(model.actuators) == 0 and np.size(u):
+            raise InputError(f"rollout: u: {model.name} has no actuators (nu = 0; e.g. an MJCF "
+                             f"<motor>), got u of shape {_shape_text(np.shape(u))}; give joint "
+                             f"torques as tau")
         tau_u = model.actuators.torques(u, "rollout")
         if tau is not None:
             try:
