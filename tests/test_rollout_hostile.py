@@ -508,3 +508,21 @@ def test_to_npz_returns_the_path_it_wrote(tmp_path, ur5, x):
     assert written == str(tmp_path / "runs.npz") and os.path.isfile(written)
     assert np.array_equal(td.open_rollout(written).q, r.q)
     assert r.to_npz(tmp_path / "b.npz") == str(tmp_path / "b.npz")
+
+
+def test_u_of_the_wrong_shape_is_named_as_u(tmp_path):
+    xml = """<mujoco><worldbody><body name="a"><joint name="h" axis="0 1 0"/>
+      <geom size="0.1" mass="1"/></body></worldbody>
+      <actuator><motor name="m1" joint="h" gear="3"/></actuator></mujoco>"""
+    (tmp_path / "m.xml").write_text(xml)
+    m = td.load(tmp_path / "m.xml")
+    q0, v0 = np.zeros((2, 1)), np.zeros((2, 1))
+    with pytest.raises(InputError, match=r"rollout: u \(as its torques B u"):
+        run(m, q0, v0, u=np.zeros((2, 7, 1)))                  # T = 5 steps
+    with pytest.raises(InputError, match=r"rollout: tau \+ the torques B u of u"):
+        run(m, q0, v0, u=np.zeros((2, 7, 1)), tau=np.zeros(1))
+    with pytest.raises(InputError, match=r"torques u, not both"):
+        run(m, q0, v0, u=np.zeros(1), controller=lambda t, Q, V: np.zeros_like(V))
+    r = run(m, q0, v0, u=np.full((2, 5, 1), 0.5))
+    ref = run(m, q0, v0, tau=np.full((2, 5, 1), 1.5))
+    assert np.array_equal(r.q, ref.q) and np.array_equal(r.v, ref.v)

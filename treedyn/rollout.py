@@ -406,9 +406,14 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
             except (TypeError, ValueError):
                 raise InputError(f"rollout: tau {np.shape(tau)} and the actuator torques of u "
                                  f"{np.shape(tau_u)} do not broadcast") from None
+        tau_name = ("u (as its torques B u, nv wide)" if tau is None
+                    else "tau + the torques B u of u")
         tau = tau_u
+    else:
+        tau_name = "tau"
     args = _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params,
-                    passive, gravity, local_map, stabilization, baumgarte, max_steps)
+                    passive, gravity, local_map, stabilization, baumgarte, max_steps,
+                    tau_name)
     threads = _threads(threads)
     if chunk is not None:
         chunk = _chunk(chunk)
@@ -517,7 +522,7 @@ def _check_memory(model, a, n, where="rollout"):
 
 
 def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params, passive,
-             gravity, local_map, stabilization, baumgarte, max_steps):
+             gravity, local_map, stabilization, baumgarte, max_steps, tau_name="tau"):
     """Checked arguments as a dict (picklable: what a chunk needs besides the model)."""
     tab, local = _run_options("rollout", method, local_map, passive, stabilization,
                               fixed_step=True)
@@ -552,7 +557,7 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
              passive=bool(passive), tau=None, K=None, xref=None, controller=None,
              gravity=None, damping=None, params={}, groups=None, model_params=None)
     if tau is not None:
-        a["tau"] = _per_step(tau, N, T, nv, "tau")
+        a["tau"] = _per_step(tau, N, T, nv, tau_name)
     if isinstance(controller, LinearFeedback):
         K = controller.K
         if K.shape not in ((nv, 2 * nv), (N, nv, 2 * nv)) or not np.all(np.isfinite(K)):
@@ -568,8 +573,9 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
             raise InputError(f"rollout: controller: expected a LinearFeedback or a callable "
                              f"controller(t, Q, V) -> (N, nv), got {type(controller).__name__}")
         if tau is not None:
-            raise InputError("rollout: give either a Python controller or torques tau, not "
-                             "both (tau is the feed-forward of a LinearFeedback only)")
+            raise InputError(f"rollout: give either a Python controller or torques "
+                             f"{tau_name.split(' ')[0]}, not both (tau and u are the "
+                             f"feed-forward of a LinearFeedback only)")
         a["controller"] = controller
     if gravity is not None:
         if np.ndim(gravity) == 2:      # (N, 3) would silently keep row 0 only
