@@ -526,3 +526,14 @@ def test_u_of_the_wrong_shape_is_named_as_u(tmp_path):
     r = run(m, q0, v0, u=np.full((2, 5, 1), 0.5))
     ref = run(m, q0, v0, tau=np.full((2, 5, 1), 1.5))
     assert np.array_equal(r.q, ref.q) and np.array_equal(r.v, ref.v)
+
+
+@pytest.mark.parametrize("key", ["inertial_parameters", "payload", "gravity", "armature",
+                                 "damping"])
+def test_no_samples_with_per_sample_parameters(ur5, key):
+    N0 = {"inertial_parameters": np.zeros((0, ur5.n_bodies, 10)),
+          "payload": {"frame": ur5.frame_names[-1], "mass": np.zeros(0)},
+          "gravity": np.zeros((0, 3)), "armature": np.zeros((0, 6)),
+          "damping": np.zeros((0, 6))}
+    r = run(ur5, np.zeros((0, 6)), np.zeros((0, 6)), params={key: N0[key]})
+    assert r.q.shape == (0, 6, 6) and r.energy.shape == (0, 6) and len(r) == 0

@@ -625,7 +625,7 @@ def _parse_params(model, a, params):
                              f"of shape ({N}, {model.n_bodies}, 10), got {_shape_text(pi.shape)}")
         _check_inertial_parameters(model, pi)
         kept["inertial_parameters"] = pi
-        rows.append(pi.reshape(N, -1))
+        rows.append(pi.reshape(N, model.n_bodies * 10))
     if "payload" in params:
         pl = params["payload"]
         if not isinstance(pl, dict) or "frame" not in pl or "mass" not in pl:
