@@ -537,3 +537,31 @@ def test_no_samples_with_per_sample_parameters(ur5, key):
           "damping": np.zeros((0, 6))}
     r = run(ur5, np.zeros((0, 6)), np.zeros((0, 6)), params={key: N0[key]})
     assert r.q.shape == (0, 6, 6) and r.energy.shape == (0, 6) and len(r) == 0
+
+
+def test_an_interrupted_distributed_rollout_cancels_its_chunks(client, ur5):
+    q0, v0 = states(ur5, 8, np.random.default_rng(9))
+    calls = []
+
+    def stop(done, total):
+        calls.append(done)
+        raise KeyboardInterrupt
+
+    saved = []
+    try:
+        td.rollout(ur5, q0, v0, 0.5, 1e-3, client=client, chunk=1, progress=stop)
+    except KeyboardInterrupt as exc:      # kept, with its frames, as a REPL keeps the last
+        saved.append(exc)
+    assert calls == [1] and saved and saved[0].__traceback__ is not None
+
+    def left(dask_scheduler):
+        return sum(ts.key[0].startswith("_chunk_task") if isinstance(ts.key, tuple)
+                   else str(ts.key).startswith("_chunk_task")
+                   for ts in dask_scheduler.tasks.values())
+    for _ in range(100):                               # cancellation is asynchronous
+        if client.run_on_scheduler(left) == 0:
+            break
+        time.sleep(0.05)
+    assert client.run_on_scheduler(left) == 0
+    r = td.rollout(ur5, q0, v0, 0.01, 1e-3, client=client, chunk=3)     # still usable
+    assert np.array_equal(r.q, td.rollout(ur5, q0, v0, 0.01, 1e-3).q)
