@@ -452,7 +452,7 @@ def test_any_tau_runs_as_the_simulator_or_is_named(ur5, x, data):
                                        (1, T, nv), (N, nv, T), (N, 1), (N, T, nv, 1)]), "shape")
     dtype = data.draw(st.sampled_from(["f8", "f4", "i8", "bool", "c16", "O"]), "dtype")
     fill = data.draw(st.sampled_from(["ok", "nan", "inf"]), "fill")
-    tau = (np.arange(int(np.prod(shape))).reshape(shape) % 3 - 1).astype(dtype)
+    tau = np.asarray(np.arange(int(np.prod(shape))).reshape(shape) % 3 - 1).astype(dtype)
     if fill != "ok" and tau.size and dtype in ("f8", "f4", "c16"):
         tau.flat[-1] = np.nan if fill == "nan" else np.inf
     try:

@@ -351,12 +351,14 @@ def _assembled(m, Q):
                 raise TreedynError(f"rollout: cannot assemble the loops of {m.name} from a "
                                    f"random or the neutral configuration ({exc}); give "
                                    f"assembled states through td.rollout") from None
-        for frac in (1 / 3, 0.1, 1 / 30, 0.0):
+        for frac in (1 / 3, 0.1, 1 / 30):
             try:
                 out[k] = m.assemble(m.integrate(home, frac * m.difference(home, q)))
                 break
             except TreedynError:
                 continue
+        else:
+            out[k] = home
     return out
 
 

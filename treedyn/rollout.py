@@ -686,18 +686,28 @@ def _check_inertial_parameters(model, pi):
 def _check_assembled(model, Q0, V0, tol=1e-6):
     """InputError naming the sample unless every initial state of a model with loops or
     mimic couplings satisfies its constraints: |g(q)| <= tol and |G v| <= tol (1 + |v|).
-    (The steps keep the constraints; they do not assemble a state.)"""
-    for s in range(Q0.shape[0]):
-        g, G, _ = model._loop_rows(Q0[s], None)
-        r = float(np.max(np.abs(g))) if g.size else 0.0
-        if not r <= tol:
-            raise InputError(f"rollout: q0: sample {s} does not close the model's loops / "
-                             f"mimic couplings (max |g(q)| = {r:.3g} > {tol:g}): assemble it "
-                             f"first, e.g. model.assemble(q)")
-        rv = float(np.max(np.abs(G @ V0[s]))) if g.size else 0.0
-        if not rv <= tol * (1.0 + float(np.max(np.abs(V0[s]), initial=0.0))):
-            raise InputError(f"rollout: v0: sample {s} violates the velocity constraints "
-                             f"(max |G v| = {rv:.3g}): project it first, e.g. "
+    (The steps keep the constraints; they do not assemble a state.)  The rows of
+    blocks of samples come from one batched kernel call."""
+    N = Q0.shape[0]
+    for s0 in range(0, N, 1024):
+        q, v = Q0[s0:s0 + 1024], V0[s0:s0 + 1024]
+        g, G, _ = model._loop_rows(q, None)
+        if g.shape[-1] == 0:
+            return
+        rg = np.max(np.abs(g), axis=1)
+        rv = np.max(np.abs(np.matmul(G, v[:, :, None])[:, :, 0]), axis=1)
+        bound = tol * (1.0 + np.max(np.abs(v), axis=1, initial=0.0))
+        bad = np.flatnonzero(~(rg <= tol))
+        if bad.size:
+            s = int(bad[0])
+            raise InputError(f"rollout: q0: sample {s0 + s} does not close the model's loops "
+                             f"/ mimic couplings (max |g(q)| = {rg[s]:.3g} > {tol:g}): "
+                             f"assemble it first, e.g. model.assemble(q)")
+        bad = np.flatnonzero(~(rv <= bound))
+        if bad.size:
+            s = int(bad[0])
+            raise InputError(f"rollout: v0: sample {s0 + s} violates the velocity constraints "
+                             f"(max |G v| = {rv[s]:.3g}): project it first, e.g. "
                              f"model.project_velocity(q, v)")
 
 
