@@ -565,3 +565,12 @@ def test_an_interrupted_distributed_rollout_cancels_its_chunks(client, ur5):
     assert client.run_on_scheduler(left) == 0
     r = td.rollout(ur5, q0, v0, 0.01, 1e-3, client=client, chunk=3)     # still usable
     assert np.array_equal(r.q, td.rollout(ur5, q0, v0, 0.01, 1e-3).q)
+
+
+def test_open_rollout_with_the_wrong_model_is_named(tmp_path, ur5, x):
+    path = run(ur5, *x).to_npz(str(tmp_path / "r.npz"))
+    with pytest.raises(InputError, match=r"open_rollout: model: .*nq = 3"):
+        td.open_rollout(path, model=model("four_bar.toml"))
+    with pytest.raises(InputError, match=r"open_rollout: model: expected a treedyn.Model"):
+        td.open_rollout(path, model="ur5.urdf")
+    assert np.array_equal(td.open_rollout(path, model=ur5).q, run(ur5, *x).q)

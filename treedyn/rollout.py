@@ -1024,6 +1024,17 @@ def open_rollout(path, model=None):
     if not isinstance(path, str):
         raise InputError(f"open_rollout: path: expected a str path, got "
                          f"{type(path).__name__} {path!r:.60}")
+    if model is not None:
+        model = model_of(model, "open_rollout")
+    r = _open(path, model)
+    if model is not None and r.q.shape[2:] + r.v.shape[2:] != (model.nq, model.nv):
+        raise InputError(f"open_rollout: model: {model.name} has nq = {model.nq}, nv = "
+                         f"{model.nv}; the runs in {path} have nq = {r.q.shape[2]}, nv = "
+                         f"{r.v.shape[2]}")
+    return r
+
+
+def _open(path, model):
     if not os.path.exists(path):
         raise InputError(f"open_rollout: path: {path} does not exist")
     if os.path.isfile(path):
