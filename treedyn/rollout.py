@@ -980,9 +980,9 @@ def _run_distributed(model, a, client, chunk, out, progress):
                 bar.update(i1 - i0)
             if callable(progress) and progress is not True:
                 progress(done, N)
-    except BaseException:          # Ctrl-C, a raising progress callable: stop the cluster's
-        try:                       # work on this call instead of leaving it running
-            client.cancel(list(futures) + [model_f], force=True)
+    except BaseException:          # Ctrl-C, a raising progress callable: cancel the chunks
+        try:                       # (the scattered model goes with its last reference)
+            client.cancel(list(futures))
         except Exception:                                       # pragma: no cover
             pass
         raise
