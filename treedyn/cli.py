@@ -332,6 +332,56 @@ def _pinocchio_pair(args, m, q, v, a, env):
     return pin
 
 
+def _assembled(m, Q):
+    """Each configuration of Q assembled onto the loops; where a random one does not
+    converge (e.g. Cassie's), the nearest point towards the assembled neutral
+    configuration that does (fractions 1/3, 1/10, 1/30 of the way, then the neutral
+    one itself)."""
+    out, home = np.empty_like(Q), None
+    for k, q in enumerate(Q):
+        try:
+            out[k] = m.assemble(q)
+            continue
+        except TreedynError:
+            pass
+        if home is None:
+            try:
+                home = m.assemble(m.neutral())
+            except TreedynError as exc:
+                raise TreedynError(f"rollout: cannot assemble the loops of {m.name} from a "
+                                   f"random or the neutral configuration ({exc}); give "
+                                   f"assembled states through td.rollout") from None
+        for frac in (1 / 3, 0.1, 1 / 30):
+            try:
+                out[k] = m.assemble(m.integrate(home, frac * m.difference(home, q)))
+                break
+            except TreedynError:
+                continue
+        else:
+            out[k] = home
+    return out
+
+
+def _connect(Client, address, timeout):
+    """A Client of the scheduler at ``address``, or TreedynError within ``timeout`` s
+    (a malformed address is a usage error)."""
+    if "://" not in address and ":" not in address:
+        raise _UsageError(f"--scheduler: expected an address like tcp://host:8786, got "
+                          f"{address!r}")
+    try:
+        return Client(address, timeout=timeout)
+    except ValueError as exc:                     # e.g. missing port, unknown protocol
+        raise _UsageError(f"--scheduler {address}: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        raise TreedynError(f"--scheduler {address}: cannot reach the Dask scheduler within "
+                           f"{timeout:g} s ({type(exc).__name__}: {exc}); is `dask scheduler` "
+                           f"running there (and `dask worker {address}`)?") from None
+    except Exception as exc:        # something else answers there (e.g. a MemoryError
+        raise TreedynError(          # decoding its bytes as a Dask message)
+            f"--scheduler {address}: no Dask scheduler answered there ({type(exc).__name__}: "
+            f"{str(exc)[:200]})") from None
+
+
 def cmd_rollout(args, out):
     import time
     from .rollout import rollout
@@ -340,15 +390,26 @@ def cmd_rollout(args, out):
                           f"{args.out}")
     if args.out and args.out.endswith(".npz"):
         _check_output(args.out, "--out")
+    zarr_out = args.out if args.out and args.out.endswith(".zarr") else None
+    if args.chunk is not None and not (args.scheduler or zarr_out):
+        raise _UsageError("--chunk: only with --scheduler or --out *.zarr (the local run "
+                          "has no chunks)")
     m = _load(args)
+    # the step count and the result's size, checked before the states are drawn
+    from .rollout import _check_memory
+    from .simulate import _step_count
+    nsteps = _step_count(args.t_final, args.dt, 10_000_000, "rollout")
+    if not zarr_out:
+        _check_memory(m, dict(nsteps=nsteps, h=args.t_final / nsteps,
+                              save_every=min(args.save_every, nsteps or 1),
+                              constrained=bool(m.loop_closures or m.mimic)), args.n)
     rng = np.random.default_rng(args.seed)
     q0 = np.array([m.random_configuration(rng) for _ in range(args.n)]).reshape(args.n, m.nq)
     v0 = rng.normal(size=(args.n, m.nv)) * args.v_scale
     if m.loop_closures or m.mimic:
-        q0 = np.array([m.assemble(q) for q in q0]).reshape(args.n, m.nq)
+        q0 = _assembled(m, q0)
         v0 = np.array([m.project_velocity(q, v) for q, v in zip(q0, v0)]).reshape(args.n, m.nv)
     client = None
-    zarr_out = args.out if args.out and args.out.endswith(".zarr") else None
     try:
         if args.scheduler or zarr_out:
             try:
@@ -356,7 +417,7 @@ def cmd_rollout(args, out):
             except ImportError:
                 raise TreedynError("--scheduler and --out *.zarr need the optional extra: "
                                    "pip install 'treedyn[distributed]'") from None
-            client = (Client(args.scheduler) if args.scheduler else
+            client = (_connect(Client, args.scheduler, args.timeout) if args.scheduler else
                       Client(processes=False, n_workers=1, threads_per_worker=1,
                              dashboard_address=None))
         tick = time.perf_counter()
@@ -492,6 +553,8 @@ def build_parser():
                                         "the chunks on its workers")
     sp.add_argument("--chunk", type=_number(int, 1, False), default=None,
                     help="samples per Dask chunk (default: N / (2 × workers))")
+    sp.add_argument("--timeout", type=_number(float, 0.0, True, " s"), default=10.0,
+                    help="seconds to wait for the --scheduler to answer (default 10)")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     sp = command("view", cmd_view, "show a robot (and a trajectory or rollout) in the browser; "

@@ -8,10 +8,12 @@ chunks run on the cluster's workers (docs/rollout.md).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .errors import InputError
-from .validation import _shape_text, model_of, number, vectors
+from .validation import _shape_text, model_of, number, real_array, vectors
 from .dynamics import passive_tables
 from .simulate import (_baumgarte_gains, _progress_bar, _run_options, _save_every,
                        _saved_times, _step_count)
@@ -41,8 +43,10 @@ class LinearFeedback:
     __slots__ = ("K", "x_ref")
 
     def __init__(self, K, x_ref):
-        self.K = np.asarray(K, dtype=np.float64)
-        self.x_ref = np.asarray(x_ref, dtype=np.float64)
+        # real numbers only (bool, complex, str refused); shapes and finiteness are
+        # checked by rollout, which knows nq, nv, N and n_steps
+        self.K = real_array(K, "K", "LinearFeedback", finite=False)
+        self.x_ref = real_array(x_ref, "x_ref", "LinearFeedback", finite=False)
 
     def __repr__(self):
         return f"LinearFeedback(K {self.K.shape}, x_ref {self.x_ref.shape})"
@@ -92,6 +96,73 @@ class Rollout:
     def __len__(self):
         return self.q.shape[0]
 
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def __getitem__(self, index):
+        """``r[k]`` (an int): sample k as a :class:`~treedyn.Trajectory` (what
+        :func:`~treedyn.simulate` returns for it); ``r[a:b]``, ``r[[i, j]]``,
+        ``r[mask]``: a Rollout of those samples."""
+        N = len(self)
+        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+            if not -N <= index < N:
+                raise InputError(f"Rollout[{index}]: sample index out of range for {N} samples")
+            return self._trajectory(int(index) % N)
+        if isinstance(index, slice):
+            idx = np.arange(N)[index]
+        else:
+            try:
+                arr = np.asarray(index)
+            except Exception:
+                arr = np.asarray(None)
+            if arr.dtype == np.bool_ and arr.shape == (N,):
+                idx = np.flatnonzero(arr)
+            elif arr.ndim == 1 and (arr.dtype.kind in "iu" or arr.size == 0):
+                idx = arr.astype(np.intp)
+                if idx.size and not (np.all(idx >= -N) and np.all(idx < N)):
+                    raise InputError(f"Rollout[...]: sample indices out of range for {N} "
+                                     f"samples")
+                idx = idx % N if N else idx
+            else:
+                raise InputError(f"Rollout[...]: expected an int, a slice, a list of ints or a "
+                                 f"bool mask of shape ({N},), got {type(index).__name__} "
+                                 f"{index!r:.60}")
+        return self._subset(idx)
+
+    def _subset(self, idx):
+        params = {}
+        for k, val in (self.params or {}).items():
+            if isinstance(val, dict):
+                params[k] = {k2: (v2 if isinstance(v2, str) else np.asarray(v2)[idx])
+                             for k2, v2 in val.items()}
+            else:
+                params[k] = np.asarray(val)[idx]
+        r = Rollout(self.t, self.q[idx], self.v[idx], self.status[idx], self.failed_step[idx],
+                    params, self.method, self.dt, model=self.model, models=self._models,
+                    groups=None if self._groups is None else self._groups[idx],
+                    constraint_residual=(None if self.constraint_residual is None
+                                         else self.constraint_residual[idx]),
+                    gravity=None if self._gravity is None else self._gravity[idx])
+        if self._energy is not None:
+            r._energy = self._energy[idx]
+        return r
+
+    def _trajectory(self, k):
+        from .simulate import Trajectory, _names
+        model = self.model
+        if self._models is not None and self._groups is not None:
+            model = self._models[self._groups[k]]
+        names = _names(model) if model is not None else ([], [])
+        extra = {}
+        if self.constraint_residual is not None:
+            extra["constraint_residual"] = np.asarray(self.constraint_residual[k])
+        return Trajectory(t=self.t, q=np.asarray(self.q[k]), v=np.asarray(self.v[k]),
+                          model=model,
+                          gravity=None if self._gravity is None else self._gravity[k],
+                          joint_names=[] if model is None else list(model.joint_names),
+                          q_names=names[0], v_names=names[1], method=self.method,
+                          extra=extra)
+
     def __repr__(self):
         return (f"<treedyn.Rollout: {len(self)} samples × {len(self.t)} rows, "
                 f"{int(self.diverged.sum())} diverged, method {self.method}>")
@@ -103,7 +174,8 @@ class Rollout:
     @property
     def energy(self):
         """Total energy (N, T), J: kinetic + potential of each sample with its own
-        parameters and gravity (NaN where the state is NaN).  Computed on first use."""
+        parameters and gravity (NaN where the state is NaN or the energy overflows).
+        Computed on first use."""
         if self._energy is None:
             self._energy = self._energies()
         return self._energy
@@ -123,12 +195,22 @@ class Rollout:
                     continue
                 grav = None if self._gravity is None else self._gravity[s]
                 q, v = np.asarray(self.q[s])[ok], np.asarray(self.v[s])[ok]
-                E[s, ok] = m.kinetic_energy(q, v) + m.potential_energy(q, grav)
+                try:
+                    E[s, ok] = m.kinetic_energy(q, v) + m.potential_energy(q, grav)
+                except InputError:       # finite states whose energy overflows: NaN rows
+                    for r in np.flatnonzero(ok):
+                        try:
+                            E[s, r] = (m.kinetic_energy(self.q[s][r], self.v[s][r])
+                                       + m.potential_energy(self.q[s][r], grav))
+                        except InputError:
+                            pass
         return E
 
     def to_npz(self, path, energy=True):
         """Save t, q, v, status, failed_step, diverged, the parameters
-        (``param_<name>``) and, if ``energy``, the energies to ``path`` (.npz)."""
+        (``param_<name>``) and, if ``energy``, the energies to ``path`` (.npz; the
+        suffix is added if missing, as np.savez does).  Returns the path written;
+        :func:`open_rollout` reads it back."""
         arrays = dict(t=self.t, q=self.q, v=self.v, status=self.status,
                       failed_step=self.failed_step, diverged=self.diverged,
                       method=np.array(self.method), dt=np.array(self.dt))
@@ -138,7 +220,15 @@ class Rollout:
             arrays["constraint_residual"] = self.constraint_residual
         for k, val in _flat_params(self.params).items():
             arrays["param_" + k] = val
-        np.savez(path, **arrays)
+        if isinstance(path, (str, os.PathLike)):
+            path = os.fspath(path)
+            if isinstance(path, str) and not path.endswith(".npz"):
+                path += ".npz"                    # what np.savez writes; returned
+        try:
+            np.savez(path, **arrays)
+        except OSError as exc:
+            raise InputError(f"Rollout.to_npz: path: cannot write {path}: {exc}") from None
+        return path
 
 
 def _flat_params(params):
@@ -160,15 +250,20 @@ class _VectorController:
         self.fn, self.N, self.nv = fn, N, nv
 
     def __call__(self, t, Q, V, status):
-        out = self.fn(t, np.array(Q), np.array(V))
         where = f"rollout at t = {t:.6g} s: controller"
+        try:
+            out = self.fn(t, np.array(Q), np.array(V))
+        except Exception as exc:            # Ctrl-C (KeyboardInterrupt) goes through
+            raise InputError(f"{where}: raised {type(exc).__name__}: {exc}") from exc
         try:
             arr = np.asarray(out)
         except Exception:
             arr = None
         if arr is None or arr.dtype.kind not in "fiu":
+            got = (type(out).__name__ if arr is None or not isinstance(out, np.ndarray)
+                   else f"dtype {arr.dtype}")
             raise InputError(f"{where}: expected real numbers of shape ({self.N}, {self.nv}), "
-                             f"got {type(out).__name__}")
+                             f"got {got}")
         if arr.shape != (self.N, self.nv):
             raise InputError(f"{where}: returned shape {_shape_text(arr.shape)}, expected "
                              f"({self.N}, {self.nv}) (one row of torques per sample)")
@@ -195,11 +290,7 @@ def _states(x, width, name, N=None):
 def _per_step(x, N, T, width, name, allow_rows=True):
     """x of shape (width,), (N, width) or (N, T, width) as an array broadcastable to
     (N, T, width) (float64, finite, C-contiguous)."""
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"rollout: {name}: expected real numbers, got "
-                         f"{type(x).__name__}") from None
+    arr = real_array(x, name, "rollout", finite=False)
     shapes = [(width,), (N, width), (N, T, width)] if allow_rows else [(width,), (N, T, width)]
     if arr.shape not in shapes:
         raise InputError(f"rollout: {name}: expected shape "
@@ -277,13 +368,14 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     passive : bool
         Add the model's damping and spring forces (as :func:`simulate`).
     gravity : array_like (3,), optional
-        Gravity of every sample (default ``model.gravity``; per sample: params).
+        Gravity of every sample (default ``model.gravity``; per sample: params,
+        (N, 3) here is refused).
     local_map, stabilization, baumgarte, max_steps :
         As :func:`simulate` (loops: constrained steps and projection).
     progress : bool or None
         A tqdm progress bar (None: on a terminal for ≥ 10⁶ sample steps).
     threads : int, optional
-        OpenMP threads (default :func:`treedyn.batch_threads`).
+        OpenMP threads, 1 to 1024 (default :func:`treedyn.batch_threads`).
 
     Returns
     -------
@@ -295,30 +387,61 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     Raises
     ------
     InputError
-        Mismatched shapes, non-finite inputs, non-unit quaternions, a controller
-        returning the wrong shape or NaN, a non-picklable controller with a client.
+        Mismatched shapes, non-real or non-finite inputs, non-unit quaternions,
+        loop states off their constraints, unphysical per-sample parameters, a
+        result larger than the RAM, a controller raising or returning the wrong
+        shape or NaN, a non-picklable controller with a client, an ``out`` that
+        would overwrite something else than a rollout store (docs/rollout.md).
     """
     model = model_of(model, "rollout")
     if u is not None:
+        if len(model.actuators) == 0 and np.size(u):
+            raise InputError(f"rollout: u: {model.name} has no actuators (nu = 0; e.g. an MJCF "
+                             f"<motor>), got u of shape {_shape_text(np.shape(u))}; give joint "
+                             f"torques as tau")
         tau_u = model.actuators.torques(u, "rollout")
         if tau is not None:
             try:
-                tau_u = np.asarray(tau, dtype=float) + tau_u
+                tau_u = real_array(tau, "tau", "rollout", finite=False) + tau_u
             except (TypeError, ValueError):
                 raise InputError(f"rollout: tau {np.shape(tau)} and the actuator torques of u "
                                  f"{np.shape(tau_u)} do not broadcast") from None
+        tau_name = ("u (as its torques B u, nv wide)" if tau is None
+                    else "tau + the torques B u of u")
         tau = tau_u
+    else:
+        tau_name = "tau"
     args = _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params,
-                    passive, gravity, local_map, stabilization, baumgarte, max_steps)
+                    passive, gravity, local_map, stabilization, baumgarte, max_steps,
+                    tau_name)
+    threads = _threads(threads)
+    if chunk is not None:
+        chunk = _chunk(chunk)
+    if not (progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress)):
+        raise InputError(f"rollout: progress: expected None, True, False or a callable "
+                         f"progress(done, N), got {type(progress).__name__} {progress!r:.60}")
     if out is not None and client is None:
         raise InputError("rollout: out: a Zarr store is written by the Dask path; give a "
                          "client (e.g. dask.distributed.Client(processes=False)) or save "
                          "the Rollout with to_npz")
     if client is not None:
+        if not (callable(getattr(client, "submit", None))
+                and callable(getattr(client, "scatter", None))):
+            raise InputError(f"rollout: client: expected a dask.distributed.Client, got "
+                             f"{type(client).__name__} {client!r:.60} (connect first: "
+                             f"Client('tcp://host:8786'))")
+        if out is not None:
+            out = _store_path(out)
+        if out is None:
+            _check_memory(model, args, args["N"])    # gathered into this process
         return _run_distributed(model, args, client, chunk, out, progress)
+    _check_memory(model, args, args["N"])
     n_total = args["N"] * args["nsteps"]
-    update, bar = _progress_bar(progress if progress is not None
-                                else (None if n_total >= 1_000_000 else False), n_total)
+    if callable(progress) and not isinstance(progress, (bool, np.bool_)):
+        update, bar = _progress_callback(progress, args["N"], args["nsteps"]), None
+    else:
+        update, bar = _progress_bar(progress if progress is not None
+                                    else (None if n_total >= 1_000_000 else False), n_total)
     try:
         res = _run_samples(model, args, update, threads)
     finally:
@@ -327,24 +450,99 @@ def rollout(model, q0, v0, t_final, dt, method="rkmk4", tau=None, controller=Non
     return _result(model, args, *res)
 
 
+def _progress_callback(progress, N, nsteps):
+    """The kernel's step counts as ``progress(done, N)`` in samples (whole samples'
+    worth of steps, as the Dask path counts finished samples), called when it grows."""
+    state = [0, -1]
+
+    def update(n):
+        state[0] += n
+        done = state[0] // nsteps if nsteps else N
+        if done != state[1]:
+            state[1] = done
+            progress(done, N)
+    return update
+
+
+#: most OpenMP threads a rollout takes (each holds its own Data and workspace)
+MAX_THREADS = 1024
+
+
+def _threads(threads):
+    """threads as an int (0: the default, treedyn.batch_threads())."""
+    if threads is None:
+        return 0
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
+            or not 1 <= threads <= MAX_THREADS:
+        raise InputError(f"rollout: threads: expected None or an integer from 1 to "
+                         f"{MAX_THREADS}, got {type(threads).__name__} {threads!r:.60}")
+    return int(threads)
+
+
+def _chunk(chunk):
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
+            or chunk < 1:
+        raise InputError(f"rollout: chunk: expected an integer >= 1, got "
+                         f"{type(chunk).__name__} {chunk!r:.60}")
+    return int(chunk)
+
+
+def _physical_memory():
+    """Bytes of RAM this process can still take: the kernel's MemAvailable where
+    /proc/meminfo exists, else the machine's RAM (None if unknown).  (The arrays are
+    allocated lazily: a result above this would be written until the OOM killer
+    ends the process.)"""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):               # pragma: no cover
+        total = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    return avail if total is None else min(avail, total)
+    except (OSError, ValueError, IndexError):                   # pragma: no cover
+        pass
+    return total
+
+
+def _check_memory(model, a, n, where="rollout"):
+    """InputError, before anything is allocated, if the result arrays of n samples
+    (q, v and, with loops, the residuals) exceed the RAM available."""
+    rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
+    need = 8 * n * rows * (model.nq + model.nv + (1 if a["constrained"] else 0))
+    ram = _physical_memory()
+    if ram is not None and need > ram:
+        raise InputError(f"{where}: the result needs {need / 2**30:.4g} GiB ({n} samples × "
+                         f"{rows} rows × {model.nq + model.nv} numbers), more than the "
+                         f"{ram / 2**30:.4g} GiB of RAM available: keep fewer rows "
+                         f"(save_every), run fewer samples per call, or write to a Zarr "
+                         f"store with a Dask client (out=)")
+
+
 def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, params, passive,
-             gravity, local_map, stabilization, baumgarte, max_steps):
+             gravity, local_map, stabilization, baumgarte, max_steps, tau_name="tau"):
     """Checked arguments as a dict (picklable: what a chunk needs besides the model)."""
     tab, local = _run_options("rollout", method, local_map, passive, stabilization,
                               fixed_step=True)
     t_final = number(t_final, "t_final", "rollout", minimum=0.0)
     dt = number(dt, "dt", "rollout", minimum=0.0, strict=True)
     max_steps = int(number(max_steps, "max_steps", "rollout", minimum=1.0))
-    save_every = _save_every(save_every)
+    save_every = _save_every(save_every, "rollout")
     nq, nv = model.nq, model.nv
     Q0 = _states(q0, nq, "q0")
     N = Q0.shape[0]
     V0 = _states(v0, nv, "v0", N)
     _check_quaternions(model, Q0, "q0")
-    nsteps = _step_count(t_final, dt, max_steps)
+    nsteps = _step_count(t_final, dt, max_steps, "rollout")
+    # any save_every >= n_steps keeps rows 0 and n_steps (the kernel takes a C integer)
+    save_every = min(save_every, max(nsteps, 1))
     h = t_final / nsteps if nsteps else dt
     T = max(nsteps, 1)
     constrained = bool(model.loop_closures or model.mimic)
+    if constrained:
+        _check_assembled(model, Q0, V0)
     if constrained and tab.scheme == "vector":
         raise InputError(f"rollout: method {tab.name!r} is not available for models with "
                          f"loop closures; use rkmk4, cg4, rkmk2, euler or semi_euler")
@@ -359,7 +557,7 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
              passive=bool(passive), tau=None, K=None, xref=None, controller=None,
              gravity=None, damping=None, params={}, groups=None, model_params=None)
     if tau is not None:
-        a["tau"] = _per_step(tau, N, T, nv, "tau")
+        a["tau"] = _per_step(tau, N, T, nv, tau_name)
     if isinstance(controller, LinearFeedback):
         K = controller.K
         if K.shape not in ((nv, 2 * nv), (N, nv, 2 * nv)) or not np.all(np.isfinite(K)):
@@ -375,11 +573,17 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
             raise InputError(f"rollout: controller: expected a LinearFeedback or a callable "
                              f"controller(t, Q, V) -> (N, nv), got {type(controller).__name__}")
         if tau is not None:
-            raise InputError("rollout: give either a Python controller or torques tau, not "
-                             "both (tau is the feed-forward of a LinearFeedback only)")
+            raise InputError(f"rollout: give either a Python controller or torques "
+                             f"{tau_name.split(' ')[0]}, not both (tau and u are the "
+                             f"feed-forward of a LinearFeedback only)")
         a["controller"] = controller
     if gravity is not None:
-        a["gravity"] = np.ascontiguousarray(_states(gravity, 3, "gravity")[:1])
+        if np.ndim(gravity) == 2:      # (N, 3) would silently keep row 0 only
+            raise InputError(f"rollout: gravity: expected shape (3,) (one gravity for all "
+                             f"samples), got {_shape_text(np.shape(gravity))}; per-sample "
+                             f"gravity goes in params={{'gravity': (N, 3)}}")
+        a["gravity"] = np.ascontiguousarray(vectors(gravity, 3, "gravity", "rollout",
+                                                    batch=False)[None, :])
     _parse_params(model, a, params)
     return a
 
@@ -414,20 +618,30 @@ def _parse_params(model, a, params):
         kept["armature"] = arm
         rows.append(arm)
     if "inertial_parameters" in params:
-        pi = np.asarray(params["inertial_parameters"], dtype=np.float64)
+        pi = real_array(params["inertial_parameters"], "params['inertial_parameters']",
+                        "rollout", finite=False)
         if pi.shape != (N, model.n_bodies, 10) or not np.all(np.isfinite(pi)):
             raise InputError(f"rollout: params['inertial_parameters']: expected finite values "
                              f"of shape ({N}, {model.n_bodies}, 10), got {_shape_text(pi.shape)}")
+        _check_inertial_parameters(model, pi)
         kept["inertial_parameters"] = pi
-        rows.append(pi.reshape(N, -1))
+        rows.append(pi.reshape(N, model.n_bodies * 10))
     if "payload" in params:
         pl = params["payload"]
         if not isinstance(pl, dict) or "frame" not in pl or "mass" not in pl:
             raise InputError("rollout: params['payload']: expected a dict {'frame': name, "
                              "'mass': (N,), 'com': (N, 3) optional}")
-        if pl["frame"] not in model.frame_names:
-            raise InputError(f"rollout: params['payload']: unknown frame {pl['frame']!r}")
-        mass = np.asarray(pl["mass"], dtype=np.float64)
+        extra = set(pl) - {"frame", "mass", "com"}
+        if extra:                                   # e.g. a misspelt 'com' would be dropped
+            raise InputError(f"rollout: params['payload']: unknown keys "
+                             f"{sorted(map(str, extra))}; expected 'frame', 'mass', 'com'")
+        if not isinstance(pl["frame"], str) or pl["frame"] not in model.frame_names:
+            raise InputError(f"rollout: params['payload']: unknown frame {pl['frame']!r:.60}")
+        k = model.frame_names.index(pl["frame"])
+        if model.frame_body[k] < 0:
+            raise InputError(f"rollout: params['payload']: frame {pl['frame']!r} is fixed to "
+                             f"the world (a payload there does not move)")
+        mass = real_array(pl["mass"], "params['payload']['mass']", "rollout", finite=False)
         if mass.shape != (N,) or not np.all(np.isfinite(mass)) or np.any(mass < 0):
             raise InputError(f"rollout: params['payload']['mass']: expected {N} finite values "
                              f">= 0, got shape {_shape_text(mass.shape)}")
@@ -442,6 +656,59 @@ def _parse_params(model, a, params):
         a["groups"] = groups.reshape(-1).astype(np.intp)
         a["model_params"] = [_group_params(kept, int(np.flatnonzero(a["groups"] == g)[0]))
                              for g in range(len(uniq))]
+
+
+def _check_inertial_parameters(model, pi):
+    """InputError naming the sample and body unless every set of pi (N, n_bodies, 10)
+    is physical (the checks of Model.with_inertial_parameters, before any run)."""
+    m, mc = pi[..., 0], pi[..., 1:4]
+    bad = (m < 0) | ((m == 0) & np.any(mc != 0, axis=-1))
+    if np.any(bad):
+        s, i = np.argwhere(bad)[0]
+        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
+                         f"'{model.body_names[i]}': expected a mass >= 0 (and m c = 0 when "
+                         f"m = 0), got m = {m[s, i]:g}")
+    xx, xy, yy, xz, yz, zz = np.moveaxis(pi[..., 4:], -1, 0)
+    Io = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1),
+                   np.stack([xz, yz, zz], -1)], -2)
+    c = np.divide(mc, m[..., None], out=np.zeros_like(mc), where=m[..., None] > 0)
+    Ic = Io - m[..., None, None] * (np.einsum("...i,...i", c, c)[..., None, None] * np.eye(3)
+                                    - c[..., :, None] * c[..., None, :])
+    ev = np.linalg.eigvalsh(0.5 * (Ic + np.swapaxes(Ic, -1, -2)))
+    bad = ev[..., 0] < -1e-12 * np.maximum(1.0, np.abs(ev[..., -1]))
+    if np.any(bad):
+        s, i = np.argwhere(bad)[0]
+        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
+                         f"'{model.body_names[i]}': the inertia about the COM is not positive "
+                         f"semi-definite (eigenvalues {ev[s, i]})")
+
+
+def _check_assembled(model, Q0, V0, tol=1e-6):
+    """InputError naming the sample unless every initial state of a model with loops or
+    mimic couplings satisfies its constraints: |g(q)| <= tol and |G v| <= tol (1 + |v|).
+    (The steps keep the constraints; they do not assemble a state.)  The rows of
+    blocks of samples come from one batched kernel call."""
+    N = Q0.shape[0]
+    for s0 in range(0, N, 1024):
+        q, v = Q0[s0:s0 + 1024], V0[s0:s0 + 1024]
+        g, G, _ = model._loop_rows(q, None)
+        if g.shape[-1] == 0:
+            return
+        rg = np.max(np.abs(g), axis=1)
+        rv = np.max(np.abs(np.matmul(G, v[:, :, None])[:, :, 0]), axis=1)
+        bound = tol * (1.0 + np.max(np.abs(v), axis=1, initial=0.0))
+        bad = np.flatnonzero(~(rg <= tol))
+        if bad.size:
+            s = int(bad[0])
+            raise InputError(f"rollout: q0: sample {s0 + s} does not close the model's loops "
+                             f"/ mimic couplings (max |g(q)| = {rg[s]:.3g} > {tol:g}): "
+                             f"assemble it first, e.g. model.assemble(q)")
+        bad = np.flatnonzero(~(rv <= bound))
+        if bad.size:
+            s = int(bad[0])
+            raise InputError(f"rollout: v0: sample {s0 + s} violates the velocity constraints "
+                             f"(max |G v| = {rv[s]:.3g}): project it first, e.g. "
+                             f"model.project_velocity(q, v)")
 
 
 def _group_params(kept, s):
@@ -597,10 +864,53 @@ def _chunk_task(model, sub, i0, i1, out):
         raise ChunkFailed(i0, i1, exc) from exc
 
 
+def _store_path(out):
+    """out as a str, refused unless it names a new path, an empty directory or a
+    store written by rollout (zarr's mode "w" empties any directory it is given)."""
+    if not isinstance(out, (str, os.PathLike)):
+        raise InputError(f"rollout: out: expected a path (str) of a Zarr store, got "
+                         f"{type(out).__name__} {out!r:.60}")
+    out = os.fspath(out)
+    if not isinstance(out, str):
+        raise InputError(f"rollout: out: expected a str path, got {out!r:.60}")
+    if out.lower().endswith(".npz"):
+        raise InputError(f"rollout: out: {out} names a .npz file, but out= writes a Zarr "
+                         f"store (a directory, e.g. 'runs.zarr'); for .npz save the result "
+                         f"with Rollout.to_npz")
+    if os.path.lexists(out):
+        if not os.path.isdir(out):
+            raise InputError(f"rollout: out: {out} exists and is not a directory (a Zarr "
+                             f"store is a directory)")
+        if os.listdir(out) and not _is_rollout_store(out):
+            raise InputError(f"rollout: out: {out} is a non-empty directory that is not a "
+                             f"store written by rollout; it would be emptied: give a new path")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise InputError(f"rollout: out: {parent} (the parent of {out}) is not an existing "
+                         f"directory")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"rollout: out: the directory {parent} of {out} is not writable")
+    return out
+
+
+def _is_rollout_store(path):
+    """Whether path holds a Zarr group written by rollout (its attributes)."""
+    import json
+    try:
+        with open(os.path.join(path, "zarr.json")) as f:
+            attrs = json.load(f).get("attributes", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(attrs, dict) and {"method", "dt", "nq", "nv"} <= set(attrs)
+
+
 def _create_store(out, model, a, rows, chunk):
     import zarr
     N, nq, nv = a["N"], model.nq, model.nv
-    g = zarr.open_group(out, mode="w")
+    try:
+        g = zarr.open_group(out, mode="w")
+    except OSError as exc:
+        raise InputError(f"rollout: out: cannot write the Zarr store {out}: {exc}") from None
     g.create_array("q", shape=(N, rows, nq), chunks=(chunk, rows, nq), dtype="f8")
     g.create_array("v", shape=(N, rows, nv), chunks=(chunk, rows, nv), dtype="f8")
     if a["constrained"]:
@@ -632,13 +942,20 @@ def _run_distributed(model, a, client, chunk, out, progress):
     if chunk is None:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         chunk = max(1, -(-N // (2 * workers)))
-    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) \
-            or chunk < 1:
-        raise InputError(f"rollout: chunk: expected an integer >= 1, got {chunk!r:.60}")
-    chunk = int(chunk)
+    chunk = _chunk(chunk)
+    _check_memory(model, a, min(chunk, N), "rollout: chunk")     # one chunk on a worker
     rows = len(_saved_times(a["nsteps"], a["h"], a["save_every"]))
     if out is not None:
         _create_store(str(out), model, a, rows, chunk)
+    if N == 0:                                  # nothing to run: the local call's result
+        if out is None:
+            return _result(model, a, *_run_samples(model, a))
+        import dask.array as da
+        return _result(model, a, da.from_zarr(str(out), component="q"),
+                       da.from_zarr(str(out), component="v"),
+                       da.from_zarr(str(out), component="constraint_residual")
+                       if a["constrained"] else None,
+                       np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.intp))
     bounds = [(i0, min(N, i0 + chunk)) for i0 in range(0, N, chunk)]
     model_f = client.scatter(model, broadcast=True, hash=False)   # a key of its own per call
     futures = {client.submit(_chunk_task, model_f, _chunk_args(a, i0, i1), i0, i1,
@@ -663,6 +980,12 @@ def _run_distributed(model, a, client, chunk, out, progress):
                 bar.update(i1 - i0)
             if callable(progress) and progress is not True:
                 progress(done, N)
+    except BaseException:          # Ctrl-C, a raising progress callable: cancel the chunks
+        try:                       # (the scattered model goes with its last reference)
+            client.cancel(list(futures))
+        except Exception:                                       # pragma: no cover
+            pass
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -692,8 +1015,32 @@ def _interactive():
 
 
 def open_rollout(path, model=None):
-    """A :class:`Rollout` read lazily (dask arrays) from a Zarr store written by
-    ``rollout(..., out=path)`` or the ``treedyn rollout`` command."""
+    """A :class:`Rollout` read from ``path``: a Zarr store written by
+    ``rollout(..., out=path)`` or ``treedyn rollout --out runs.zarr`` (lazily, as dask
+    arrays), or a ``.npz`` file of :meth:`Rollout.to_npz` / ``treedyn rollout --out
+    runs.npz`` (NumPy arrays, with the parameters and the saved energies).  Give
+    ``model`` to compute energies of a store."""
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
+    if not isinstance(path, str):
+        raise InputError(f"open_rollout: path: expected a str path, got "
+                         f"{type(path).__name__} {path!r:.60}")
+    if model is not None:
+        model = model_of(model, "open_rollout")
+    r = _open(path, model)
+    if model is not None and r.q.shape[2:] + r.v.shape[2:] != (model.nq, model.nv):
+        raise InputError(f"open_rollout: model: {model.name} has nq = {model.nq}, nv = "
+                         f"{model.nv}; the runs in {path} have nq = {r.q.shape[2]}, nv = "
+                         f"{r.v.shape[2]}")
+    return r
+
+
+def _open(path, model):
+    if not os.path.exists(path):
+        raise InputError(f"open_rollout: path: {path} does not exist")
+    if os.path.isfile(path):
+        return _open_npz(path, model)
+    if not _is_rollout_store(path):
+        raise InputError(f"open_rollout: path: {path} is not a store written by rollout")
     import dask.array as da
     import zarr
     g = zarr.open_group(str(path), mode="r")
@@ -706,3 +1053,36 @@ def open_rollout(path, model=None):
                    model=model, constraint_residual=R)
 
 
+
+
+def _open_npz(path, model):
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as exc:                    # OSError, EOFError, BadZipFile, ValueError
+        raise InputError(f"open_rollout: path: {path} is not a .npz file: "
+                         f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):    # a plain .npy array
+        raise InputError(f"open_rollout: path: {path} is not a .npz file (one array)")
+    with z:
+        need = {"t", "q", "v", "status", "failed_step", "method", "dt"}
+        if not need <= set(z.files):
+            raise InputError(f"open_rollout: path: {path} is not a rollout (missing "
+                             f"{sorted(need - set(z.files))})")
+        data = {k: z[k] for k in z.files}
+    params = {}
+    for k, val in data.items():
+        if not k.startswith("param_"):
+            continue
+        key = k[len("param_"):]
+        if key.startswith("payload_"):
+            sub = key[len("payload_"):]
+            params.setdefault("payload", {})[sub] = str(val) if sub == "frame" else val
+        else:
+            params[key] = val
+    grav = params.get("gravity")
+    r = Rollout(data["t"], data["q"], data["v"], data["status"], data["failed_step"], params,
+                str(data["method"]), float(data["dt"]), model=model,
+                constraint_residual=data.get("constraint_residual"), gravity=grav)
+    if "energy" in data:
+        r._energy = data["energy"]
+    return r

@@ -395,18 +395,18 @@ def _check_finite_run(Q, V, t):
                              f"too large for this motion")
 
 
-def _step_count(t_final, dt, max_steps):
+def _step_count(t_final, dt, max_steps, where="simulate"):
     """Number of fixed steps ceil(t_final/dt) (at least 1 if t_final > 0), refused if
     above max_steps (before anything is allocated)."""
     if t_final == 0:
         return 0
     ratio = t_final / dt
     if not ratio <= max_steps * (1 + 1e-9) + 1:            # inf (huge t_final / tiny dt)
-        raise InputError(f"simulate: t_final / dt = {ratio:.6g} steps exceed max_steps = "
+        raise InputError(f"{where}: t_final / dt = {ratio:.6g} steps exceed max_steps = "
                          f"{max_steps} (increase dt or max_steps)")
     nsteps = max(1, int(np.ceil(ratio - 1e-9)))
     if nsteps > max_steps:
-        raise InputError(f"simulate: t_final / dt = {ratio:.6g} steps exceed max_steps = "
+        raise InputError(f"{where}: t_final / dt = {ratio:.6g} steps exceed max_steps = "
                          f"{max_steps} (increase dt or max_steps)")
     return nsteps
 
@@ -418,8 +418,12 @@ def _run_options(where, method, local_map, passive, stabilization, fixed_step=Fa
     """(tableau, local-map code) of a run, with the checks simulate, Simulator and
     rollout share: the method (``fixed_step``: adaptive ones refused), a local map
     the method keeps its order with, ``passive`` a bool, a known stabilization."""
-    tab = get_method(method)
-    local = local_map_code(local_map)
+    try:
+        tab = get_method(method)
+        local = local_map_code(local_map)
+    except InputError as exc:
+        arg = "method" if str(exc).startswith("unknown method") else "local_map"
+        raise InputError(f"{where}: {arg}: {exc}") from None
     if fixed_step and tab.bhat is not None:
         raise InputError(f"{where}: method {tab.name!r} is adaptive; {where} takes fixed "
                          f"steps: choose 'euler', 'semi_euler', 'rkmk2', 'rkmk4', 'cg4' or "
@@ -607,13 +611,13 @@ def simulate(model, q0, v0, t_final, dt, method="rkmk4", controller=None, f_ext=
     return traj
 
 
-def _save_every(k):
+def _save_every(k, where="simulate"):
     """save_every as an int >= 1 (bools and non-integral numbers refused)."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise InputError(f"simulate: save_every: expected an integer >= 1, got "
+        raise InputError(f"{where}: save_every: expected an integer >= 1, got "
                          f"{type(k).__name__} {k!r:.60}")
     if k < 1:
-        raise InputError(f"simulate: save_every: expected an integer >= 1, got {k}")
+        raise InputError(f"{where}: save_every: expected an integer >= 1, got {k}")
     return int(k)
 
 
