@@ -157,20 +157,30 @@ def test_unphysical_inertial_parameters_name_the_sample_and_body(ur5, x, body, e
 # ------------------------------------------------------------- states
 
 @pytest.mark.parametrize("name", ["four_bar.toml", "delta.toml"])
-def test_unassembled_loop_states_are_refused(name):
+def test_unassembled_loop_states_are_refused_without_the_projection(name):
+    """Without the projection nothing assembles a state: refused, named.  With it (the
+    default) q0 and v0 are projected first, as td.simulate does: sample k is the
+    simulate run of sample k, bit for bit."""
     m = model(name)
     rng = np.random.default_rng(3)
     q0, v0 = states(m, 3, rng)
-    r = run(m, q0, v0)                                  # assembled: valid
-    assert not r.diverged.any()
-    bad = q0.copy()
-    bad[1] = m.random_configuration(rng)
-    with pytest.raises(InputError, match=r"rollout: q0: sample 1 does not close .*assemble"):
-        run(m, bad, v0)
-    badv = v0.copy()
-    badv[2] += 1.0
-    with pytest.raises(InputError, match=r"rollout: v0: sample 2 violates .*project_velocity"):
-        run(m, q0, badv)
+    off = q0.copy()
+    off[1] = m.integrate(q0[1], 1e-3 * rng.normal(size=m.nv))   # |g| ~ 1e-3
+    offv = v0.copy()
+    offv[2] += 1.0
+    for kw in ({"stabilization": "baumgarte"}, {"stabilization": None}):
+        r = run(m, q0, v0, **kw)                                 # assembled: valid
+        assert not r.diverged.any()
+        with pytest.raises(InputError, match=r"rollout: q0: sample 1 does not close .*assemble"):
+            run(m, off, v0, **kw)
+        with pytest.raises(InputError, match=r"rollout: v0: sample 2 violates .*project_velocity"):
+            run(m, q0, offv, **kw)
+    r = run(m, off, offv)
+    for k in (1, 2):
+        tr = td.simulate(m, off[k], offv[k], t_final=r.t[-1], dt=r.t[1] - r.t[0],
+                         method=r.method)
+        assert np.array_equal(r.q[k], tr.q) and np.array_equal(r.v[k], tr.v)
+    assert np.max(r.constraint_residual[1]) <= 1e-12
 
 
 def test_non_unit_quaternions_name_the_sample():

@@ -541,8 +541,9 @@ def _prepare(model, q0, v0, t_final, dt, method, tau, controller, save_every, pa
     h = t_final / nsteps if nsteps else dt
     T = max(nsteps, 1)
     constrained = bool(model.loop_closures or model.mimic)
-    if constrained:
-        _check_assembled(model, Q0, V0)
+    if constrained and stabilization != "projection":
+        _check_assembled(model, Q0, V0)     # nothing would assemble them (projection: as
+                                            # td.simulate, the first step projects q0, v0)
     if constrained and tab.scheme == "vector":
         raise InputError(f"rollout: method {tab.name!r} is not available for models with "
                          f"loop closures; use rkmk4, cg4, rkmk2, euler or semi_euler")
@@ -686,7 +687,8 @@ def _check_inertial_parameters(model, pi):
 def _check_assembled(model, Q0, V0, tol=1e-6):
     """InputError naming the sample unless every initial state of a model with loops or
     mimic couplings satisfies its constraints: |g(q)| <= tol and |G v| <= tol (1 + |v|).
-    (The steps keep the constraints; they do not assemble a state.)  The rows of
+    For runs without the projection (Baumgarte or no stabilization: their steps keep
+    the constraints, they do not assemble a state).  The rows of
     blocks of samples come from one batched kernel call."""
     N = Q0.shape[0]
     for s0 in range(0, N, 1024):
