@@ -699,18 +699,16 @@ def _check_assembled(model, Q0, V0, tol=1e-6):
         rg = np.max(np.abs(g), axis=1)
         rv = np.max(np.abs(np.matmul(G, v[:, :, None])[:, :, 0]), axis=1)
         bound = tol * (1.0 + np.max(np.abs(v), axis=1, initial=0.0))
-        bad = np.flatnonzero(~(rg <= tol))
-        if bad.size:
-            s = int(bad[0])
-            raise InputError(f"rollout: q0: sample {s0 + s} does not close the model's loops "
-                             f"/ mimic couplings (max |g(q)| = {rg[s]:.3g} > {tol:g}): "
-                             f"assemble it first, e.g. model.assemble(q)")
-        bad = np.flatnonzero(~(rv <= bound))
-        if bad.size:
-            s = int(bad[0])
-            raise InputError(f"rollout: v0: sample {s0 + s} violates the velocity constraints "
-                             f"(max |G v| = {rv[s]:.3g}): project it first, e.g. "
-                             f"model.project_velocity(q, v)")
+        for name, r, lim, what in (
+                ("q0", rg, tol, "does not close the model's loops / mimic couplings (max "
+                 "|g(q)| = {r:.3g} > {lim:g}): assemble it first, e.g. model.assemble(q)"),
+                ("v0", rv, bound, "violates the velocity constraints (max |G v| = {r:.3g}): "
+                 "project it first, e.g. model.project_velocity(q, v)")):
+            bad = np.flatnonzero(~(r <= lim))
+            if bad.size:
+                s = int(bad[0])
+                raise InputError(f"rollout: {name}: sample {s0 + s} "
+                                 + what.format(r=r[s], lim=np.broadcast_to(lim, r.shape)[s]))
 
 
 def _group_params(kept, s):
