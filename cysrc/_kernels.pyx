@@ -397,8 +397,6 @@ cdef class ModelCore:
     cdef const int[::1] fast           # 1-dof fast-path code per body (joints.pxi)
     cdef const int[::1] screw_rev      # FAST_SCREW revolute about a coordinate axis
     cdef const int[::1] turns          # 1: a one-freedom joint that turns (angle_prepass)
-    cdef const int[::1] turn_idx       # those bodies, n_turn of them
-    cdef int n_turn
     cdef const int[::1] ang_slot       # angle_prepass: sc_q slot and q index of each angle
     cdef const int[::1] ang_q          # (tables.angle_slots), n_ang of them
     cdef int n_ang
@@ -482,11 +480,9 @@ cdef class ModelCore:
         self.fast = self._table(t, "fast")
         self.screw_rev = self._table(t, "screw_rev")
         self.turns = self._table(t, "turns")
-        self.turn_idx = self._table(t, "turn_idx")
-        self.n_turn = int(np.sum(t["turns"]))
         self.ang_slot = self._table(t, "ang_slot")
         self.ang_q = self._table(t, "ang_q")
-        self.n_ang = self.n_turn + 2 * int(np.sum(t["univ"] != 0))
+        self.n_ang = int(np.sum(t["turns"] != 0)) + 2 * int(np.sum(t["univ"] != 0))
         self.screw_runs = self._table(t, "screw_runs")
         self.group_body = self._table(t, "group_body")
         self.n_group = int(np.sum(np.asarray(t["kind"]) != KIND_SCREWS))

@@ -256,40 +256,6 @@ cdef extern from *:
                                double* Ic) noexcept nogil
 
 
-cdef inline void _screw_Ad(const double* C, const double* S, double* J) noexcept nogil:
-    """J = Ad_C S = (R ω, r × R ω + R v) for S = (ω, v) (twist_Ad, C a 12-double pose)
-    without the products with S's exact zeros: a screw through the body origin
-    (v = 0), a slider (ω = 0: spatial_screw_1dof's form), a hinge along a body axis
-    (one nonzero component of ω: R ω is a column of R times it).  twist_Ad's values
-    up to the sign of a zero."""
-    cdef double t[3]
-    cdef int k
-    if S[3] == 0.0 and S[4] == 0.0 and S[5] == 0.0:
-        rot_vec(C, S, J)
-        cross(&C[9], J, &J[3])
-        return
-    if S[0] == 0.0 and S[1] == 0.0 and S[2] == 0.0:
-        J[0] = 0.0; J[1] = 0.0; J[2] = 0.0
-        rot_vec(C, &S[3], &J[3])
-        return
-    k = -1
-    if S[1] == 0.0 and S[2] == 0.0:
-        k = 0
-    elif S[0] == 0.0 and S[2] == 0.0:
-        k = 1
-    elif S[0] == 0.0 and S[1] == 0.0:
-        k = 2
-    if k < 0:
-        twist_Ad(C, &C[9], S, J)
-        return
-    J[0] = C[k] * S[k]
-    J[1] = C[3 + k] * S[k]
-    J[2] = C[6 + k] * S[k]
-    rot_vec(C, &S[3], &J[3])
-    cross(&C[9], J, t)
-    J[3] += t[0]; J[4] += t[1]; J[5] += t[2]
-
-
 cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
     """spatial_pose_and_screws with the rotation of sMi[i] copied from d.oMi (the
     same product of the same factors), which leaves only the position
@@ -307,12 +273,12 @@ cdef inline void _crba_from_world(ModelCore m, DataC* d, int i) noexcept nogil:
         C[10] = td_crba_dot3(&Cp[3], &T[9]) + Cp[10]
         C[11] = td_crba_dot3(&Cp[6], &T[9]) + Cp[11]
     if m.fast[i] == FAST_SCREW:
-        _screw_Ad(C, &m.X[o, 0], &d.sJ[6 * o])
+        screw_Ad(C, &m.X[o, 0], &d.sJ[6 * o])
     elif m.fast[i] != FAST_NONE:
         spatial_screw_1dof(m.fast[i], &m.X[o, 0], C, &d.sJ[6 * o])
     else:
         for k in range(m.nvj[i]):
-            _screw_Ad(C, &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
+            screw_Ad(C, &d.S[6 * (o + k)], &d.sJ[6 * (o + k)])
 
 
 cdef int _crba_poses_and_inertias(ModelCore m, DataC* d, const double* q,
@@ -377,20 +343,13 @@ cdef int crba_kernel(ModelCore m, DataC* d, const double* q, double* M,
     those of frame s: only the positions are formed.  ``lower``: only the entries
     the tree factorization reads (_ltl: M_kj for j = k or an ancestor freedom of k)
     are written, nothing else."""
-    cdef int bad, i
-    cdef double* Ci
+    cdef int bad
     if joints_ready and world_ready and lower:
-        # the constrained dynamics' call (a stage, the projection): pass 1 with the
-        # flags folded by hand, no quaternion code (the joint steps were checked)
-        for i in range(m.nb):
-            _crba_from_world(m, d, i)
-            Ci = &d.sMi[12 * i]
-            if td_massless(&m.inert[i, 0]):
-                memset(&d.sIc[10 * i], 0, 10 * sizeof(double))
-            else:
-                td_crba_world_inertia(Ci, &Ci[9], &m.inert[i, 0], &d.sIc[10 * i])
+        # the constrained dynamics' call (a stage, the projection), with constant
+        # flags as the plain call below
+        bad = _crba_poses_and_inertias(m, d, q, True, True)
         _crba_composite_columns(m, d, M, True)
-        return 0
+        return bad
     if not (joints_ready or world_ready or lower):
         # the plain call with constant flags: the compiler inlines both passes here
         # with the flags folded (measured: 3 % of a 7-body mass_matrix call)

@@ -52,12 +52,12 @@ cdef int body_motion_kernel(ModelCore m, DataC* d, const double* q, const double
 
 cdef void world_screws(ModelCore m, DataC* d, double* J) noexcept nogil:
     """Spatial screws about the world origin J_j = Ad_{oMi} S_j (nv × 6) of every
-    freedom, from d.oMi and d.S."""
+    freedom, from d.oMi and d.S (screw_Ad: no products with the screws' zeros)."""
     cdef int i, k, o
     for i in range(m.nb):
         o = m.voff[i]
         for k in range(m.nvj[i]):
-            twist_Ad(&d.oMi[12 * i], &d.oMi[12 * i + 9], &d.S[6 * (o + k)], &J[6 * (o + k)])
+            screw_Ad(&d.oMi[12 * i], &d.S[6 * (o + k)], &J[6 * (o + k)])
 
 
 cdef inline void subspace_rate(int kind, int nv, const double* S, const double* qd,

@@ -276,10 +276,8 @@ cdef int _lane_joint_steps(ModelCore m, DataC* d, int l, const double* q,
                 d.lsc[2 * i * L + l] = d.sc_q[2 * i]
                 d.lsc[(2 * i + 1) * L + l] = d.sc_q[2 * i + 1]
             continue
-        if not angles and _screw_turns(m, i):
-            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])   # joint_step_screw's
-        elif not angles and m.univ[i]:
-            universal_angles(m, d, i, q)                                # joint_step_general's
+        if not angles:
+            body_angles(m, d, i, q)     # (the axis fast paths went on above)
         if joint_step(m, d, i, q, qd, cJ, True) and bad == 0:
             bad = i + 1
         for k in range(12):

@@ -772,29 +772,7 @@ cdef void _motion_from_rnea(ModelCore m, DataC* d, const double* g,
             d.a[6 * i + n] = d.a_gf[6 * i + n]
             d.a[6 * i + 3 + n] = d.a_gf[6 * i + 3 + n] + t[n]
     if screws:
-        _rows_world_screws(m, d)
-
-
-cdef void _rows_world_screws(ModelCore m, DataC* d) noexcept nogil:
-    """world_screws (kinematics.pxi) into d.oJ for the rows: a revolute joint about
-    a body axis whose screw is exactly ±e_k takes spatial_screw_1dof's form (ω the
-    column of R, ω then r × ω), the values of Ad_{oMi} S without its products with
-    S's zeros (at most the sign of a zero differs)."""
-    cdef int i, k, o, f
-    cdef const double* X
-    for i in range(m.nb):
-        o = m.voff[i]
-        f = m.fast[i]
-        if FAST_REV_X <= f <= FAST_REV_Z:
-            k = f - FAST_REV_X
-            X = &d.S[6 * o]
-            if (X[k] == 1.0 or X[k] == -1.0) and X[(k + 1) % 3] == 0.0 \
-                    and X[(k + 2) % 3] == 0.0 and X[3] == 0.0 and X[4] == 0.0 \
-                    and X[5] == 0.0:
-                spatial_screw_1dof(f, X, &d.oMi[12 * i], &d.oJ[6 * o])
-                continue
-        for k in range(m.nvj[i]):
-            _screw_Ad(&d.oMi[12 * i], &d.S[6 * (o + k)], &d.oJ[6 * (o + k)])
+        world_screws(m, d, d.oJ)
 
 
 cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* qd,
@@ -808,7 +786,7 @@ cdef int loop_rows_kernel(ModelCore m, DataC* d, const double* q, const double* 
         memset(d.a, 0, 6 * m.nb * sizeof(double))
     else:
         bad = body_motion_kernel(m, d, q, qd, d.zero_v)
-    _rows_world_screws(m, d)
+    world_screws(m, d, d.oJ)
     d.q_loop = q
     loop_rows(m, d, g, G, gam, NULL, qd == NULL)
     return bad

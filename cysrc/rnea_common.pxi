@@ -94,6 +94,40 @@ cdef inline void spatial_screw_1dof(int fast, const double* X, const double* C,
         cross(&C[9], J, &J[3])
 
 
+cdef inline void screw_Ad(const double* C, const double* S, double* J) noexcept nogil:
+    """J = Ad_C S = (R ω, r × R ω + R v) for S = (ω, v) (twist_Ad, C a 12-double pose)
+    without the products with S's exact zeros: a slider (ω = 0), a hinge along a
+    body axis (one nonzero component of ω: R ω is a column of R times it), a screw
+    through the body origin (v = 0).  twist_Ad's values up to the sign of a zero."""
+    cdef double t[3]
+    cdef int k = -1
+    if S[0] == 0.0 and S[1] == 0.0 and S[2] == 0.0:
+        J[0] = 0.0; J[1] = 0.0; J[2] = 0.0
+        rot_vec(C, &S[3], &J[3])
+        return
+    if S[1] == 0.0 and S[2] == 0.0:
+        k = 0
+    elif S[0] == 0.0 and S[2] == 0.0:
+        k = 1
+    elif S[0] == 0.0 and S[1] == 0.0:
+        k = 2
+    if k >= 0:
+        J[0] = C[k] * S[k]
+        J[1] = C[3 + k] * S[k]
+        J[2] = C[6 + k] * S[k]
+    elif S[3] == 0.0 and S[4] == 0.0 and S[5] == 0.0:
+        rot_vec(C, S, J)
+    else:
+        twist_Ad(C, &C[9], S, J)
+        return
+    if S[3] == 0.0 and S[4] == 0.0 and S[5] == 0.0:
+        cross(&C[9], J, &J[3])
+        return
+    rot_vec(C, &S[3], &J[3])
+    cross(&C[9], J, t)
+    J[3] += t[0]; J[4] += t[1]; J[5] += t[2]
+
+
 cdef inline void pose_to_matrix(const double* P, double* out) noexcept nogil:
     """12-double pose (R row-major, p) -> row-major 4 × 4."""
     out[0] = P[0]; out[1] = P[1]; out[2] = P[2]; out[3] = P[9]

@@ -38,13 +38,15 @@ cdef inline void angle_prepass(ModelCore m, DataC* d, const double* q) noexcept 
         k += 8
 
 
-cdef inline void universal_angles(ModelCore m, DataC* d, int i,
-                                  const double* q) noexcept nogil:
-    """angle_prepass's two slots of body i's universal joint alone (for the paths that
-    step some joints without the prepass)."""
+cdef inline void body_angles(ModelCore m, DataC* d, int i, const double* q) noexcept nogil:
+    """angle_prepass's slots of body i alone (for the paths that step some joints
+    without the prepass): its turning joint's angle, or its universal joint's two."""
     cdef int j = m.qoff[i]
-    sincos(q[j], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
-    sincos(q[j + 1], &d.sc_q[2 * (m.nb + i)], &d.sc_q[2 * (m.nb + i) + 1])
+    if m.turns[i]:
+        sincos(q[j], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+    elif m.univ[i]:
+        sincos(q[j], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
+        sincos(q[j + 1], &d.sc_q[2 * (m.nb + i)], &d.sc_q[2 * (m.nb + i) + 1])
 
 
 cdef inline int joint_step(ModelCore m, DataC* d, int i, const double* q,
@@ -251,10 +253,7 @@ cdef int path_sweep(ModelCore m, DataC* d, const double* q, int body) noexcept n
     while i >= 0:
         d.path[n] = i
         n += 1
-        if m.turns[i]:
-            sincos(q[m.qoff[i]], &d.sc_q[2 * i], &d.sc_q[2 * i + 1])
-        elif m.univ[i]:
-            universal_angles(m, d, i, q)
+        body_angles(m, d, i, q)
         i = m.parent[i]
     for k in range(n - 1, -1, -1):
         i = d.path[k]

@@ -1,5 +1,5 @@
-"""The constrained step's screws in world axes (cysrc/crba.pxi _screw_Ad, loops.pxi
-_rows_world_screws, issue 26): Ad_C S formed without the products with S's exact
+"""The constrained step's screws in world axes (cysrc/rnea_common.pxi screw_Ad, used by
+kinematics.pxi world_screws and the CRBA, issue 26): Ad_C S formed without the products with S's exact
 zeros — a hinge along a body axis through the body origin (FAST_REV), a hinge along
 a body axis through an offset point (one nonzero angular component), a slider
 (angular part zero), a screw through the body origin with an oblique axis (a
@@ -55,7 +55,7 @@ def _state(model, seed):
 @pytest.mark.parametrize("turned", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_rows_against_numpy(turned, seed):
-    """g, G and Ġv of the compiled rows (world screws by _screw_Ad) equal the NumPy
+    """g, G and Ġv of the compiled rows (world screws by screw_Ad) equal the NumPy
     rows at configurations off the loop too."""
     model = _chain(turned)
     rng = np.random.default_rng(seed)
@@ -72,7 +72,7 @@ def test_rows_against_numpy(turned, seed):
 @pytest.mark.parametrize("turned", [False, True])
 @pytest.mark.parametrize("seed", [0, 3])
 def test_dynamics_and_projection_against_numpy(turned, seed):
-    """The constrained v̇ and λ (the stage's CRBA from world poses with _screw_Ad's
+    """The constrained v̇ and λ (the stage's CRBA from world poses with screw_Ad's
     screws, its tree factor and the metric) equal the NumPy solve with M from
     mass_matrix; the projected velocity equals the NumPy projection."""
     from treedyn.constraints import _constrained_forward_dynamics_numpy, project_velocity

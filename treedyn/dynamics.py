@@ -512,6 +512,35 @@ def center_of_mass(model, q):
 
 
 # ------------------------------------------------------------------------ passive forces
+def com_inertias(pi, where):
+    """Mass m (..., nb), centre of mass c (..., nb, 3) and inertia about it Ic
+    (..., nb, 3, 3) of the inertial parameters pi (..., nb, 10) in the order of
+    ``Model.inertial_parameters`` (I about the body origin: Ic = I − m (|c|² 1 − c cᵀ)).
+    InputError for the first set (C order) with a negative mass, a massless body with
+    a first moment, or an Ic that is not positive semi-definite (to 1e-12 relative);
+    its text starts with ``where(index)``, index the set's position in pi[..., 0]."""
+    m, mc = pi[..., 0], pi[..., 1:4]
+    bad = (m < 0) | ((m == 0) & np.any(mc != 0, axis=-1))
+    if np.any(bad):
+        idx = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise InputError(f"{where(idx)}: expected a mass >= 0 (and m c = 0 when m = 0), "
+                         f"got m = {m[idx]:g}, m c = {mc[idx]}")
+    xx, xy, yy, xz, yz, zz = np.moveaxis(pi[..., 4:], -1, 0)
+    Io = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1),
+                   np.stack([xz, yz, zz], -1)], -2)
+    c = np.divide(mc, m[..., None], out=np.zeros_like(mc), where=m[..., None] > 0)
+    cc = c[..., 0] * c[..., 0] + c[..., 1] * c[..., 1] + c[..., 2] * c[..., 2]
+    Ic = Io - m[..., None, None] * (cc[..., None, None] * np.eye(3)
+                                    - c[..., :, None] * c[..., None, :])
+    ev = np.linalg.eigvalsh(Ic)
+    bad = ev[..., 0] < -1e-12 * np.maximum(1.0, np.abs(ev[..., -1]))
+    if np.any(bad):
+        idx = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise InputError(f"{where(idx)}: the inertia about the COM is not positive "
+                         f"semi-definite (eigenvalues {ev[idx]})")
+    return m, c, Ic
+
+
 def passive_tables(model):
     """(D, K, q_ref, qidx) of the passive joint forces, or None when every damping
     and stiffness coefficient is zero (the passive term is then skipped

@@ -297,23 +297,13 @@ class Model(ModelCore):
             if body >= 0 and fname not in owned and fname in graph.graph.nodes:
                 node = graph.body(fname)
                 node["mass"], node["com"], node["inertia"] = 0.0, np.zeros(3), np.zeros((3, 3))
-        for i, name in enumerate(self.body_names):
-            m, mc = float(pi[i, 0]), pi[i, 1:4]
-            xx, xy, yy, xz, yz, zz = pi[i, 4:]
-            Io = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-            if m < 0 or (m == 0 and np.any(mc != 0)):
-                raise InputError(f"with_inertial_parameters: pi[{i}] (body '{name}'): expected "
-                                 f"a mass >= 0 (and m c = 0 when m = 0), got m = {m:g}, "
-                                 f"m c = {mc}")
-            c = mc / m if m > 0 else np.zeros(3)
-            Ic = Io - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
-            ev = np.linalg.eigvalsh(Ic)
-            if ev[0] < -1e-12 * max(1.0, abs(ev[-1])):
-                raise InputError(f"with_inertial_parameters: pi[{i}] (body '{name}'): the "
-                                 f"inertia about the COM is not positive semi-definite "
-                                 f"(eigenvalues {ev})")
+        names = self.body_names
+        m, c, Ic = _dyn.com_inertias(
+            pi, lambda i: f"with_inertial_parameters: pi[{i[0]}] (body '{names[i[0]]}')")
+        for i, name in enumerate(names):
             node = graph.body(name)
-            node["mass"], node["com"], node["inertia"] = m, c, 0.5 * Ic + 0.5 * Ic.T
+            node["mass"], node["com"] = float(m[i]), c[i]
+            node["inertia"] = 0.5 * Ic[i] + 0.5 * Ic[i].T
         return graph.compile()
 
     @property

@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import InputError
 from .validation import _shape_text, model_of, number, real_array, vectors
-from .dynamics import passive_tables
+from .dynamics import com_inertias, passive_tables
 from .simulate import (_baumgarte_gains, _progress_bar, _run_options, _save_every,
                        _saved_times, _step_count)
 
@@ -624,7 +624,9 @@ def _parse_params(model, a, params):
         if pi.shape != (N, model.n_bodies, 10) or not np.all(np.isfinite(pi)):
             raise InputError(f"rollout: params['inertial_parameters']: expected finite values "
                              f"of shape ({N}, {model.n_bodies}, 10), got {_shape_text(pi.shape)}")
-        _check_inertial_parameters(model, pi)
+        names = model.body_names
+        com_inertias(pi, lambda i: f"rollout: params['inertial_parameters']: sample {i[0]}, "
+                                   f"body '{names[i[1]]}'")      # physical, before any run
         kept["inertial_parameters"] = pi
         rows.append(pi.reshape(N, model.n_bodies * 10))
     if "payload" in params:
@@ -657,31 +659,6 @@ def _parse_params(model, a, params):
         a["groups"] = groups.reshape(-1).astype(np.intp)
         a["model_params"] = [_group_params(kept, int(np.flatnonzero(a["groups"] == g)[0]))
                              for g in range(len(uniq))]
-
-
-def _check_inertial_parameters(model, pi):
-    """InputError naming the sample and body unless every set of pi (N, n_bodies, 10)
-    is physical (the checks of Model.with_inertial_parameters, before any run)."""
-    m, mc = pi[..., 0], pi[..., 1:4]
-    bad = (m < 0) | ((m == 0) & np.any(mc != 0, axis=-1))
-    if np.any(bad):
-        s, i = np.argwhere(bad)[0]
-        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
-                         f"'{model.body_names[i]}': expected a mass >= 0 (and m c = 0 when "
-                         f"m = 0), got m = {m[s, i]:g}")
-    xx, xy, yy, xz, yz, zz = np.moveaxis(pi[..., 4:], -1, 0)
-    Io = np.stack([np.stack([xx, xy, xz], -1), np.stack([xy, yy, yz], -1),
-                   np.stack([xz, yz, zz], -1)], -2)
-    c = np.divide(mc, m[..., None], out=np.zeros_like(mc), where=m[..., None] > 0)
-    Ic = Io - m[..., None, None] * (np.einsum("...i,...i", c, c)[..., None, None] * np.eye(3)
-                                    - c[..., :, None] * c[..., None, :])
-    ev = np.linalg.eigvalsh(0.5 * (Ic + np.swapaxes(Ic, -1, -2)))
-    bad = ev[..., 0] < -1e-12 * np.maximum(1.0, np.abs(ev[..., -1]))
-    if np.any(bad):
-        s, i = np.argwhere(bad)[0]
-        raise InputError(f"rollout: params['inertial_parameters']: sample {s}, body "
-                         f"'{model.body_names[i]}': the inertia about the COM is not positive "
-                         f"semi-definite (eigenvalues {ev[s, i]})")
 
 
 def _check_assembled(model, Q0, V0, tol=1e-6):

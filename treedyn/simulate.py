@@ -420,10 +420,12 @@ def _run_options(where, method, local_map, passive, stabilization, fixed_step=Fa
     the method keeps its order with, ``passive`` a bool, a known stabilization."""
     try:
         tab = get_method(method)
+    except InputError as exc:
+        raise InputError(f"{where}: method: {exc}") from None
+    try:
         local = local_map_code(local_map)
     except InputError as exc:
-        arg = "method" if str(exc).startswith("unknown method") else "local_map"
-        raise InputError(f"{where}: {arg}: {exc}") from None
+        raise InputError(f"{where}: local_map: {exc}") from None
     if fixed_step and tab.bhat is not None:
         raise InputError(f"{where}: method {tab.name!r} is adaptive; {where} takes fixed "
                          f"steps: choose 'euler', 'semi_euler', 'rkmk2', 'rkmk4', 'cg4' or "

@@ -79,7 +79,6 @@ def core_tables(arrays):
     foff[:, 9:] = fo[:, :3, 3]
     ints = dict(parent=parent, kind=kind, qoff=arrays["qoff"], voff=voff, nqj=nqj, nvj=nvj,
                 fast=fast, screw_rev=screw_rev, turns=turns,
-                turn_idx=np.flatnonzero(turns) if turns.any() else np.zeros(1, np.int32),
                 **angle_slots(turns, univ, np.asarray(arrays["qoff"]), nb),
                 screw_runs=screw_runs, group_body=group_body,
                 univ=univ, root=root, path_nv=path_nv,
@@ -170,11 +169,9 @@ def fast_codes(kind, nvj, voff, X):
             continue
         x = X[voff[i]]
         codes[i] = _C["FAST_SCREW"]
-        if np.all(np.abs(x[3:]) <= tol):
-            for k in range(3):
-                others = [j for j in range(3) if j != k]
-                if abs(abs(x[k]) - 1.0) <= tol and np.all(np.abs(x[others]) <= tol):
-                    codes[i] = _C["FAST_REV_X"] + k
+        k = _body_axis(x[:3])
+        if k >= 0 and np.all(np.abs(x[3:]) <= tol):
+            codes[i] = _C["FAST_REV_X"] + k
     return codes
 
 
