@@ -454,6 +454,16 @@ def test_save_every_above_the_step_count_keeps_the_first_and_last_rows(ur5, x, s
     assert np.array_equal(r.q, full.q[:, [0, -1]]) and np.array_equal(r.v, full.v[:, [0, -1]])
 
 
+@pytest.mark.parametrize("method", ["rkmk4", "rkmk45"])
+def test_simulate_save_every_above_the_step_count_keeps_the_first_and_last_rows(ur5, method):
+    q, v = ur5.neutral(), np.full(ur5.nv, 0.1)      # the shared _save_every: simulate too
+    full = td.simulate(ur5, q, v, 0.01, 1e-3, method=method)
+    for k in (10**6, 2**63, 10**30):                 # 2**63 and up: was an OverflowError
+        tr = td.simulate(ur5, q, v, 0.01, 1e-3, method=method, save_every=k)
+        assert np.array_equal(tr.t, full.t[[0, -1]])
+        assert np.array_equal(tr.q, full.q[[0, -1]]) and np.array_equal(tr.v, full.v[[0, -1]])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_any_tau_runs_as_the_simulator_or_is_named(ur5, x, data):

@@ -620,7 +620,9 @@ def _save_every(k, where="simulate"):
                          f"{type(k).__name__} {k!r:.60}")
     if k < 1:
         raise InputError(f"{where}: save_every: expected an integer >= 1, got {k}")
-    return int(k)
+    # any k at or above the step count keeps the first and last rows only: capped so
+    # that the kernels' C integer takes it (2**64 was an OverflowError)
+    return int(min(k, 2**62))
 
 
 def _saved_times(nsteps, h, k):
